@@ -1,0 +1,100 @@
+// Whole-packet codec: the opcode table and the header chain after BTH.
+//
+// A packet here is what follows the UDP header: BTH, the headers its opcode
+// calls for, then payload. (The UDP datapath adds ICRC; the simulator carries
+// payload as a length only.) parse() validates the chain against the bytes
+// present and never over-reads; encode() writes the chain the opcode calls for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "util/result.hpp"
+#include "wire/headers.hpp"
+
+namespace mrc::wire {
+
+/// MRC opcodes (reference 3.3): the 0xC0 manufacturer range plus RC's low bits.
+enum class Opcode : uint8_t {
+  write_first = 0xC6,
+  write_middle = 0xC7,
+  write_last = 0xC8,
+  write_last_imm = 0xC9,
+  write_only = 0xCA,
+  write_only_imm = 0xCB,
+  ack = 0xD1,
+  endpoint_request = 0xD8,
+  endpoint_response = 0xD9,
+  sack = 0xDC,
+  nack = 0xDD,
+  probe = 0xDE,
+};
+
+/// Which extension header follows BTH for a non-data opcode.
+enum class ExtHeader : uint8_t { none, aeth, seth, neth, peth, erth, eeth };
+
+/// One row of the opcode table.
+struct OpcodeInfo {
+  bool valid = false;
+  bool data = false;    ///< carries METH, RETH and payload
+  bool first = false;   ///< first packet of a message (FIRST or ONLY)
+  bool last = false;    ///< last packet of a message (LAST or ONLY)
+  bool imm = false;     ///< carries ImmDt
+  ExtHeader ext = ExtHeader::none;
+  std::string_view name;
+};
+
+/// The table row for `opcode`; `.valid` is false for anything MRC does not define.
+const OpcodeInfo& opcode_info(uint8_t opcode);
+
+/// Largest header chain any MRC packet carries (BTH+METH+TSETH+RETH+ImmDt = 40,
+/// BTH+SETH+CC_STATE = 48, BTH+EETH = 48), rounded up.
+inline constexpr size_t kMaxHeaderBytes = 64;
+
+/// The decoded header chain of one packet. Only the members the opcode (and,
+/// for TSETH, BTH.ts) calls for are meaningful.
+struct Headers {
+  Bth bth;
+  Meth meth;
+  Tseth tseth;
+  Reth reth;
+  ImmDt imm;
+  Aeth aeth;
+  Seth seth;
+  CcState cc;
+  Neth neth;
+  Peth peth;
+  Erth erth;
+  Eeth eeth;
+
+  Opcode opcode() const { return static_cast<Opcode>(bth.opcode); }
+  const OpcodeInfo& info() const { return opcode_info(bth.opcode); }
+};
+
+/// Size of the header chain `h` describes (depends on the opcode and BTH.ts).
+/// Zero if the opcode is not an MRC opcode.
+size_t header_size(const Headers& h);
+
+/// Encodes the chain into `out`. Returns the number of bytes written, or
+/// Errc::unknown_opcode / Errc::too_big if `out` is smaller than header_size().
+Result<size_t> encode(const Headers& h, std::span<uint8_t> out);
+
+/// A parsed packet: headers plus where the payload lies in the input.
+struct Parsed {
+  Headers h;
+  size_t header_len = 0;   ///< bytes of header chain
+  size_t payload_len = 0;  ///< payload bytes present after the chain (pad removed)
+};
+
+/// Parses a packet (UDP payload, no ICRC). Fails with:
+///  - Errc::truncated if the bytes end inside a header the opcode requires;
+///  - Errc::unknown_opcode for an opcode outside the MRC table;
+///  - Errc::length_mismatch if a control packet has trailing bytes, a data
+///    packet is shorter than its pad count, or its payload exceeds the RETH
+///    DMA length;
+///  - Errc::malformed for reserved QPN use by a data packet or an invalid TVer.
+Result<Parsed> parse(std::span<const uint8_t> in);
+
+}  // namespace mrc::wire
