@@ -14,6 +14,17 @@
 #include <utility>
 #include <vector>
 
+// GCC announces AddressSanitizer with __SANITIZE_ADDRESS__; clang 14 does so
+// only through __has_feature, so test both or a clang ASan build would keep
+// recycling slots and hide use-after-release.
+#if defined(__SANITIZE_ADDRESS__)
+#define MRC_POOL_HEAP_FALLBACK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MRC_POOL_HEAP_FALLBACK 1
+#endif
+#endif
+
 namespace mrc {
 
 template <class T, size_t kChunk = 256>
@@ -27,7 +38,7 @@ class ObjectPool {
   /// Constructs a T from `args` in pooled storage. Never returns null.
   template <class... Args>
   T* acquire(Args&&... args) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MRC_POOL_HEAP_FALLBACK)
     ++live_;
     return new T(std::forward<Args>(args)...);
 #else
@@ -41,7 +52,7 @@ class ObjectPool {
 
   /// Destroys `p` and returns its storage to the pool. `p` must come from this pool.
   void release(T* p) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MRC_POOL_HEAP_FALLBACK)
     --live_;
     delete p;
 #else

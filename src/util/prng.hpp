@@ -44,12 +44,12 @@ class Prng {
   /// Uniform integer in [0, bound) without modulo bias (Lemire's method).
   /// `bound` must be > 0.
   uint64_t below(uint64_t bound) {
-    unsigned __int128 m = static_cast<unsigned __int128>(next_u64()) * bound;
+    U128 m = static_cast<U128>(next_u64()) * bound;
     uint64_t low = static_cast<uint64_t>(m);
     if (low < bound) {
       const uint64_t threshold = (0 - bound) % bound;
       while (low < threshold) {
-        m = static_cast<unsigned __int128>(next_u64()) * bound;
+        m = static_cast<U128>(next_u64()) * bound;
         low = static_cast<uint64_t>(m);
       }
     }
@@ -63,6 +63,8 @@ class Prng {
   bool chance(double p) { return uniform() < p; }
 
  private:
+  // __extension__ keeps -Wpedantic (and so -Werror builds) quiet about __int128.
+  __extension__ using U128 = unsigned __int128;
   static constexpr uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   static constexpr uint64_t splitmix_const(uint64_t v) {
     v += 0x9e3779b97f4a7c15ull;

@@ -14,6 +14,9 @@ namespace mrc {
 
 /// A span of time in integer picoseconds. Arithmetic is plain integer math.
 class Duration {
+  // __extension__ keeps -Wpedantic (and so -Werror builds) quiet about __int128.
+  __extension__ using U128 = unsigned __int128;
+
  public:
   constexpr Duration() = default;
   /// Builds a duration from a raw picosecond count.
@@ -26,8 +29,8 @@ class Duration {
   static constexpr Duration infinite() { return Duration(std::numeric_limits<int64_t>::max()); }
   /// Time to serialize `bytes` at `bits_per_second` (rounded up to whole picoseconds).
   static constexpr Duration serialization(uint64_t bytes, uint64_t bits_per_second) {
-    // bytes*8e12/bps; split to avoid overflow for large byte counts.
-    const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 8u * 1'000'000'000'000u;
+    // bytes*8e12/bps in 128 bits, so large byte counts cannot overflow.
+    const U128 num = static_cast<U128>(bytes) * 8u * 1'000'000'000'000u;
     return Duration(static_cast<int64_t>((num + bits_per_second - 1) / bits_per_second));
   }
 

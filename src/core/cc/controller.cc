@@ -1,0 +1,12 @@
+#include "core/cc/controller.hpp"
+
+#include "core/cc/fixed_window.hpp"
+
+namespace mrc::core::cc {
+
+std::unique_ptr<Controller> make_controller(const CcProfile& profile, const CcContext& ctx) {
+  // validate() admits only algorithms built here; "fixed" is the default.
+  return std::make_unique<FixedWindow>(profile.fixed, ctx);
+}
+
+}  // namespace mrc::core::cc

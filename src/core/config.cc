@@ -1,0 +1,79 @@
+#include "core/config.hpp"
+
+#include <set>
+#include <string>
+
+namespace mrc::core {
+
+namespace {
+Status reject(std::string* why, std::string msg) {
+  if (why) *why = std::move(msg);
+  return Errc::invalid_argument;
+}
+}  // namespace
+
+Status EndpointConfig::validate(std::string* why) const {
+  if (ports.empty() || ports.size() > 32)
+    return reject(why, "ports: need 1..32 ports (one per plane); got " + std::to_string(ports.size()));
+  for (size_t i = 0; i < ports.size(); ++i)
+    if (ports[i].rate_bps == 0)
+      return reject(why, "ports[" + std::to_string(i) + "].rate_bps: must be > 0 (e.g. 100e9)");
+  if (max_qps == 0 || max_qps > (1u << 23))
+    return reject(why, "max_qps: must be in 1..8388608");
+  if (max_send_wr == 0 || max_recv_wr == 0)
+    return reject(why, "max_send_wr / max_recv_wr: must be > 0");
+  if (max_mpr == 0) return reject(why, "max_mpr: must be >= 1 (units of 128 PSNs)");
+  const ProtocolConfig& p = protocol;
+  if (p.sack_bytes_threshold == 0)
+    return reject(why, "protocol.sack_bytes_threshold: must be > 0 (default 16384)");
+  if (p.sack_coalesce_delay <= Duration{})
+    return reject(why, "protocol.sack_coalesce_delay: must be > 0 (default 1 us)");
+  if (p.timestamp_tick <= Duration{})
+    return reject(why, "protocol.timestamp_tick: must be > 0 (default 128 ns)");
+  if (p.base_rtt <= Duration{}) return reject(why, "protocol.base_rtt: must be > 0 (e.g. 10 us)");
+  if (p.reorder_packets == 0 || p.reorder_packets > 3)
+    return reject(why, "protocol.reorder_packets: must be 1..3 (default 3)");
+  if (p.probe_interval <= Duration{} || p.probe_interval_max < p.probe_interval)
+    return reject(why, "protocol.probe_interval: must be > 0 and <= probe_interval_max");
+  if (p.probe_resurrect_count == 0 || p.probe_resurrect_count > 255)
+    return reject(why, "protocol.probe_resurrect_count: must be 1..255 (default 2)");
+  if (p.reverse_probe_interval <= Duration{})
+    return reject(why, "protocol.reverse_probe_interval: must be > 0");
+  return {};
+}
+
+Status EvProfile::validate(uint32_t num_ports, std::string* why) const {
+  if (num_ports == 0) return reject(why, "EV profile: the endpoint has no ports");
+  if (explicit_evs.empty()) {
+    if (entropy_bits == 0 || entropy_bits > 32)
+      return reject(why, "ev_profile.entropy_bits: must be 1..32 (16 = UDP source port)");
+    if (ev_count < num_ports)
+      return reject(why, "ev_profile.ev_count: need at least one EV per port (" + std::to_string(num_ports) + ")");
+    if (ev_count > 4096) return reject(why, "ev_profile.ev_count: at most 4096 EVs per QP");
+    if (entropy_bits < 32 && uint64_t{ev_count} * 2 > (uint64_t{1} << entropy_bits))
+      return reject(why, "ev_profile.entropy_bits: the value space must be at least twice ev_count");
+  } else {
+    if (explicit_evs.size() > 4096) return reject(why, "ev_profile.explicit_evs: at most 4096 EVs per QP");
+    std::set<uint32_t> seen;
+    for (size_t i = 0; i < explicit_evs.size(); ++i) {
+      if (explicit_evs[i].port >= num_ports)
+        return reject(why, "ev_profile.explicit_evs[" + std::to_string(i) + "].port: no such port");
+      if (!seen.insert(explicit_evs[i].value).second)
+        return reject(why, "ev_profile.explicit_evs[" + std::to_string(i) + "].value: duplicate EV value");
+    }
+  }
+  const uint32_t total = explicit_evs.empty() ? ev_count : static_cast<uint32_t>(explicit_evs.size());
+  if (active_count == 0 || active_count > total)
+    return reject(why, "ev_profile.active_count: must be 1..ev_count");
+  if (ev_min_active > active_count)
+    return reject(why, "ev_profile.ev_min_active: must be <= active_count");
+  return {};
+}
+
+Status CcProfile::validate(std::string* why) const {
+  if (algorithm != "fixed")
+    return reject(why, "cc_profile.algorithm: unknown algorithm '" + algorithm + "' (available: fixed)");
+  return {};
+}
+
+}  // namespace mrc::core

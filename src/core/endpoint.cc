@@ -1,0 +1,479 @@
+#include "core/endpoint.hpp"
+
+#include <algorithm>
+
+#include "wire/psn.hpp"
+
+namespace mrc::core {
+
+Result<std::unique_ptr<Endpoint>> Endpoint::create(const EndpointConfig& cfg, std::string* why) {
+  if (Status s = cfg.validate(why); !s) return s.error();
+  return std::unique_ptr<Endpoint>(new Endpoint(cfg));
+}
+
+Endpoint::Endpoint(const EndpointConfig& cfg)
+    : cfg_(cfg), rng_(cfg.seed), mrs_(rng_.derive(0x6d72)) {
+  ev_profiles_.emplace(0, EvProfile{});
+  cc_profiles_.emplace(0, CcProfile{});
+  const uint32_t n = num_ports();
+  local_up_ = n >= 32 ? ~0u : ((1u << n) - 1);
+}
+
+Endpoint::~Endpoint() = default;
+
+// ----------------------------------------------------------------- profiles
+
+Status Endpoint::set_ev_profile(uint64_t id, const EvProfile& p, std::string* why) {
+  if (Status s = p.validate(num_ports(), why); !s) return s;
+  for (const auto& q : qps_)
+    if (q && q->state() != QpState::reset && q->attr().ev_profile_id == id) {
+      if (why) *why = "EV profile is in use by a QP that is not in RESET";
+      return Errc::busy;
+    }
+  ev_profiles_[id] = p;
+  return {};
+}
+
+Status Endpoint::set_cc_profile(uint64_t id, const CcProfile& p, std::string* why) {
+  if (Status s = p.validate(why); !s) return s;
+  for (const auto& q : qps_)
+    if (q && q->state() != QpState::reset && q->attr().cc_profile_id == id) {
+      if (why) *why = "CC profile is in use by a QP that is not in RESET";
+      return Errc::busy;
+    }
+  cc_profiles_[id] = p;
+  return {};
+}
+
+// ----------------------------------------------------------------- memory
+
+Result<MemoryRegion> Endpoint::reg_mr(uint64_t addr, uint64_t length, uint32_t acc, bool backed) {
+  return mrs_.reg(addr, length, acc, backed);
+}
+
+Status Endpoint::dereg_mr(uint32_t lkey) { return mrs_.dereg(lkey); }
+
+// ----------------------------------------------------------------- QPs
+
+Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
+  uint32_t idx;
+  if (!free_qp_slots_.empty()) {
+    idx = free_qp_slots_.back();
+    free_qp_slots_.pop_back();
+  } else {
+    if (qps_.size() >= cfg_.max_qps) return Errc::no_memory;
+    idx = static_cast<uint32_t>(qps_.size());
+    qps_.emplace_back();
+  }
+  const uint32_t qpn = kFirstQpn + idx;
+  qps_[idx] = std::make_unique<Qp>(*this, qpn, init);
+  return qpn;
+}
+
+Qp* Endpoint::find_qp(uint32_t qpn) {
+  if (qpn < kFirstQpn) return nullptr;
+  const uint32_t idx = qpn - kFirstQpn;
+  return idx < qps_.size() ? qps_[idx].get() : nullptr;
+}
+
+const Qp* Endpoint::qp(uint32_t qpn) const { return const_cast<Endpoint*>(this)->find_qp(qpn); }
+
+Status Endpoint::destroy_qp(uint32_t qpn) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  std::erase(ctrl_list_, q);
+  std::erase(data_list_, q);
+  heap_remove(*q);
+  qps_[qpn - kFirstQpn].reset();
+  free_qp_slots_.push_back(qpn - kFirstQpn);
+  return {};
+}
+
+Status Endpoint::modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  Status s = q->modify(now, attr, mask);
+  refresh(*q);
+  return s;
+}
+
+uint32_t Endpoint::random_psn() { return rng_.next_u32() & wire::kPsnMask; }
+
+Status Endpoint::post_send(Time now, uint32_t qpn, const SendWr& wr) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  Status s = q->post_send(now, wr);
+  refresh(*q);
+  return s;
+}
+
+Status Endpoint::post_recv(uint32_t qpn, const RecvWr& wr) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  return q->post_recv(wr);
+}
+
+Status Endpoint::set_ev_denied(Time now, uint32_t qpn, uint32_t value, bool denied) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  Status s = q->set_ev_denied(now, value, denied);
+  refresh(*q);
+  return s;
+}
+
+Status Endpoint::set_mpr_dest(uint32_t qpn, uint8_t mpr) {
+  Qp* q = find_qp(qpn);
+  if (!q) return Errc::not_found;
+  return q->set_mpr_dest(mpr);
+}
+
+// ----------------------------------------------------------------- scheduling
+
+void Endpoint::refresh(Qp& q) {
+  if (q.has_control() && !q.in_ctrl_list_) {
+    q.in_ctrl_list_ = true;
+    ctrl_list_.push_back(&q);
+  }
+  if (q.wants_data() && !q.in_data_list_) {
+    q.in_data_list_ = true;
+    data_list_.push_back(&q);
+  }
+  heap_update(q);
+}
+
+// An indexed binary min-heap of QPs by earliest timer: next_timeout() is
+// O(1) and a QP's timer change is O(log n).
+void Endpoint::heap_update(Qp& q) {
+  const Time t = q.next_timeout();
+  if (q.heap_index_ == SIZE_MAX) {
+    if (t.is_never()) return;
+    q.heap_deadline_ = t;
+    q.heap_index_ = heap_.size();
+    heap_.push_back(&q);
+    heap_sift_up(q.heap_index_);
+    return;
+  }
+  if (t.is_never()) {
+    heap_remove(q);
+    return;
+  }
+  const Time old = q.heap_deadline_;
+  q.heap_deadline_ = t;
+  if (t < old) heap_sift_up(q.heap_index_);
+  else if (t > old) heap_sift_down(q.heap_index_);
+}
+
+void Endpoint::heap_remove(Qp& q) {
+  const size_t i = q.heap_index_;
+  if (i == SIZE_MAX) return;
+  q.heap_index_ = SIZE_MAX;
+  Qp* last = heap_.back();
+  heap_.pop_back();
+  if (last == &q) return;
+  heap_[i] = last;
+  last->heap_index_ = i;
+  heap_sift_up(i);
+  heap_sift_down(last->heap_index_);
+}
+
+void Endpoint::heap_sift_up(size_t i) {
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (heap_[parent]->heap_deadline_ <= heap_[i]->heap_deadline_) break;
+    std::swap(heap_[parent], heap_[i]);
+    heap_[parent]->heap_index_ = parent;
+    heap_[i]->heap_index_ = i;
+    i = parent;
+  }
+}
+
+void Endpoint::heap_sift_down(size_t i) {
+  const size_t n = heap_.size();
+  for (;;) {
+    size_t m = i;
+    const size_t l = 2 * i + 1, r = l + 1;
+    if (l < n && heap_[l]->heap_deadline_ < heap_[m]->heap_deadline_) m = l;
+    if (r < n && heap_[r]->heap_deadline_ < heap_[m]->heap_deadline_) m = r;
+    if (m == i) return;
+    std::swap(heap_[m], heap_[i]);
+    heap_[m]->heap_index_ = m;
+    heap_[i]->heap_index_ = i;
+    i = m;
+  }
+}
+
+Time Endpoint::next_timeout() const {
+  Time t = heap_.empty() ? Time::never() : heap_.front()->heap_deadline_;
+  t = min(t, port_status_next_);
+  for (const PendingProbe& p : probes_) t = min(t, p.deadline);
+  return t;
+}
+
+void Endpoint::handle_timeout(Time now) {
+  // Collect first: a QP's handler may re-arm a timer at `now` (it will run on
+  // the next call), so each QP runs once per call.
+  std::vector<Qp*> due;
+  while (!heap_.empty() && heap_.front()->heap_deadline_ <= now) {
+    Qp* q = heap_.front();
+    heap_remove(*q);
+    due.push_back(q);
+  }
+  for (Qp* q : due) {
+    q->on_timeout(now);
+    refresh(*q);
+  }
+  if (port_status_next_ <= now) {
+    queue_port_status(now);
+  }
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (it->deadline <= now) {
+      push_event(ProbeResult{it->req_id, false, 0, Duration{}});
+      it = probes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::optional<Event> Endpoint::poll_event() {
+  if (events_.empty()) return std::nullopt;
+  Event e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+// ----------------------------------------------------------------- I/O
+
+void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uint8_t> bytes) {
+  ++stats_.rx_packets;
+  Result<wire::Parsed> parsed = wire::parse(bytes);
+  if (!parsed) {
+    ++stats_.rx_malformed;
+    return;
+  }
+  const wire::Parsed& p = *parsed;
+  if (meta.port >= num_ports()) {
+    ++stats_.rx_malformed;
+    return;
+  }
+  if (p.h.bth.dest_qp == kEndpointOpsQpn) {
+    if (p.h.opcode() == wire::Opcode::endpoint_request) on_endpoint_request(now, meta, p);
+    else if (p.h.opcode() == wire::Opcode::endpoint_response) on_endpoint_response(now, meta, p);
+    else ++stats_.rx_malformed;
+    return;
+  }
+  Qp* q = find_qp(p.h.bth.dest_qp);
+  if (!q) {
+    ++stats_.rx_unknown_qp;
+    return;
+  }
+  if (q->state() == QpState::reset || q->state() == QpState::init) {
+    ++stats_.rx_bad_state;
+    return;
+  }
+  if (q->peer() != meta.peer) {
+    ++stats_.rx_wrong_peer;
+    return;
+  }
+  q->on_packet(now, meta, p, bytes.data() + p.header_len);
+  refresh(*q);
+}
+
+Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr) {
+  if (hdr.size() < wire::kMaxHeaderBytes) return Errc::invalid_argument;
+  port_mask &= local_up_;
+  if (port_mask == 0) return Errc::done;
+  Transmit tx;
+  // Control first (reference 3.9: the control class outranks data).
+  if (build_ep_ctrl(now, port_mask, hdr.data(), tx)) {
+    ++stats_.tx_packets;
+    return tx;
+  }
+  while (!ctrl_list_.empty()) {
+    Qp* q = ctrl_list_.front();
+    if (!q->has_control()) {
+      ctrl_list_.pop_front();
+      q->in_ctrl_list_ = false;
+      continue;
+    }
+    if (!q->poll_control(now, port_mask, hdr.data(), tx)) break;  // no usable port in the mask
+    ctrl_list_.pop_front();
+    if (q->has_control()) ctrl_list_.push_back(q);
+    else q->in_ctrl_list_ = false;
+    ++stats_.tx_packets;
+    return tx;
+  }
+  // Data: round-robin over QPs with something to send.
+  for (size_t n = data_list_.size(); n > 0; --n) {
+    Qp* q = data_list_.front();
+    data_list_.pop_front();
+    if (!q->wants_data()) {
+      q->in_data_list_ = false;
+      continue;
+    }
+    const Qp::SendResult r = q->poll_data(now, port_mask, hdr.data(), tx);
+    if (r == Qp::SendResult::sent) {
+      if (q->wants_data()) data_list_.push_back(q);
+      else q->in_data_list_ = false;
+      heap_update(*q);
+      ++stats_.tx_packets;
+      return tx;
+    }
+    if (r == Qp::SendResult::ports_busy) {
+      data_list_.push_back(q);
+    } else {
+      q->in_data_list_ = false;
+      heap_update(*q);
+    }
+  }
+  return Errc::done;
+}
+
+// ----------------------------------------------------------------- ports and endpoint operations
+
+uint32_t Endpoint::peer_port_mask(uint64_t peer) const {
+  auto it = peer_up_.find(peer);
+  return it == peer_up_.end() ? ~0u : it->second;
+}
+
+void Endpoint::set_port_up(Time now, uint8_t port, bool up) {
+  if (port >= num_ports()) return;
+  const uint32_t before = local_up_;
+  if (up) local_up_ |= 1u << port;
+  else local_up_ &= ~(1u << port);
+  if (local_up_ == before) return;
+  for (auto& q : qps_) {
+    if (!q || (q->state() != QpState::rtr && q->state() != QpState::rts)) continue;
+    q->on_port_mask(now, local_up_ & peer_port_mask(q->peer()));
+    refresh(*q);
+  }
+  push_event(PortEvent{0, local_up_});
+  port_status_left_ = cfg_.protocol.port_status_repeats;
+  queue_port_status(now);
+}
+
+void Endpoint::queue_port_status(Time now) {
+  port_status_next_ = Time::never();
+  if (port_status_left_ == 0) return;
+  --port_status_left_;
+  // Tell every peer this endpoint has a connected QP with.
+  std::vector<uint64_t> peers;
+  for (const auto& q : qps_)
+    if (q && (q->state() == QpState::rtr || q->state() == QpState::rts) &&
+        std::find(peers.begin(), peers.end(), q->peer()) == peers.end())
+      peers.push_back(q->peer());
+  for (uint64_t peer : peers) {
+    EpCtrl c{};
+    c.op = wire::EpWireOp::port_status_update;
+    c.response = false;
+    c.peer = peer;
+    c.port = 0;
+    c.entropy = rng_.next_u32() & 0xFFFF;
+    c.req_id = ep_req_id_++;
+    c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
+    c.mask = local_up_;
+    ep_ctrl_.push_back(c);
+  }
+  if (port_status_left_ > 0) port_status_next_ = now + cfg_.protocol.port_status_interval;
+}
+
+Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
+                               Duration timeout) {
+  if (port >= num_ports()) return Errc::invalid_argument;
+  for (const PendingProbe& p : probes_)
+    if (p.req_id == req_id) return Errc::busy;
+  EpCtrl c{};
+  c.op = wire::EpWireOp::ev_probe;
+  c.response = false;
+  c.peer = peer;
+  c.port = port;
+  c.entropy = entropy;
+  c.req_id = req_id;
+  c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
+  ep_ctrl_.push_back(c);
+  probes_.push_back(PendingProbe{req_id, now, now + timeout});
+  return {};
+}
+
+bool Endpoint::build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
+  (void)now;
+  if (ep_ctrl_.empty()) return false;
+  const EpCtrl c = ep_ctrl_.front();
+  // An EV probe must leave on the port it tests; other operations take any port.
+  uint8_t port = c.port;
+  if (!(port_mask >> port & 1u)) {
+    if (c.op == wire::EpWireOp::ev_probe && !c.response) return false;
+    port = static_cast<uint8_t>(std::countr_zero(port_mask));
+  }
+  ep_ctrl_.pop_front();
+  wire::Headers h;
+  h.bth.dest_qp = kEndpointOpsQpn;
+  h.bth.psn = c.req_id;
+  if (c.response) {
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_response);
+    h.eeth.op = static_cast<uint8_t>(c.op);
+    h.eeth.rx_port = static_cast<uint8_t>(c.rx_port + 1);
+    h.eeth.reflected_ts = c.ts;
+    h.eeth.entropy = c.entropy;
+  } else {
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
+    h.erth.op = static_cast<uint8_t>(c.op);
+    h.erth.port_status_mask = c.mask;
+    h.erth.timestamp = c.ts;
+  }
+  const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
+  tx = Transmit{};
+  tx.port = port;
+  tx.entropy = c.entropy;
+  tx.peer = c.peer;
+  tx.tc = TrafficClass::control;
+  tx.header_len = static_cast<uint16_t>(hlen);
+  return true;
+}
+
+void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p) {
+  (void)now;
+  ++stats_.ep_requests;
+  const auto op = static_cast<wire::EpWireOp>(p.h.erth.op);
+  if (op == wire::EpWireOp::port_status_update) {
+    const uint32_t mask = p.h.erth.port_status_mask;
+    const uint32_t before = peer_port_mask(meta.peer);
+    peer_up_[meta.peer] = mask;
+    if (mask != before) {
+      for (auto& q : qps_) {
+        if (!q || q->peer() != meta.peer) continue;
+        if (q->state() != QpState::rtr && q->state() != QpState::rts) continue;
+        q->on_port_mask(now, local_up_ & mask);
+        refresh(*q);
+      }
+      push_event(PortEvent{meta.peer, mask});
+    }
+  } else if (op != wire::EpWireOp::ev_probe) {
+    ++stats_.rx_malformed;
+    return;
+  }
+  EpCtrl c{};
+  c.op = op;
+  c.response = true;
+  c.peer = meta.peer;
+  c.port = meta.port;
+  c.entropy = meta.entropy;
+  c.req_id = static_cast<uint16_t>(p.h.bth.psn);
+  c.ts = p.h.erth.timestamp;
+  c.rx_port = meta.port;
+  ep_ctrl_.push_back(c);
+}
+
+void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p) {
+  ++stats_.ep_responses;
+  if (static_cast<wire::EpWireOp>(p.h.eeth.op) != wire::EpWireOp::ev_probe) return;
+  const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
+  for (auto it = probes_.begin(); it != probes_.end(); ++it) {
+    if (it->req_id != id) continue;
+    push_event(ProbeResult{id, true, meta.port, now - it->sent_at});
+    probes_.erase(it);
+    return;
+  }
+}
+
+}  // namespace mrc::core

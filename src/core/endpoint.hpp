@@ -1,0 +1,203 @@
+// Endpoint: one MRC NIC as a sans-I/O state machine (DESIGN.md, "The core
+// contract").
+//
+// An Endpoint owns the QPs, memory regions and EV/CC profiles of one device.
+// A driver (the test harness, the simulator, the UDP runtime) moves bytes and
+// time; the Endpoint decides everything else. The whole surface is:
+//
+//   handle_datagram(now, meta, bytes)    a packet arrived on a port
+//   poll_transmit(now, port_mask, hdr)   next packet for a port with room
+//   next_timeout() / handle_timeout(now) timers
+//   poll_event()                         completions and events
+//   create_qp / modify_qp / post_send / post_recv / reg_mr / profiles ...
+//
+// Time is always an argument and randomness comes from EndpointConfig::seed:
+// the same inputs give the same outputs, bit for bit. Nothing here blocks,
+// allocates per packet on the steady path, reads a clock or touches the OS.
+//
+// Threading: an Endpoint is not thread-safe; a driver serializes calls.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/mr_table.hpp"
+#include "core/qp.hpp"
+#include "core/types.hpp"
+#include "util/prng.hpp"
+#include "util/result.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::core {
+
+/// Endpoint-wide counters. Every dropped packet is counted under one reason.
+struct EndpointStats {
+  uint64_t rx_packets = 0;
+  uint64_t rx_malformed = 0;       ///< failed wire::parse (truncated, bad opcode, lengths)
+  uint64_t rx_unknown_qp = 0;      ///< no such QPN
+  uint64_t rx_wrong_peer = 0;      ///< QPN exists but the source is not its peer
+  uint64_t rx_bad_state = 0;       ///< QP not in a state that accepts the packet
+  uint64_t rx_psn_out_of_window = 0;
+  uint64_t rx_access_errors = 0;   ///< rkey/access/bounds failures (nothing written)
+  uint64_t rx_bad_ack = 0;         ///< SACK/NACK/ACK acknowledging PSNs never sent
+  uint64_t tx_packets = 0;
+  uint64_t ep_requests = 0;
+  uint64_t ep_responses = 0;
+};
+
+class Endpoint {
+ public:
+  /// Validates `cfg`; on error returns the message in `why` and an endpoint
+  /// must not be used (use create()).
+  static Result<std::unique_ptr<Endpoint>> create(const EndpointConfig& cfg, std::string* why = nullptr);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const EndpointConfig& config() const { return cfg_; }
+  const EndpointStats& stats() const { return stats_; }
+  uint32_t num_ports() const { return static_cast<uint32_t>(cfg_.ports.size()); }
+
+  // ---------------------------------------------------------------- profiles
+  /// Installs (or replaces) EV profile `id`. Errc::invalid_argument with a
+  /// message in `why` if the profile is inconsistent; Errc::busy if a QP uses it.
+  Status set_ev_profile(uint64_t id, const EvProfile& p, std::string* why = nullptr);
+  /// Installs (or replaces) CC profile `id`. Same errors as set_ev_profile.
+  Status set_cc_profile(uint64_t id, const CcProfile& p, std::string* why = nullptr);
+  /// Profile 0 of each kind always exists (defaults) and is what a QP uses
+  /// when INIT names none.
+
+  // ---------------------------------------------------------------- memory
+  /// Registers [addr, addr+length) with access:: bits. `backed` = false for
+  /// simulated memory (bounds enforced, nothing written). The returned keys
+  /// are random. Errc::invalid_argument for an empty or wrapping range.
+  Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true);
+  Status dereg_mr(uint32_t lkey);
+
+  // ---------------------------------------------------------------- QPs
+  /// Creates a QP in RESET. Errc::no_memory when max_qps are in use.
+  Result<uint32_t> create_qp(const QpInit& init);
+  /// Destroys a QP (any state). Errc::not_found for an unknown QPN.
+  Status destroy_qp(uint32_t qpn);
+  /// Moves a QP through RESET -> INIT -> RTR -> RTS (-> ERROR, -> RESET).
+  /// `mask` names the attributes to apply (qp_attr bits); each transition
+  /// requires and permits a fixed set (see qp.cc, check_transition()).
+  /// Errc::invalid_argument for an illegal transition, a missing required
+  /// attribute, an attribute not allowed in this transition or out of range.
+  Status modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask);
+  /// The QP, for queries (state, attributes, stats, EV states); nullptr if unknown.
+  const Qp* qp(uint32_t qpn) const;
+  /// A random 24-bit initial PSN from the endpoint's PRNG (reference 3.4).
+  uint32_t random_psn();
+
+  /// Posts a WRITE / WRITE_WITH_IMM. Errc::invalid_argument if the QP is not
+  /// in RTS/ERROR or the request is malformed (length > 2^31); Errc::no_memory
+  /// when the send queue is full. A local protection failure (lkey, bounds)
+  /// is reported as a completion with WcStatus::loc_prot_err and moves the QP
+  /// to ERROR, as in ibverbs. In ERROR the WR completes with wr_flush_err.
+  Status post_send(Time now, uint32_t qpn, const SendWr& wr);
+  /// Posts a receive WQE (consumed by WRITE_WITH_IMM). Errc::no_memory when full.
+  Status post_recv(uint32_t qpn, const RecvWr& wr);
+
+  // ---------------------------------------------------------------- I/O
+  /// A packet arrived. `bytes` is the UDP payload (BTH onwards, no ICRC).
+  /// Malformed or unacceptable packets are dropped and counted in stats();
+  /// this call never fails and never writes outside a registered region.
+  void handle_datagram(Time now, const RxMeta& meta, std::span<const uint8_t> bytes);
+  /// The next packet to send on one of the ports in `port_mask` (bit i =
+  /// port i has room). Header bytes are written to `hdr` (at least
+  /// wire::kMaxHeaderBytes); the payload is described by the Transmit. Returns
+  /// Errc::done when nothing can be sent on those ports now.
+  Result<Transmit> poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr);
+  /// Earliest time handle_timeout() must be called, or Time::never().
+  Time next_timeout() const;
+  /// Runs every timer due at or before `now`.
+  void handle_timeout(Time now);
+  /// Next completion or event, or std::nullopt.
+  std::optional<Event> poll_event();
+  /// True if poll_transmit may return a packet for some port (a driver that
+  /// sleeps on port availability uses this to know whether to wake ports).
+  bool has_pending_transmit() const { return !ctrl_list_.empty() || !data_list_.empty() || !ep_ctrl_.empty(); }
+
+  // ---------------------------------------------------------------- ports
+  /// Local port `port` went up or down. Its EVs leave (return to) service on
+  /// every QP at once and peers are told with PORT_STATUS_UPDATE (reference 4.7).
+  void set_port_up(Time now, uint8_t port, bool up);
+  uint32_t local_port_mask() const { return local_up_; }
+
+  // ---------------------------------------------------------------- controller
+  /// DENY (or restore) EV `value` on QP `qpn` (reference 4.6, DENIED).
+  Status set_ev_denied(Time now, uint32_t qpn, uint32_t value, bool denied);
+  /// Changes the responder window a dynamic-MPR QP advertises (<= its mpr_dest).
+  Status set_mpr_dest(uint32_t qpn, uint8_t mpr);
+  /// Sends an EV probe (endpoint operation) to `peer` on `port` with EV
+  /// `entropy`; a ProbeResult event reports the answer or the timeout.
+  Status send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
+                       Duration timeout);
+
+ private:
+  friend class Qp;
+  explicit Endpoint(const EndpointConfig& cfg);
+
+  struct EpCtrl {
+    wire::EpWireOp op;
+    bool response;
+    uint64_t peer;
+    uint8_t port;        ///< preferred port
+    uint32_t entropy;
+    uint16_t req_id;
+    uint16_t ts;
+    uint32_t mask;
+    uint8_t rx_port;
+  };
+  struct PendingProbe {
+    uint16_t req_id;
+    Time sent_at;
+    Time deadline;
+  };
+
+  Qp* find_qp(uint32_t qpn);
+  void refresh(Qp& qp);
+  void heap_update(Qp& qp);
+  void heap_remove(Qp& qp);
+  void heap_sift_up(size_t i);
+  void heap_sift_down(size_t i);
+  void push_event(Event e) { events_.push_back(std::move(e)); }
+  void on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p);
+  void on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p);
+  void queue_port_status(Time now);
+  uint32_t peer_port_mask(uint64_t peer) const;
+  bool build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
+
+  EndpointConfig cfg_;
+  EndpointStats stats_;
+  Prng rng_;
+  MrTable mrs_;
+  std::unordered_map<uint64_t, EvProfile> ev_profiles_;
+  std::unordered_map<uint64_t, CcProfile> cc_profiles_;
+  std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
+  std::vector<uint32_t> free_qp_slots_;
+  std::deque<Event> events_;
+  std::deque<Qp*> ctrl_list_;
+  std::deque<Qp*> data_list_;
+  std::vector<Qp*> heap_;
+  std::deque<EpCtrl> ep_ctrl_;
+  std::vector<PendingProbe> probes_;
+  std::unordered_map<uint64_t, uint32_t> peer_up_;   ///< peer -> its last reported port mask
+  uint32_t local_up_ = 0;
+  uint32_t port_status_left_ = 0;  ///< repeats still to send
+  Time port_status_next_ = Time::never();
+  uint16_t ep_req_id_ = 1;
+
+ public:
+  static constexpr uint32_t kFirstQpn = 0x100;
+};
+
+}  // namespace mrc::core

@@ -1,0 +1,531 @@
+#include "core/path/path_policy.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+
+namespace mrc::core::path {
+
+// ---------------------------------------------------------------------------
+// PathPolicy: the EV table, value lookup, reverse EVs.
+
+PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const ProtocolConfig& proto,
+                       Prng rng, std::vector<EvEvent>* events)
+    : num_ports_(num_ports),
+      port_mask_(num_ports >= 32 ? ~0u : ((1u << num_ports) - 1)),
+      proto_(proto),
+      rng_(rng),
+      events_(events),
+      by_port_(num_ports),
+      control_(num_ports, kNone) {
+  slots_.reserve(evs.size());
+  for (const EvEntry& e : evs) {
+    EvSlot s;
+    s.value = e.value;
+    s.port = e.port;
+    slots_.push_back(s);
+    by_port_[e.port].push_back(static_cast<uint16_t>(slots_.size() - 1));
+  }
+  // Open addressing with linear probing; load factor <= 1/2.
+  const size_t cap = std::bit_ceil(std::max<size_t>(16, slots_.size() * 2));
+  hash_keys_.assign(cap, 0);
+  hash_slots_.assign(cap, 0);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    size_t h = (slots_[i].value * 0x9E3779B1u) & (cap - 1);
+    while (hash_slots_[h] != 0) h = (h + 1) & (cap - 1);
+    hash_keys_[h] = slots_[i].value;
+    hash_slots_[h] = static_cast<uint16_t>(i + 1);
+  }
+}
+
+int PathPolicy::find(uint32_t value) const {
+  const size_t cap = hash_keys_.size();
+  size_t h = (value * 0x9E3779B1u) & (cap - 1);
+  while (hash_slots_[h] != 0) {
+    if (hash_keys_[h] == value) return hash_slots_[h] - 1;
+    h = (h + 1) & (cap - 1);
+  }
+  return kNone;
+}
+
+uint32_t PathPolicy::count(EvState s) const {
+  uint32_t n = 0;
+  for (const EvSlot& e : slots_) n += e.state == s;
+  return n;
+}
+
+uint32_t PathPolicy::usable_active() const {
+  uint32_t n = 0;
+  for (const EvSlot& e : slots_)
+    n += e.active && (port_mask_ >> e.port & 1u) && (e.state == EvState::good || e.state == EvState::skip);
+  return n;
+}
+
+void PathPolicy::emit(Time now, int slot, EvState from, EvState to) {
+  EvSlot& s = slots_[static_cast<size_t>(slot)];
+  EvEvent ev;
+  ev.at = now;
+  ev.ev = s.value;
+  ev.port = s.port;
+  ev.from = from;
+  ev.to = to;
+  ev.drop_count = s.drops;
+  s.drops = 0;
+  events_->push_back(ev);
+}
+
+Status PathPolicy::set_denied(Time now, uint32_t value, bool denied) {
+  const int i = find(value);
+  if (i == kNone) return Errc::not_found;
+  EvSlot& s = slots_[static_cast<size_t>(i)];
+  const EvState to = denied ? EvState::denied : EvState::good;
+  if (s.state != to) {
+    const EvState from = s.state;
+    s.state = to;
+    emit(now, i, from, to);
+  }
+  return {};
+}
+
+bool PathPolicy::control_usable(int slot) const {
+  if (slot == kNone) return false;
+  const EvSlot& s = slots_[static_cast<size_t>(slot)];
+  return s.state == EvState::good || s.state == EvState::skip;
+}
+
+int PathPolicy::control_ev(uint8_t port) {
+  if (port >= num_ports_) return kNone;
+  if (control_usable(control_[port])) return control_[port];
+  rotate_control_ev(port);
+  return control_[port];
+}
+
+void PathPolicy::rotate_control_ev(uint8_t port) {
+  if (port >= num_ports_) return;
+  const std::vector<uint16_t>& all = by_port_[port];
+  if (all.empty()) {
+    control_[port] = kNone;
+    return;
+  }
+  // Prefer a usable EV other than the current one; start at a random offset
+  // so QPs sharing a profile do not converge on the same reverse path.
+  const size_t start = rng_.below(all.size());
+  int fallback = kNone;
+  for (size_t k = 0; k < all.size(); ++k) {
+    const int s = all[(start + k) % all.size()];
+    if (s == control_[port]) {
+      fallback = s;
+      continue;
+    }
+    if (control_usable(s)) {
+      control_[port] = s;
+      return;
+    }
+    if (fallback == kNone) fallback = s;
+  }
+  control_[port] = fallback;  // nothing usable: keep something on this port
+}
+
+void PathPolicy::adopt_control_ev(int slot) {
+  if (slot == kNone) return;
+  control_[slots_[static_cast<size_t>(slot)].port] = slot;
+}
+
+int PathPolicy::random_active(uint32_t port_mask) {
+  const uint32_t ports = port_mask & port_mask_;
+  if (ports == 0) return kNone;
+  // Random port among `ports`, then random usable slot on it.
+  const int nports = std::popcount(ports);
+  int pick = static_cast<int>(rng_.below(static_cast<uint64_t>(nports)));
+  uint32_t m = ports;
+  while (pick-- > 0) m &= m - 1;
+  const uint32_t port = static_cast<uint32_t>(std::countr_zero(m));
+  const std::vector<uint16_t>& all = by_port_[port];
+  if (all.empty()) return kNone;
+  const size_t start = rng_.below(all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    const int s = all[(start + k) % all.size()];
+    if (control_usable(s)) return s;
+  }
+  return kNone;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// MRC EV management (reference 4.4-4.6).
+
+class MrcPathPolicy final : public PathPolicy {
+ public:
+  MrcPathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const ProtocolConfig& proto, Prng rng,
+                std::vector<EvEvent>* events, const MrcPathOptions& opt)
+      : PathPolicy(std::move(evs), num_ports, proto, rng, events), opt_(opt), rot_(num_ports),
+        active_(num_ports), backup_(num_ports) {
+    // Active set split equally across ports; the rest of each port's EVs are
+    // its backups (reference 4.4, 4.9).
+    const uint32_t per_port = std::max<uint32_t>(1, opt.active_count / std::max<uint32_t>(1, num_ports));
+    target_active_ = per_port;
+    for (uint32_t p = 0; p < num_ports; ++p) {
+      for (uint16_t s : by_port_[p]) {
+        if (active_[p].size() < per_port) {
+          active_[p].push_back(s);
+          slots_[s].active = true;
+        } else {
+          backup_[p].push_back(s);
+        }
+      }
+      rot_[p].dirty = true;
+    }
+  }
+
+  int select(Time, uint32_t port_mask, int avoid) override {
+    const uint32_t ports = port_mask & sendable_ports();
+    if (ports == 0) return kNone;
+    // Round-robin over the candidate ports, starting after the last one used.
+    for (uint32_t k = 0; k < num_ports_; ++k) {
+      const uint32_t p = (rr_port_ + k) % num_ports_;
+      if (!(ports >> p & 1u)) continue;
+      const int s = next_in_rotation(p, avoid);
+      if (s != kNone) {
+        rr_port_ = p + 1;
+        return s;
+      }
+    }
+    return kNone;
+  }
+
+  uint32_t sendable_ports() const override {
+    uint32_t m = 0;
+    for (uint32_t p = 0; p < num_ports_; ++p)
+      if (!active_[p].empty()) m |= 1u << p;
+    return m & port_mask_;
+  }
+
+  void on_delivered(Time now, int slot, wire::Mark mark) override {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    if (mark == wire::Mark::skip_once) {
+      if (s.state == EvState::good) {
+        s.state = EvState::skip;
+        ++stats_.skips;
+      }
+    } else if (mark == wire::Mark::always_skip) {
+      retire(now, slot);
+    }
+  }
+
+  void on_trimmed(Time, int slot) override {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    if (s.state == EvState::good) {
+      s.state = EvState::skip;
+      ++stats_.skips;
+    }
+  }
+
+  void on_lost(Time now, int slot) override {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    ++s.drops;
+    ++s.packets_lost;
+    retire(now, slot);
+  }
+
+  void on_probe_response(Time now, int slot, wire::Mark mark) override {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    if (s.state != EvState::assumed_bad) {
+      // A reverse-path probe (or a late answer): the path works both ways.
+      if (mark == wire::Mark::none) adopt_control_ev(slot);
+      return;
+    }
+    s.probe_outstanding = false;
+    ++s.good_probes;
+    if (s.good_probes >= proto_.probe_resurrect_count) {
+      resurrect(now, slot, mark == wire::Mark::none ? EvState::good : EvState::skip);
+    } else {
+      // Confirm quickly rather than after the backed-off interval.
+      s.next_probe = now + proto_.probe_interval;
+      probe_dirty_ = true;
+    }
+  }
+
+  Time next_probe() const override {
+    if (probe_dirty_) {
+      Time t = Time::never();
+      for (uint16_t s : probing_)
+        if (port_mask_ >> slots_[s].port & 1u) t = min(t, slots_[s].next_probe);
+      next_probe_cache_ = t;
+      probe_dirty_ = false;
+    }
+    return next_probe_cache_;
+  }
+
+  int take_due_probe(Time now, uint32_t port_mask) override {
+    const uint32_t ports = port_mask & port_mask_;
+    for (uint16_t si : probing_) {
+      EvSlot& s = slots_[si];
+      if (s.next_probe > now || !(ports >> s.port & 1u)) continue;
+      if (s.probe_outstanding) {
+        // The previous probe went unanswered: start counting again and back off.
+        s.good_probes = 0;
+        s.probe_backoff = std::min(s.probe_backoff * 2, proto_.probe_interval_max);
+      }
+      s.probe_outstanding = true;
+      s.next_probe = now + s.probe_backoff;
+      probe_dirty_ = true;
+      ++stats_.probes_sent;
+      return si;
+    }
+    return kNone;
+  }
+
+  Status set_denied(Time now, uint32_t value, bool denied) override {
+    const int i = find(value);
+    if (i == kNone) return Errc::not_found;
+    EvSlot& s = slots_[static_cast<size_t>(i)];
+    if (denied && s.state != EvState::denied) {
+      const EvState from = s.state;
+      leave_service(i);
+      s.state = EvState::denied;
+      emit(now, i, from, EvState::denied);
+    } else if (!denied && s.state == EvState::denied) {
+      resurrect(now, i, EvState::good);
+    }
+    return {};
+  }
+
+ private:
+  struct Rotation {
+    std::vector<uint16_t> order;
+    size_t pos = 0;
+    bool dirty = true;
+  };
+
+  void reshuffle(uint32_t p) {
+    Rotation& r = rot_[p];
+    r.order = active_[p];
+    for (size_t i = r.order.size(); i > 1; --i) std::swap(r.order[i - 1], r.order[rng_.below(i)]);
+    r.pos = 0;
+    r.dirty = false;
+  }
+
+  // Next EV of port p's rotation (reference 4.5 and 8 item 7: a SKIP EV is
+  // passed over once, which ends its SKIP).
+  int next_in_rotation(uint32_t p, int avoid) {
+    Rotation& r = rot_[p];
+    if (r.dirty && r.pos >= r.order.size()) reshuffle(p);
+    const size_t n = std::max<size_t>(r.order.size(), active_[p].size());
+    int fallback = kNone;
+    for (size_t tries = 0; tries < n + 1; ++tries) {
+      if (r.pos >= r.order.size()) reshuffle(p);
+      if (r.order.empty()) return kNone;
+      const int s = r.order[r.pos++];
+      EvSlot& e = slots_[static_cast<size_t>(s)];
+      if (!e.active || e.port != p) continue;
+      if (e.state == EvState::skip) {
+        e.state = EvState::good;
+        if (fallback == kNone) fallback = s;
+        continue;
+      }
+      if (e.state != EvState::good) continue;
+      if (s == avoid) {
+        fallback = s;
+        continue;
+      }
+      return s;
+    }
+    // Everything on this port was skipped or is the one to avoid: use it
+    // anyway rather than stall (UEC: no skipping when most EVs are marked).
+    if (fallback != kNone) return fallback;
+    for (uint16_t s : active_[p])
+      if (slots_[s].state == EvState::good || slots_[s].state == EvState::skip) return s;
+    return kNone;
+  }
+
+  // Removes slot from the active/backup sets; promotes a backup of the same
+  // port if an active EV left (reference 4.6: replacement from the same plane).
+  void leave_service(int slot) {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    auto& act = active_[s.port];
+    auto& bak = backup_[s.port];
+    if (s.active) {
+      act.erase(std::find(act.begin(), act.end(), static_cast<uint16_t>(slot)));
+      s.active = false;
+      rot_[s.port].dirty = true;
+      promote(s.port);
+    } else {
+      auto it = std::find(bak.begin(), bak.end(), static_cast<uint16_t>(slot));
+      if (it != bak.end()) bak.erase(it);
+    }
+    auto pit = std::find(probing_.begin(), probing_.end(), static_cast<uint16_t>(slot));
+    if (pit != probing_.end()) {
+      probing_.erase(pit);
+      probe_dirty_ = true;
+    }
+  }
+
+  void promote(uint8_t port) {
+    auto& act = active_[port];
+    auto& bak = backup_[port];
+    while (act.size() < target_active_ && !bak.empty()) {
+      const uint16_t b = bak.front();
+      bak.erase(bak.begin());
+      slots_[b].active = true;
+      act.push_back(b);
+      rot_[port].dirty = true;
+      ++stats_.promotions;
+    }
+  }
+
+  // GOOD/SKIP -> ASSUMED_BAD unless that would leave fewer than ev_min_active
+  // usable EVs (reference 8, item 9).
+  void retire(Time now, int slot) {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    if (s.state != EvState::good && s.state != EvState::skip) return;
+    if (s.active && (port_mask_ >> s.port & 1u) && usable_active() <= opt_.ev_min_active) {
+      ++stats_.min_active_holds;
+      return;
+    }
+    const EvState from = s.state;
+    leave_service(slot);
+    s.state = EvState::assumed_bad;
+    s.good_probes = 0;
+    s.probe_outstanding = false;
+    s.probe_backoff = proto_.probe_interval;
+    s.next_probe = now + proto_.probe_interval;
+    probing_.push_back(static_cast<uint16_t>(slot));
+    probe_dirty_ = true;
+    ++stats_.retired;
+    if (control_[s.port] == slot) rotate_control_ev(s.port);
+    emit(now, slot, from, EvState::assumed_bad);
+  }
+
+  void resurrect(Time now, int slot, EvState to) {
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    const EvState from = s.state;
+    leave_service(slot);
+    s.state = to;
+    s.good_probes = 0;
+    s.probe_outstanding = false;
+    s.next_probe = Time::never();
+    backup_[s.port].push_back(static_cast<uint16_t>(slot));
+    promote(s.port);
+    ++stats_.resurrected;
+    emit(now, slot, from, to);
+  }
+
+  MrcPathOptions opt_;
+  uint32_t target_active_ = 1;
+  uint32_t rr_port_ = 0;
+  std::vector<Rotation> rot_;
+  std::vector<std::vector<uint16_t>> active_;
+  std::vector<std::vector<uint16_t>> backup_;
+  std::vector<uint16_t> probing_;
+  mutable Time next_probe_cache_ = Time::never();
+  mutable bool probe_dirty_ = true;
+};
+
+// ---------------------------------------------------------------------------
+// Oblivious spraying: a reshuffled rotation over every EV, no path signals.
+
+class ObliviousPolicy final : public PathPolicy {
+ public:
+  using PathPolicy::PathPolicy;
+
+  int select(Time, uint32_t port_mask, int) override {
+    const uint32_t ports = port_mask & sendable_ports();
+    if (ports == 0) return kNone;
+    for (uint32_t k = 0; k < num_ports_; ++k) {
+      const uint32_t p = (rr_port_ + k) % num_ports_;
+      if (!(ports >> p & 1u) || by_port_[p].empty()) continue;
+      rr_port_ = p + 1;
+      if (pos_.size() < num_ports_) pos_.assign(num_ports_, 0);
+      std::vector<uint16_t>& order = by_port_[p];
+      if (pos_[p] >= order.size()) {
+        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng_.below(i)]);
+        pos_[p] = 0;
+      }
+      return order[pos_[p]++];
+    }
+    return kNone;
+  }
+  uint32_t sendable_ports() const override {
+    uint32_t m = 0;
+    for (uint32_t p = 0; p < num_ports_; ++p)
+      if (!by_port_[p].empty()) m |= 1u << p;
+    return m & port_mask_;
+  }
+  void on_delivered(Time, int, wire::Mark) override {}
+  void on_trimmed(Time, int) override {}
+  void on_lost(Time, int slot) override { ++slots_[static_cast<size_t>(slot)].packets_lost; }
+  void on_probe_response(Time, int, wire::Mark) override {}
+
+ private:
+  uint32_t rr_port_ = 0;
+  std::vector<size_t> pos_;
+};
+
+// ---------------------------------------------------------------------------
+// Single path: the QP is pinned to one EV, like an RC QP hashed by ECMP.
+
+class SinglePathPolicy final : public PathPolicy {
+ public:
+  SinglePathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const ProtocolConfig& proto, Prng rng,
+                   std::vector<EvEvent>* events)
+      : PathPolicy(std::move(evs), num_ports, proto, rng, events) {
+    pinned_ = slots_.empty() ? kNone : static_cast<int>(rng_.below(slots_.size()));
+  }
+  int select(Time, uint32_t port_mask, int) override {
+    if (pinned_ == kNone) return kNone;
+    return (port_mask & port_mask_) >> slots_[static_cast<size_t>(pinned_)].port & 1u ? pinned_ : kNone;
+  }
+  uint32_t sendable_ports() const override {
+    return pinned_ == kNone ? 0 : (1u << slots_[static_cast<size_t>(pinned_)].port) & port_mask_;
+  }
+  void on_delivered(Time, int, wire::Mark) override {}
+  void on_trimmed(Time, int) override {}
+  void on_lost(Time, int slot) override { ++slots_[static_cast<size_t>(slot)].packets_lost; }
+  void on_probe_response(Time, int, wire::Mark) override {}
+
+ private:
+  int pinned_ = kNone;
+};
+
+// Draws `count` distinct values from [0, 2^bits) (GEN mode).
+std::vector<EvEntry> generate_evs(const EvProfile& profile, uint32_t num_ports, Prng& rng) {
+  std::vector<EvEntry> evs;
+  const uint64_t space = uint64_t{1} << profile.entropy_bits;
+  const uint32_t per_port = std::max<uint32_t>(1, profile.ev_count / num_ports);
+  std::vector<uint32_t> seen;
+  seen.reserve(per_port * num_ports);
+  for (uint32_t p = 0; p < num_ports; ++p) {
+    for (uint32_t i = 0; i < per_port; ++i) {
+      uint32_t v;
+      do v = static_cast<uint32_t>(rng.below(space));
+      while (std::find(seen.begin(), seen.end(), v) != seen.end());
+      seen.push_back(v);
+      evs.push_back(EvEntry{v, static_cast<uint8_t>(p)});
+    }
+  }
+  return evs;
+}
+
+}  // namespace
+
+std::unique_ptr<PathPolicy> make_path_policy(const EvProfile& profile, uint32_t num_ports,
+                                             const ProtocolConfig& proto, Prng rng,
+                                             std::vector<EvEvent>* events) {
+  std::vector<EvEntry> evs =
+      profile.explicit_evs.empty() ? generate_evs(profile, num_ports, rng) : profile.explicit_evs;
+  switch (profile.policy) {
+    case PathPolicyKind::oblivious:
+      return std::make_unique<ObliviousPolicy>(std::move(evs), num_ports, proto, rng, events);
+    case PathPolicyKind::single_path:
+      return std::make_unique<SinglePathPolicy>(std::move(evs), num_ports, proto, rng, events);
+    case PathPolicyKind::mrc:
+      break;
+  }
+  MrcPathOptions opt;
+  opt.active_count = profile.active_count;
+  opt.ev_min_active = profile.ev_min_active;
+  return std::make_unique<MrcPathPolicy>(std::move(evs), num_ports, proto, rng, events, opt);
+}
+
+}  // namespace mrc::core::path

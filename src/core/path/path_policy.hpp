@@ -1,0 +1,158 @@
+// Path (EV) management interface and its three policies (reference 4).
+//
+// A QP owns one PathPolicy. It holds the QP's EV set (value + port for each
+// slot), chooses the EV of every data packet at send time among the ports
+// that have room (reference 4.5, GetSendParams), takes the feedback SACKs,
+// NACKs and the loss rule produce, schedules reliability probes for paths it
+// took out of service, and keeps one reverse (control) EV per port for the
+// QP's SACK/NACK/ACK traffic (reference 4.8).
+//
+// Policies:
+//  - MrcPathPolicy: MRC's EV management (GOOD/SKIP/ASSUMED_BAD/DENIED,
+//    per-plane active and backup sets, probes with backoff, ev_min_active);
+//  - ObliviousPolicy: sprays over every EV and ignores all path signals
+//    (the "spraying without EV management" ablation);
+//  - SinglePathPolicy: one EV for the whole QP (ECMP-pinned comparison).
+//
+// make_path_policy() builds the one an EV profile names.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/types.hpp"
+#include "util/prng.hpp"
+#include "util/time.hpp"
+#include "wire/headers.hpp"
+
+namespace mrc::core::path {
+
+/// One EV of a QP.
+struct EvSlot {
+  uint32_t value = 0;
+  uint8_t port = 0;
+  EvState state = EvState::good;
+  bool active = false;          ///< in the active set (else backup or out of service)
+  uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
+  bool probe_outstanding = false;
+  uint32_t drops = 0;           ///< losses since the last event for this EV
+  Duration probe_backoff;
+  Time next_probe = Time::never();
+  uint64_t packets_sent = 0;
+  uint64_t packets_lost = 0;
+};
+
+/// Counters a policy keeps (reported per QP).
+struct PathStats {
+  uint64_t retired = 0;        ///< GOOD/SKIP -> ASSUMED_BAD
+  uint64_t resurrected = 0;    ///< ASSUMED_BAD -> GOOD/SKIP after probes
+  uint64_t skips = 0;          ///< -> SKIP
+  uint64_t promotions = 0;     ///< backup -> active
+  uint64_t min_active_holds = 0;  ///< demotions refused by ev_min_active
+  uint64_t probes_sent = 0;
+};
+
+class PathPolicy {
+ public:
+  static constexpr int kNone = -1;
+
+  /// `evs` is the QP's EV set; `events` receives state changes (the QP fills
+  /// in its QPN and profile id). Neither pointer may be null; `events`
+  /// outlives the policy.
+  PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const ProtocolConfig& proto, Prng rng,
+             std::vector<EvEvent>* events);
+  virtual ~PathPolicy() = default;
+  PathPolicy(const PathPolicy&) = delete;
+  PathPolicy& operator=(const PathPolicy&) = delete;
+
+  // --- the EV set ---
+  size_t size() const { return slots_.size(); }
+  const EvSlot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
+  /// Slot holding EV `value`, or kNone.
+  int find(uint32_t value) const;
+  /// Number of slots in each state, over the whole set.
+  uint32_t count(EvState s) const;
+  /// Active slots that are GOOD or SKIP on usable ports.
+  uint32_t usable_active() const;
+  const PathStats& stats() const { return stats_; }
+
+  // --- sending ---
+  /// The EV for the next data packet on one of `port_mask`'s ports, avoiding
+  /// slot `avoid` if any other choice exists (retransmissions). kNone if no
+  /// usable EV is on those ports.
+  virtual int select(Time now, uint32_t port_mask, int avoid) = 0;
+  /// Ports on which select() can return an EV.
+  virtual uint32_t sendable_ports() const = 0;
+  /// Records that a packet went out on `slot`.
+  void on_sent(int slot) { ++slots_[static_cast<size_t>(slot)].packets_sent; }
+
+  // --- feedback ---
+  /// A SACK confirmed delivery of a packet sent on `slot`; `mark` is the SACK's
+  /// path verdict (set only for the triggering packet).
+  virtual void on_delivered(Time now, int slot, wire::Mark mark) = 0;
+  /// A mid-fabric trim NACK for a packet sent on `slot`.
+  virtual void on_trimmed(Time now, int slot) = 0;
+  /// An untrimmed loss (loss rule or timeout) of a packet sent on `slot`.
+  virtual void on_lost(Time now, int slot) = 0;
+  /// A reliability probe sent on `slot` was answered.
+  virtual void on_probe_response(Time now, int slot, wire::Mark mark) = 0;
+
+  // --- probes ---
+  /// Earliest time a probe is due, or never.
+  virtual Time next_probe() const { return Time::never(); }
+  /// A slot whose probe is due at `now` on one of `port_mask`'s ports, or kNone.
+  virtual int take_due_probe(Time, uint32_t) { return kNone; }
+
+  // --- control ---
+  /// Controller DENY (or un-deny) of EV `value`. Errc::not_found if absent.
+  virtual Status set_denied(Time now, uint32_t value, bool denied);
+  /// Ports (bit i = port i) on which both ends are up. EVs on other ports are
+  /// out of service until the port returns.
+  void set_port_mask(uint32_t mask) { port_mask_ = mask; on_port_mask_changed(); }
+  uint32_t port_mask() const { return port_mask_; }
+
+  // --- reverse path (reference 4.8) ---
+  /// The EV this QP's control packets use on `port`; kNone if the port has no EV.
+  int control_ev(uint8_t port);
+  /// Evidence the control EV on `port` failed (a duplicate arrived): pick another.
+  void rotate_control_ev(uint8_t port);
+  /// A delivery on `slot` was confirmed: it is a good reverse EV for its port.
+  void adopt_control_ev(int slot);
+  /// A random active EV on a usable port, for reverse-path probing; kNone if none.
+  int random_active(uint32_t port_mask);
+
+ protected:
+  virtual void on_port_mask_changed() {}
+  void emit(Time now, int slot, EvState from, EvState to);
+  bool control_usable(int slot) const;
+
+  std::vector<EvSlot> slots_;
+  uint32_t num_ports_;
+  uint32_t port_mask_;
+  ProtocolConfig proto_;
+  Prng rng_;
+  std::vector<EvEvent>* events_;
+  PathStats stats_;
+  std::vector<std::vector<uint16_t>> by_port_;  ///< every slot of each port
+  std::vector<int> control_;                    ///< reverse EV per port
+
+ private:
+  std::vector<uint32_t> hash_keys_;   ///< open-addressing value -> slot+1
+  std::vector<uint16_t> hash_slots_;
+};
+
+/// Options that shape MRC's EV management.
+struct MrcPathOptions {
+  uint32_t active_count = 128;
+  uint32_t ev_min_active = 64;
+};
+
+/// Builds the EV set an EV profile describes (GEN draws distinct random
+/// values; EXP copies the explicit list) and the policy it names.
+std::unique_ptr<PathPolicy> make_path_policy(const EvProfile& profile, uint32_t num_ports,
+                                             const ProtocolConfig& proto, Prng rng,
+                                             std::vector<EvEvent>* events);
+
+}  // namespace mrc::core::path

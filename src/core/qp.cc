@@ -1,0 +1,392 @@
+// QP lifecycle, posting, timers and control-packet output. The requester's
+// data path is in requester.cc, the responder's in responder.cc.
+#include "core/qp.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/endpoint.hpp"
+#include "wire/psn.hpp"
+
+namespace mrc::core {
+
+namespace {
+// Unwrapped sequence numbers start at 2^24 + the wire value so that
+// "one before the first PSN" is still a valid positive number.
+constexpr uint64_t kSeqBase = uint64_t{1} << 24;
+constexpr uint32_t kMaxMessageBytes = 1u << 31;
+}  // namespace
+
+Qp::Qp(Endpoint& ep, uint32_t qpn, const QpInit& init) : ep_(ep), qpn_(qpn), init_(init) {
+  timers_.fill(Time::never());
+}
+
+Qp::~Qp() = default;
+
+// ----------------------------------------------------------------- state machine
+
+Status Qp::check_transition(const QpAttr& a, uint32_t mask) const {
+  using namespace qp_attr;
+  if ((mask & kCurState) && a.cur_state != state_) return Errc::invalid_argument;
+  uint32_t required = 0;
+  uint32_t allowed = kState | kCurState;
+  if (!(mask & kState)) {
+    // Attribute changes without a transition: only RTS timers and retries.
+    if (state_ != QpState::rts) return Errc::invalid_argument;
+    allowed |= kTimeout | kRetryCnt;
+  } else {
+    const QpState from = state_, to = a.state;
+    if (to == QpState::reset || to == QpState::error) {
+      // Always allowed, no attributes.
+    } else if ((from == QpState::reset || from == QpState::init) && to == QpState::init) {
+      allowed |= kEvProfileId | kCcProfileId;
+    } else if (from == QpState::init && to == QpState::rtr) {
+      required = kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest;
+      allowed |= required | kCap | kEvProfileId | kCcProfileId;
+    } else if (from == QpState::rtr && to == QpState::rts) {
+      required = kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout;
+      allowed |= required | kCap;
+    } else if (from == QpState::rts && to == QpState::rts) {
+      allowed |= kTimeout | kRetryCnt;
+    } else {
+      return Errc::invalid_argument;  // e.g. RESET -> RTS, ERROR -> RTS
+    }
+  }
+  if ((mask & required) != required) return Errc::invalid_argument;
+  if (mask & ~allowed) return Errc::invalid_argument;
+
+  // Ranges (reference 6.2).
+  const EndpointConfig& dev = ep_.cfg_;
+  if ((mask & kDestQpn) && (a.dest_qpn <= kEndpointOpsQpn || a.dest_qpn > wire::kPsnMask))
+    return Errc::invalid_argument;
+  if ((mask & kRqPsn) && a.rq_psn > wire::kPsnMask) return Errc::invalid_argument;
+  if ((mask & kSqPsn) && a.sq_psn > wire::kPsnMask) return Errc::invalid_argument;
+  if ((mask & kPathMtu) && (a.path_mtu < 256 || a.path_mtu > 4096 || !std::has_single_bit(a.path_mtu)))
+    return Errc::invalid_argument;
+  if ((mask & kMpr) && (a.mpr == 0 || a.mpr > dev.max_mpr)) return Errc::invalid_argument;
+  if ((mask & kMprDest) && (a.mpr_dest == 0 || a.mpr_dest > dev.max_mpr)) return Errc::invalid_argument;
+  if ((mask & kMaxWimm) && a.max_wimm > dev.max_wimm) return Errc::invalid_argument;
+  if ((mask & kMaxWimmDest) && a.max_wimm_dest > dev.max_wimm) return Errc::invalid_argument;
+  if ((mask & kTimeout) && a.timeout > 24) return Errc::invalid_argument;
+  if ((mask & kRetryCnt) && (a.retry_linear > 7 || a.retry_exp > 25)) return Errc::invalid_argument;
+  if ((mask & kEvProfileId) && !ep_.ev_profiles_.count(a.ev_profile_id)) return Errc::invalid_argument;
+  if ((mask & kCcProfileId) && !ep_.cc_profiles_.count(a.cc_profile_id)) return Errc::invalid_argument;
+  if (mask & kCap) {
+    constexpr uint32_t known =
+        qp_cap::kTrimNackDestUnsupported | qp_cap::kDynamicMpr | qp_cap::kSvcTimeDestUnsupported;
+    if (a.cap & ~known) return Errc::invalid_argument;
+    if ((a.cap & qp_cap::kDynamicMpr) && !dev.cap_dynamic_mpr) return Errc::invalid_argument;
+  }
+  return {};
+}
+
+Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
+  using namespace qp_attr;
+  if (Status s = check_transition(a, mask); !s) return s;
+  auto take = [&](uint32_t bit, auto field) {
+    if (mask & bit) attr_.*field = a.*field;
+  };
+  take(kDestQpn, &QpAttr::dest_qpn);
+  take(kRqPsn, &QpAttr::rq_psn);
+  take(kSqPsn, &QpAttr::sq_psn);
+  take(kPathMtu, &QpAttr::path_mtu);
+  take(kPeer, &QpAttr::peer);
+  take(kMaxWimm, &QpAttr::max_wimm);
+  take(kMaxWimmDest, &QpAttr::max_wimm_dest);
+  take(kMpr, &QpAttr::mpr);
+  take(kMprDest, &QpAttr::mpr_dest);
+  take(kTimeout, &QpAttr::timeout);
+  take(kEvProfileId, &QpAttr::ev_profile_id);
+  take(kCcProfileId, &QpAttr::cc_profile_id);
+  if (mask & kCap) attr_.cap = a.cap;
+  if (mask & kRetryCnt) {
+    attr_.retry_linear = a.retry_linear;
+    attr_.retry_exp = a.retry_exp;
+  }
+  if (!(mask & kState)) return {};
+  const QpState to = a.state;
+  if (to == QpState::reset) {
+    reset_state();
+    attr_ = QpAttr{};
+  } else if (to == QpState::error) {
+    if (state_ != QpState::error) fail(now, WcStatus::wr_flush_err, SIZE_MAX);
+  } else if (to == QpState::rtr) {
+    enter_rtr(now);
+  } else if (to == QpState::rts && state_ == QpState::rtr) {
+    enter_rts(now);
+  }
+  state_ = to;
+  attr_.state = to;
+  return {};
+}
+
+void Qp::enter_rtr(Time) {
+  peer_ = attr_.peer;
+  mtu_ = attr_.path_mtu;
+  const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
+  path_ = path::make_path_policy(evp, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+  path_->set_port_mask(ep_.local_up_ & ep_.peer_port_mask(peer_));
+  // Responder: PSN tracking window of MPR_DEST x 128 PSNs (reference 3.4).
+  mpr_dest_cur_ = attr_.mpr_dest;
+  const uint64_t window = uint64_t{attr_.mpr_dest} * kMprUnit;
+  rx_.reset(window, kSeqBase + attr_.rq_psn);
+  rx_slots_.assign(std::bit_ceil(rx_.capacity()), RxSlot{});
+  rx_slot_mask_ = rx_slots_.size() - 1;
+}
+
+void Qp::enter_rts(Time now) {
+  const uint64_t window = uint64_t{attr_.mpr} * kMprUnit;
+  records_.assign(std::bit_ceil(window), SendRecord{});
+  rec_mask_ = records_.size() - 1;
+  next_psn_ = snd_una_ = kSeqBase + attr_.sq_psn;
+  acked_.reset(window, snd_una_);
+  cc::CcContext ctx;
+  ctx.mtu_bytes = mtu_;
+  ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
+  ctx.link_bps = 0;
+  const uint32_t usable = path_->port_mask();
+  for (uint32_t p = 0; p < ep_.num_ports(); ++p)
+    if (usable >> p & 1u) ctx.link_bps += ep_.cfg_.ports[p].rate_bps;
+  if (ctx.link_bps == 0) ctx.link_bps = ep_.cfg_.ports[0].rate_bps;
+  cc_ = cc::make_controller(ep_.cc_profiles_.at(attr_.cc_profile_id), ctx);
+  last_delivery_ = now;
+}
+
+void Qp::reset_state() {
+  sq_.clear();
+  sq_next_ = 0;
+  fifo_.clear();
+  rtx_q_.clear();
+  recv_q_.clear();
+  ctrl_q_.clear();
+  records_.clear();
+  rx_slots_.clear();
+  path_.reset();
+  cc_.reset();
+  ev_events_.clear();
+  timers_.fill(Time::never());
+  top_acked_tx_ = {};
+  retry_count_ = imm_inflight_ = wimm_stash_ = 0;
+  next_msn_ = 1;
+  next_rqmsn_ = 0;
+  msgs_completed_ = aeth_sent_msn_ = 0;
+  aeth_queued_ = false;
+  rcvd_bytes_total_ = 0;
+  ooo_count_ = bytes_since_sack_ = 0;
+  last_rcvd_clock_ = 0;
+  peer_mpr_ = 0;
+  sack_pending_ = probe_due_ = reverse_probe_due_ = false;
+}
+
+void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
+  (void)now;
+  // The failing WR completes with the cause; every other outstanding WR and
+  // receive WQE is flushed (ibverbs semantics: flushed WRs always complete).
+  for (size_t i = 0; i < sq_.size(); ++i) {
+    WorkCompletion wc;
+    wc.wr_id = sq_[i].wr.wr_id;
+    wc.cq = init_.send_cq;
+    wc.qpn = qpn_;
+    wc.opcode = WcOpcode::rdma_write;
+    wc.status = i == failing_msg ? cause : WcStatus::wr_flush_err;
+    complete(wc);
+  }
+  for (const RecvWr& r : recv_q_) {
+    WorkCompletion wc;
+    wc.wr_id = r.wr_id;
+    wc.cq = init_.recv_cq;
+    wc.qpn = qpn_;
+    wc.opcode = WcOpcode::recv_rdma_with_imm;
+    wc.status = WcStatus::wr_flush_err;
+    complete(wc);
+  }
+  sq_.clear();
+  sq_next_ = 0;
+  recv_q_.clear();
+  fifo_.clear();
+  rtx_q_.clear();
+  ctrl_q_.clear();
+  aeth_queued_ = false;
+  timers_.fill(Time::never());
+  probe_due_ = reverse_probe_due_ = sack_pending_ = false;
+  state_ = QpState::error;
+  attr_.state = QpState::error;
+  ep_.push_event(QpErrorEvent{qpn_, cause});
+}
+
+void Qp::complete(const WorkCompletion& wc) { ep_.push_event(wc); }
+
+// ----------------------------------------------------------------- posting
+
+Status Qp::post_send(Time now, const SendWr& wr) {
+  if (state_ != QpState::rts && state_ != QpState::error) return Errc::invalid_argument;
+  if (wr.length > kMaxMessageBytes) return Errc::invalid_argument;
+  if (sq_.size() >= ep_.cfg_.max_send_wr) return Errc::no_memory;
+  if (state_ == QpState::error) {
+    complete(WorkCompletion{wr.wr_id, init_.send_cq, qpn_, WcStatus::wr_flush_err, WcOpcode::rdma_write});
+    return {};
+  }
+  SendMsg m;
+  m.wr = wr;
+  m.wr.signaled = wr.signaled || init_.sq_sig_all;
+  if (wr.length > 0 && !ep_.mrs_.check_local(wr.lkey, wr.local_addr, wr.length)) {
+    // Local protection error: reported on the CQ, QP to ERROR (ibverbs).
+    sq_.push_back(m);
+    fail(now, WcStatus::loc_prot_err, sq_.size() - 1);
+    return {};
+  }
+  m.msn = next_msn_++;
+  if (wr.opcode == WrOpcode::rdma_write_with_imm) m.rqmsn = next_rqmsn_++;
+  m.npkts = wr.length == 0 ? 1 : (wr.length + mtu_ - 1) / mtu_;
+  sq_.push_back(m);
+  return {};
+}
+
+Status Qp::post_recv(const RecvWr& wr) {
+  if (state_ == QpState::reset) return Errc::invalid_argument;
+  if (recv_q_.size() >= ep_.cfg_.max_recv_wr) return Errc::no_memory;
+  if (state_ == QpState::error) {
+    complete(WorkCompletion{wr.wr_id, init_.recv_cq, qpn_, WcStatus::wr_flush_err,
+                            WcOpcode::recv_rdma_with_imm});
+    return {};
+  }
+  recv_q_.push_back(wr);
+  return {};
+}
+
+Status Qp::set_mpr_dest(uint8_t mpr) {
+  if (state_ != QpState::rtr && state_ != QpState::rts) return Errc::invalid_argument;
+  if (!(attr_.cap & qp_cap::kDynamicMpr)) return Errc::invalid_argument;
+  if (mpr == 0 || mpr > attr_.mpr_dest) return Errc::invalid_argument;
+  mpr_dest_cur_ = mpr;
+  return {};
+}
+
+Status Qp::set_ev_denied(Time now, uint32_t value, bool denied) {
+  if (!path_) return Errc::invalid_argument;
+  return path_->set_denied(now, value, denied);
+}
+
+void Qp::on_port_mask(Time now, uint32_t mask) {
+  (void)now;
+  if (!path_) return;
+  path_->set_port_mask(mask);
+  if (cc_) {
+    uint64_t bps = 0;
+    for (uint32_t p = 0; p < ep_.num_ports(); ++p)
+      if (mask >> p & 1u) bps += ep_.cfg_.ports[p].rate_bps;
+    if (bps) cc_->on_link_speed(bps);
+  }
+}
+
+// ----------------------------------------------------------------- dispatch
+
+void Qp::on_packet(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload) {
+  const wire::OpcodeInfo& info = p.h.info();
+  if (info.data) {
+    on_data(now, meta, p, payload);
+  } else {
+    switch (p.h.opcode()) {
+      case wire::Opcode::sack: on_sack(now, meta, p.h); break;
+      case wire::Opcode::nack: on_nack(now, p.h); break;
+      case wire::Opcode::ack: on_aeth(now, p.h); break;
+      case wire::Opcode::probe: on_probe(now, meta, p.h); break;
+      default: break;  // endpoint operations never reach a QP
+    }
+  }
+  // EV events collected by the path policy go to the endpoint's queue,
+  // filtered by the profile's event mask (reference 4.10).
+  if (!ev_events_.empty()) {
+    const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
+    for (EvEvent& e : ev_events_) {
+      const bool wanted = (e.to == EvState::good && evp.event_on_good) ||
+                          (e.to == EvState::assumed_bad && evp.event_on_assumed_bad) ||
+                          e.to == EvState::denied || e.from == EvState::denied;
+      if (!wanted) continue;
+      e.qpn = qpn_;
+      e.ev_profile_id = attr_.ev_profile_id;
+      ep_.push_event(e);
+    }
+    ev_events_.clear();
+  }
+}
+
+// ----------------------------------------------------------------- timers
+
+uint16_t Qp::ts_now(Time now) const {
+  return static_cast<uint16_t>(now.ps() / ep_.cfg_.protocol.timestamp_tick.count_ps());
+}
+
+Duration Qp::rto() const {
+  // 1.024 us x 2^timeout (reference 3.8); linear retries use it as is, then it
+  // doubles per retry, capped at 2^24 x 1.024 us (reference 8, item 6).
+  const uint32_t base_exp = attr_.timeout;
+  uint32_t exp = base_exp;
+  if (retry_count_ > attr_.retry_linear) exp += retry_count_ - attr_.retry_linear;
+  exp = std::min<uint32_t>(exp, 24);
+  return Duration::ps(int64_t{1'024'000} << exp);
+}
+
+Time Qp::next_timeout() const {
+  Time t = std::min({timer(QpTimer::recovery), timer(QpTimer::sack), timer(QpTimer::reverse_probe)});
+  if (path_ && state_ == QpState::rts && !probe_due_) t = min(t, path_->next_probe());
+  return t;
+}
+
+void Qp::on_timeout(Time now) {
+  if (timer(QpTimer::sack) <= now) {
+    set_timer(QpTimer::sack, Time::never());
+    if (sack_pending_) {
+      sack_pending_ = false;
+      push_ctrl(pending_sack_);
+    }
+  }
+  if (state_ != QpState::rts) return;
+  if (timer(QpTimer::recovery) <= now) on_recovery_timer(now);
+  if (state_ != QpState::rts) return;
+  if (path_->next_probe() <= now) probe_due_ = true;
+  if (timer(QpTimer::reverse_probe) <= now) {
+    // Receiving but none of our own EVs confirmed lately: probe one so the
+    // control path has a fresh reverse EV (reference 4.8).
+    const Duration iv = ep_.cfg_.protocol.reverse_probe_interval;
+    if (now - last_data_rx_ < iv * 2 && now - last_delivery_ >= iv) reverse_probe_due_ = true;
+    set_timer(QpTimer::reverse_probe, now - last_data_rx_ < iv * 2 ? now + iv : Time::never());
+  }
+}
+
+// ----------------------------------------------------------------- control output
+
+void Qp::push_ctrl(const PendingCtrl& c) {
+  // A bounded queue: if a burst of triggers piles up, later SACKs carry the
+  // same cumulative state, so dropping the oldest SACK loses only its mark.
+  constexpr size_t kMaxCtrl = 256;
+  if (ctrl_q_.size() >= kMaxCtrl) {
+    auto it = std::find_if(ctrl_q_.begin(), ctrl_q_.end(),
+                           [](const PendingCtrl& p) { return p.kind == PendingCtrl::sack; });
+    if (it != ctrl_q_.end()) ctrl_q_.erase(it);
+  }
+  ctrl_q_.push_back(c);
+}
+
+uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {
+  const uint32_t up = port_mask & ep_.local_up_;
+  if (up >> preferred & 1u) return preferred;
+  if (up == 0) return 0xFF;
+  return static_cast<uint8_t>(std::countr_zero(up));
+}
+
+bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
+  while (!ctrl_q_.empty()) {
+    const PendingCtrl c = ctrl_q_.front();
+    const uint8_t port = pick_port(c.port, port_mask);
+    if (port == 0xFF) return false;
+    ctrl_q_.pop_front();
+    if (state_ == QpState::reset) continue;
+    build_control(now, c, port, hdr, tx);
+    ++stats_.control_sent;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace mrc::core

@@ -1,0 +1,243 @@
+// One MRC queue pair: requester and responder halves of a reliable
+// connection (reference 3). Internal to the core; drivers use Endpoint.
+//
+// The requester segments WRITEs into PSN-numbered packets, sprays them over
+// the EVs its PathPolicy picks at send time, and recovers losses selectively
+// from SACKs, NACKs, the loss rule and the ACK timeout. The responder checks
+// and places every packet on arrival, tracks PSNs in an MPR-sized bitmap,
+// generates SACKs/NACKs/ACKs, and delivers WRITE_WITH_IMM completions in
+// message order.
+//
+// Sequence numbers are unwrapped to 64 bits inside (wire/psn.hpp): the
+// first PSN maps to 2^24 + its 24-bit value so arithmetic never goes below 0.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/cc/controller.hpp"
+#include "core/config.hpp"
+#include "core/path/path_policy.hpp"
+#include "core/types.hpp"
+#include "util/sack_bitmap.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::core {
+
+class Endpoint;
+
+/// Per-QP counters.
+struct QpStats {
+  uint64_t data_packets_sent = 0;      ///< first transmissions
+  uint64_t retransmissions = 0;
+  uint64_t probes_sent = 0;
+  uint64_t control_sent = 0;           ///< SACK/NACK/ACK
+  uint64_t bytes_acked = 0;            ///< payload bytes of completed WRITEs
+  uint64_t losses_rule = 0;            ///< declared by the SACK loss rule
+  uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
+  uint64_t losses_nack = 0;            ///< retransmitted after a NACK
+  uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
+  uint64_t sacks_received = 0;
+  uint64_t nacks_received = 0;
+  uint64_t spurious_retransmissions = 0;  ///< duplicates seen by the responder
+  uint64_t data_packets_received = 0;
+  uint64_t duplicates_received = 0;
+  uint64_t ooo_received = 0;
+  uint64_t trims_received = 0;
+  uint64_t rx_rejected = 0;            ///< data packets refused (window, access, state)
+  uint64_t max_psn_span = 0;           ///< largest next_psn - snd_una seen (MPR check)
+  uint64_t max_wimm_inflight = 0;      ///< largest WriteIMMs in flight seen (WIMM check)
+};
+
+/// Fixed per-QP timer table (aesthetics convention 4).
+enum class QpTimer : uint8_t { recovery, sack, probe, reverse_probe, count };
+
+struct QpInit {
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  bool sq_sig_all = false;
+};
+
+class Qp {
+ public:
+  Qp(Endpoint& ep, uint32_t qpn, const QpInit& init);
+  ~Qp();
+  Qp(const Qp&) = delete;
+  Qp& operator=(const Qp&) = delete;
+
+  uint32_t qpn() const { return qpn_; }
+  QpState state() const { return state_; }
+  uint64_t peer() const { return peer_; }
+  const QpStats& stats() const { return stats_; }
+  const path::PathPolicy* path() const { return path_.get(); }
+  const cc::Controller* controller() const { return cc_.get(); }
+  /// Attributes as last set (query).
+  const QpAttr& attr() const { return attr_; }
+
+  Status modify(Time now, const QpAttr& attr, uint32_t mask);
+  Status post_send(Time now, const SendWr& wr);
+  Status post_recv(const RecvWr& wr);
+  Status set_mpr_dest(uint8_t mpr);
+  Status set_ev_denied(Time now, uint32_t value, bool denied);
+
+  // --- driven by Endpoint ---
+  void on_packet(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload);
+  void on_port_mask(Time now, uint32_t mask);
+  enum class SendResult : uint8_t { sent, idle, blocked, ports_busy };
+  bool poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
+  SendResult poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
+  bool has_control() const { return !ctrl_q_.empty(); }
+  bool wants_data() const;
+  Time next_timeout() const;
+  void on_timeout(Time now);
+
+  // Endpoint bookkeeping.
+  bool in_ctrl_list_ = false;
+  bool in_data_list_ = false;
+  size_t heap_index_ = SIZE_MAX;
+  Time heap_deadline_ = Time::never();
+
+ private:
+  // ---- shared ----
+  struct PendingCtrl {
+    enum Kind : uint8_t { sack, nack, ack, nak, probe_sack } kind = sack;
+    uint8_t port = 0;
+    wire::Mark mark = wire::Mark::none;
+    wire::NackCode code = wire::NackCode::trimmed;
+    uint8_t syndrome = 0;
+    uint16_t ts = 0;
+    uint32_t entropy = 0;
+    uint64_t psn = 0;  ///< trigger / NACKed PSN (unwrapped)
+    Time arrival;
+  };
+  Status check_transition(const QpAttr& a, uint32_t mask) const;
+  void enter_rtr(Time now);
+  void enter_rts(Time now);
+  void reset_state();
+  void fail(Time now, WcStatus cause, size_t failing_msg);
+  void push_ctrl(const PendingCtrl& c);
+  void complete(const WorkCompletion& wc);
+  uint16_t ts_now(Time now) const;
+  Duration rto() const;
+  void rearm_recovery(Time now);
+  void set_timer(QpTimer t, Time at) { timers_[static_cast<size_t>(t)] = at; }
+  Time timer(QpTimer t) const { return timers_[static_cast<size_t>(t)]; }
+  uint32_t nominal(uint32_t header_len, uint32_t payload_len) const {
+    return header_len + payload_len + 4 /*ICRC*/ + 8 /*UDP*/ + 40;
+  }
+  uint8_t pick_port(uint8_t preferred, uint32_t port_mask) const;
+
+  // ---- requester ----
+  struct SendMsg {
+    SendWr wr;
+    uint64_t msn = 0;
+    uint64_t rqmsn = 0;
+    uint64_t first_psn = 0;
+    uint32_t npkts = 1;
+    uint32_t sent_pkts = 0;  ///< packets given a PSN so far
+    bool imm_counted = false;
+  };
+  enum class PktState : uint8_t { inflight, lost, acked };
+  struct SendRecord {
+    uint64_t tx_seq = 0;
+    Time sent_at;
+    uint64_t msn = 0;
+    uint32_t index = 0;      ///< packet index within the message
+    uint32_t nominal = 0;
+    int16_t ev = path::PathPolicy::kNone;
+    uint16_t ts = 0;
+    uint8_t tx_count = 0;
+    PktState state = PktState::inflight;
+  };
+  struct FifoEntry {
+    uint64_t psn;
+    uint64_t tx_seq;
+  };
+  SendRecord& rec(uint64_t psn) { return records_[psn & rec_mask_]; }
+  uint64_t window_psns() const;
+  void build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
+                  Transmit& tx);
+  SendMsg* msg_by_msn(uint64_t msn);
+  void on_sack(Time now, const RxMeta& meta, const wire::Headers& h);
+  void on_nack(Time now, const wire::Headers& h);
+  void on_aeth(Time now, const wire::Headers& h);
+  void ack_psn(Time now, uint64_t psn);
+  void advance_una(Time now);
+  void declare_lost(Time now, uint64_t psn, int why);
+  void detect_losses(Time now);
+  void on_recovery_timer(Time now);
+  bool retry_exhausted() const;
+
+  // ---- responder ----
+  struct RxSlot {
+    uint8_t flags = 0;  ///< kRxLast | kRxImm
+    uint32_t imm = 0;
+    uint32_t len = 0;
+  };
+  static constexpr uint8_t kRxLast = 1;
+  static constexpr uint8_t kRxImm = 2;
+  void on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload);
+  void on_probe(Time now, const RxMeta& meta, const wire::Headers& h);
+  void deliver_completions(Time now, uint64_t from, uint64_t to);
+  void want_sack(Time now, const PendingCtrl& trigger, bool immediate);
+  void build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hdr, Transmit& tx);
+
+  Endpoint& ep_;
+  const uint32_t qpn_;
+  const QpInit init_;
+  QpState state_ = QpState::reset;
+  QpAttr attr_;
+  uint64_t peer_ = 0;
+  uint32_t mtu_ = 4096;
+  QpStats stats_;
+  std::array<Time, static_cast<size_t>(QpTimer::count)> timers_;
+  std::deque<PendingCtrl> ctrl_q_;
+  std::unique_ptr<path::PathPolicy> path_;
+  std::unique_ptr<cc::Controller> cc_;
+  std::vector<EvEvent> ev_events_;
+
+  // requester
+  std::deque<SendMsg> sq_;
+  size_t sq_next_ = 0;           ///< first message with unsent packets
+  uint64_t next_psn_ = 0;
+  uint64_t snd_una_ = 0;
+  uint64_t next_msn_ = 1;
+  uint64_t next_rqmsn_ = 0;
+  uint64_t tx_seq_ = 0;
+  std::vector<SendRecord> records_;
+  uint64_t rec_mask_ = 0;
+  SackBitmap acked_;
+  std::deque<FifoEntry> fifo_;   ///< transmissions in send order
+  std::deque<uint64_t> rtx_q_;   ///< PSNs declared lost, awaiting retransmission
+  std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
+  uint32_t retry_count_ = 0;
+  uint32_t imm_inflight_ = 0;
+  uint32_t last_rcvd_clock_ = 0;
+  uint8_t peer_mpr_ = 0;         ///< dynamic MPR last advertised (0 = none)
+  bool probe_due_ = false;
+  bool reverse_probe_due_ = false;
+  Time last_delivery_;           ///< last SACK that confirmed one of our EVs
+  Time last_data_rx_;            ///< last data packet received (responder side)
+
+  // responder
+  SackBitmap rx_;
+  std::vector<RxSlot> rx_slots_;
+  uint64_t rx_slot_mask_ = 0;
+  uint8_t mpr_dest_cur_ = 0;
+  uint64_t rcvd_bytes_total_ = 0;
+  uint32_t ooo_count_ = 0;
+  uint32_t bytes_since_sack_ = 0;
+  uint64_t msgs_completed_ = 0;  ///< messages fully placed (AETH MSN)
+  uint64_t aeth_sent_msn_ = 0;
+  bool aeth_queued_ = false;
+  uint8_t last_rx_port_ = 0;
+  uint32_t wimm_stash_ = 0;
+  std::deque<RecvWr> recv_q_;
+  bool sack_pending_ = false;
+  PendingCtrl pending_sack_;
+};
+
+}  // namespace mrc::core

@@ -1,0 +1,490 @@
+// Requester: segmentation, spraying, SACK/NACK processing, loss recovery
+// (reference 3.4, 3.5, 3.8, 3.11).
+#include <algorithm>
+#include <bit>
+
+#include "core/endpoint.hpp"
+#include "core/qp.hpp"
+#include "wire/psn.hpp"
+
+namespace mrc::core {
+
+namespace {
+enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2 };
+}
+
+uint64_t Qp::window_psns() const {
+  uint64_t mpr = attr_.mpr;
+  // Dynamic MPR (reference 3.4): follow the responder's advertised window
+  // when both sides enabled it.
+  if ((attr_.cap & qp_cap::kDynamicMpr) && peer_mpr_ != 0) mpr = std::min<uint64_t>(mpr, peer_mpr_);
+  return mpr * kMprUnit;
+}
+
+Qp::SendMsg* Qp::msg_by_msn(uint64_t msn) {
+  if (sq_.empty() || msn < sq_.front().msn) return nullptr;
+  const uint64_t i = msn - sq_.front().msn;
+  return i < sq_.size() ? &sq_[i] : nullptr;
+}
+
+bool Qp::wants_data() const {
+  if (state_ != QpState::rts) return false;
+  return probe_due_ || reverse_probe_due_ || !rtx_q_.empty() || sq_next_ < sq_.size();
+}
+
+void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
+                    Transmit& tx) {
+  using wire::Opcode;
+  const bool first = index == 0;
+  const bool last = index + 1 == m.npkts;
+  const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
+  Opcode op;
+  if (first && last) op = imm ? Opcode::write_only_imm : Opcode::write_only;
+  else if (first) op = Opcode::write_first;
+  else if (last) op = imm ? Opcode::write_last_imm : Opcode::write_last;
+  else op = Opcode::write_middle;
+  const uint64_t offset = uint64_t{index} * mtu_;
+  const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m.wr.length - offset));
+
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(op);
+  h.bth.dest_qp = attr_.dest_qpn;
+  h.bth.psn = wire::psn24(psn);
+  h.bth.rtx = rtx;
+  h.bth.ts = true;
+  h.meth.msn = static_cast<uint16_t>(m.msn);
+  h.meth.rqmsn = static_cast<uint16_t>(m.rqmsn);
+  h.tseth.timestamp = ts_now(now);
+  h.reth.va = m.wr.remote_addr + offset;
+  h.reth.rkey = m.wr.rkey;
+  h.reth.dma_length = m.wr.length;
+  h.imm.imm = m.wr.imm;
+  const size_t hlen = wire::header_size(h);
+  const uint32_t nom = nominal(static_cast<uint32_t>(hlen), len);
+  // Ask for an immediate SACK when this packet fills the window or ends the
+  // queued work, so the responder does not wait for its byte trigger
+  // (reference 5.1, AckReq).
+  const int64_t room = static_cast<int64_t>(cc_->cwnd_bytes()) - cc_->inflight_bytes() - nom;
+  const bool queue_ends = last && (sq_next_ + 1 >= sq_.size()) && rtx_q_.empty();
+  h.bth.ack_req = room < static_cast<int64_t>(mtu_) || queue_ends || rtx;
+  (void)wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes));
+
+  const path::EvSlot& slot = path_->slot(ev);
+  tx.port = slot.port;
+  tx.entropy = slot.value;
+  tx.peer = peer_;
+  tx.tc = rtx ? TrafficClass::data_rtx : TrafficClass::data;
+  tx.trimmable = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
+  tx.header_len = static_cast<uint16_t>(hlen);
+  tx.payload = len ? reinterpret_cast<const uint8_t*>(m.wr.local_addr + offset) : nullptr;
+  tx.payload_len = len;
+
+  SendRecord& r = rec(psn);
+  if (!rtx) {
+    r = SendRecord{};
+    r.msn = m.msn;
+    r.index = index;
+  }
+  r.tx_seq = ++tx_seq_;
+  r.sent_at = now;
+  r.nominal = nom;
+  r.ev = static_cast<int16_t>(ev);
+  r.ts = h.tseth.timestamp;
+  ++r.tx_count;
+  r.state = PktState::inflight;
+  const bool was_empty = fifo_.empty();
+  fifo_.push_back(FifoEntry{psn, r.tx_seq});
+  cc_->on_send(now, nom);
+  path_->on_sent(ev);
+  if (was_empty) rearm_recovery(now);
+}
+
+Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
+  if (state_ != QpState::rts) return SendResult::idle;
+
+  // 1. Reliability probes: ASSUMED_BAD EVs (reference 4.6) and reverse-path refresh (4.8).
+  if (probe_due_ || reverse_probe_due_) {
+    int s = path::PathPolicy::kNone;
+    if (probe_due_) {
+      s = path_->take_due_probe(now, port_mask);
+      if (s == path::PathPolicy::kNone && path_->next_probe() > now) probe_due_ = false;
+    }
+    if (s == path::PathPolicy::kNone && reverse_probe_due_) {
+      s = path_->random_active(port_mask);
+      if (s != path::PathPolicy::kNone) reverse_probe_due_ = false;
+    }
+    if (s != path::PathPolicy::kNone) {
+      wire::Headers h;
+      h.bth.opcode = static_cast<uint8_t>(wire::Opcode::probe);
+      h.bth.dest_qp = attr_.dest_qpn;
+      h.bth.psn = wire::psn24(next_psn_);
+      h.peth.probe_id = static_cast<uint16_t>(s);
+      h.peth.src_conn = static_cast<uint16_t>(qpn_);
+      h.peth.dst_conn = static_cast<uint16_t>(attr_.dest_qpn);
+      h.peth.timestamp = ts_now(now);
+      const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
+      const path::EvSlot& slot = path_->slot(s);
+      tx = Transmit{};
+      tx.port = slot.port;
+      tx.entropy = slot.value;
+      tx.peer = peer_;
+      tx.tc = TrafficClass::data;
+      tx.header_len = static_cast<uint16_t>(hlen);
+      ++stats_.probes_sent;
+      return SendResult::sent;
+    }
+  }
+
+  if (path_->sendable_ports() == 0) return SendResult::blocked;
+  if ((path_->sendable_ports() & port_mask) == 0) return SendResult::ports_busy;
+
+  // 2. Retransmissions, oldest first, each on an EV other than the one that lost it.
+  while (!rtx_q_.empty()) {
+    const uint64_t psn = rtx_q_.front();
+    if (psn < snd_una_ || acked_.test(psn) || rec(psn).state != PktState::lost) {
+      rtx_q_.pop_front();
+      continue;
+    }
+    SendRecord& r = rec(psn);
+    if (!cc_->can_send(r.nominal)) return SendResult::blocked;
+    const int ev = path_->select(now, port_mask, r.ev);
+    if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
+    SendMsg* m = msg_by_msn(r.msn);
+    rtx_q_.pop_front();
+    if (!m) continue;  // cannot happen: unacked PSNs keep their message queued
+    build_data(now, *m, psn, r.index, true, ev, hdr, tx);
+    ++stats_.retransmissions;
+    return SendResult::sent;
+  }
+
+  // 3. New data, within the MPR window, the WIMM limit and the window.
+  if (sq_next_ >= sq_.size()) return SendResult::idle;
+  if (next_psn_ - snd_una_ >= window_psns()) return SendResult::blocked;
+  SendMsg& m = sq_[sq_next_];
+  const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
+  if (imm && !m.imm_counted && imm_inflight_ >= attr_.max_wimm) return SendResult::blocked;
+  const uint64_t remaining = m.wr.length - uint64_t{m.sent_pkts} * mtu_;
+  if (!cc_->can_send(nominal(40, static_cast<uint32_t>(std::min<uint64_t>(mtu_, remaining)))))
+    return SendResult::blocked;
+  const int ev = path_->select(now, port_mask, path::PathPolicy::kNone);
+  if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
+  if (m.sent_pkts == 0) {
+    m.first_psn = next_psn_;
+    if (imm) {
+      m.imm_counted = true;
+      ++imm_inflight_;
+      stats_.max_wimm_inflight = std::max<uint64_t>(stats_.max_wimm_inflight, imm_inflight_);
+    }
+  }
+  const uint64_t psn = next_psn_++;
+  const uint32_t index = m.sent_pkts++;
+  if (m.sent_pkts == m.npkts) ++sq_next_;
+  build_data(now, m, psn, index, false, ev, hdr, tx);
+  ++stats_.data_packets_sent;
+  stats_.max_psn_span = std::max(stats_.max_psn_span, next_psn_ - snd_una_);
+  return SendResult::sent;
+}
+
+// ----------------------------------------------------------------- feedback
+
+void Qp::ack_psn(Time now, uint64_t psn) {
+  (void)now;
+  if (!acked_.set(psn)) return;
+  SendRecord& r = rec(psn);
+  // Only an unambiguous delivery (sent once) tells the loss rule which
+  // transmission got through.
+  if (r.tx_count == 1 && r.state == PktState::inflight) {
+    const uint64_t s = r.tx_seq;
+    if (s > top_acked_tx_[0]) {
+      top_acked_tx_[0] = s;
+      std::sort(top_acked_tx_.begin(), top_acked_tx_.end());
+    }
+  }
+  if (r.state == PktState::lost) {
+    // Declared lost but arrived after all: the retransmission queued for it is
+    // skipped, and its bytes were already taken out of flight.
+  }
+  r.state = PktState::acked;
+}
+
+void Qp::advance_una(Time now) {
+  (void)now;
+  const uint64_t before = snd_una_;
+  acked_.advance();
+  snd_una_ = acked_.base();
+  if (snd_una_ == before) return;
+  retry_count_ = 0;  // progress resets the retry counter
+  // Complete messages whose every PSN is acknowledged, in order.
+  while (!sq_.empty()) {
+    SendMsg& m = sq_.front();
+    if (m.sent_pkts < m.npkts || m.first_psn + m.npkts > snd_una_) break;
+    if (m.imm_counted) --imm_inflight_;
+    stats_.bytes_acked += m.wr.length;
+    if (m.wr.signaled) {
+      WorkCompletion wc;
+      wc.wr_id = m.wr.wr_id;
+      wc.cq = init_.send_cq;
+      wc.qpn = qpn_;
+      wc.opcode = WcOpcode::rdma_write;
+      wc.byte_len = m.wr.length;
+      complete(wc);
+    }
+    sq_.pop_front();
+    --sq_next_;
+  }
+}
+
+void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
+  (void)meta;
+  if (state_ != QpState::rts) {
+    ++ep_.stats_.rx_bad_state;
+    return;
+  }
+  const wire::Seth& s = h.seth;
+  const uint64_t cack = wire::unwrap_psn(snd_una_ - 1, s.cack_psn);
+  if (cack + 1 > next_psn_ || cack + 1 + window_psns() < snd_una_) {
+    ++ep_.stats_.rx_bad_ack;  // acknowledges PSNs never sent, or absurdly old
+    return;
+  }
+  ++stats_.sacks_received;
+  if (s.mpr != 0) peer_mpr_ = s.mpr;
+  const wire::Mark mark = static_cast<wire::Mark>(s.mark & 3);
+
+  // The triggering packet: its EV gets the path verdict, its timestamp the RTT.
+  bool rtt_valid = false;
+  Duration rtt;
+  if (s.probe_response) {
+    const int slot = path_->find(s.entropy);
+    if (slot != path::PathPolicy::kNone) path_->on_probe_response(now, slot, mark);
+  } else {
+    const uint64_t trig = cack + static_cast<uint64_t>(static_cast<int64_t>(s.ack_psn_offset));
+    int slot = path::PathPolicy::kNone;
+    if (trig >= snd_una_ && trig < next_psn_ && !acked_.test(trig)) {
+      const SendRecord& r = rec(trig);
+      if (r.ts == h.cc.reflected_ts) {
+        slot = r.ev;
+        rtt = now - r.sent_at;
+        rtt_valid = r.tx_count == 1 || h.bth.rtx;
+      }
+    }
+    if (slot == path::PathPolicy::kNone) slot = path_->find(s.entropy);
+    if (!rtt_valid) {
+      // Timestamp arithmetic (service time already folded in by the responder).
+      const uint16_t d = static_cast<uint16_t>(ts_now(now) - h.cc.reflected_ts);
+      rtt = ep_.cfg_.protocol.timestamp_tick * d;
+      rtt_valid = true;
+    }
+    if (slot != path::PathPolicy::kNone) {
+      path_->on_delivered(now, slot, mark);
+      if (mark == wire::Mark::none) path_->adopt_control_ev(slot);
+      last_delivery_ = now;
+    }
+  }
+
+  // Cumulative part, then the bitmap (bits are cumulative knowledge: a 0 does
+  // not mean "lost", reference 3.7).
+  for (uint64_t psn = snd_una_; psn <= cack; ++psn) ack_psn(now, psn);
+  const uint64_t base = cack + static_cast<uint64_t>(static_cast<int64_t>(s.sack_offset));
+  for (uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) {
+    const uint64_t psn = base + static_cast<uint64_t>(std::countr_zero(bits));
+    if (psn >= snd_una_ && psn < next_psn_) ack_psn(now, psn);
+  }
+  advance_una(now);
+
+  // Congestion control from the cumulative rcvd_bytes clock (reference 5.2).
+  const uint32_t clock = h.cc.rcvd_bytes & wire::kPsnMask;
+  const uint32_t delta = (clock - last_rcvd_clock_) & wire::kPsnMask;
+  uint64_t newly = 0;
+  if (delta < (1u << 23)) {  // a reordered older SACK would look like a huge jump
+    newly = uint64_t{delta} * 256;
+    last_rcvd_clock_ = clock;
+  }
+  cc::AckInfo ai;
+  ai.now = now;
+  ai.newly_rcvd_bytes = newly;
+  ai.ecn_marked = mark != wire::Mark::none;
+  ai.rtt_valid = rtt_valid && !s.probe_response;
+  ai.rtt = rtt;
+  ai.rcv_cwnd_pen = h.cc.rcv_cwnd_pen;
+  ai.restore_cwnd = h.cc.restore_cwnd;
+  cc_->on_ack(ai);
+
+  detect_losses(now);
+  rearm_recovery(now);
+}
+
+void Qp::on_nack(Time now, const wire::Headers& h) {
+  if (state_ != QpState::rts) {
+    ++ep_.stats_.rx_bad_state;
+    return;
+  }
+  const wire::Neth& n = h.neth;
+  const auto code = static_cast<wire::NackCode>(n.reason);
+  ++stats_.nacks_received;
+  if (!wire::nack_is_retriable(code)) {
+    // UNEXP_EVENT: fatal for the QP (remote operational error).
+    const uint64_t psn = wire::unwrap_psn(snd_una_, n.nack_psn);
+    size_t failing = 0;
+    for (size_t i = 0; i < sq_.size(); ++i)
+      if (psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
+    fail(now, WcStatus::rem_op_err, sq_.empty() ? SIZE_MAX : failing);
+    return;
+  }
+  const uint64_t psn = wire::unwrap_psn(snd_una_, n.nack_psn);
+  if (psn < snd_una_ || psn >= next_psn_ || acked_.test(psn)) return;  // stale
+  SendRecord& r = rec(psn);
+  if (r.state != PktState::inflight || r.ts != n.reflected_ts) return;  // older transmission
+  if (code == wire::NackCode::trimmed && r.ev != path::PathPolicy::kNone) path_->on_trimmed(now, r.ev);
+  cc::NackInfo ni;
+  ni.now = now;
+  ni.nominal_bytes = r.nominal;
+  ni.code = code;
+  const uint16_t d = static_cast<uint16_t>(ts_now(now) - n.reflected_ts);
+  ni.rtt = ep_.cfg_.protocol.timestamp_tick * d;
+  ni.rtt_valid = r.tx_count == 1;
+  cc_->on_nack(ni);
+  r.state = PktState::lost;
+  rtx_q_.push_back(psn);
+  ++stats_.losses_nack;
+  // Retriable NACKs draw on the QP's retry counter (reference 3.3).
+  ++retry_count_;
+  if (retry_exhausted()) {
+    fail(now, WcStatus::retry_exc_err, 0);
+    return;
+  }
+  rearm_recovery(now);
+}
+
+void Qp::on_aeth(Time now, const wire::Headers& h) {
+  if (state_ != QpState::rts) {
+    ++ep_.stats_.rx_bad_state;
+    return;
+  }
+  if (wire::aeth::is_nak(h.aeth.syndrome)) {
+    const uint64_t psn = wire::unwrap_psn(snd_una_, h.bth.psn);
+    size_t failing = SIZE_MAX;
+    for (size_t i = 0; i < sq_.size(); ++i)
+      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts)
+        failing = i;
+    if (failing == SIZE_MAX) {
+      ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
+      return;
+    }
+    WcStatus st = WcStatus::rem_op_err;
+    if (h.aeth.syndrome == wire::aeth::kNakRemoteAccess) st = WcStatus::rem_access_err;
+    else if (h.aeth.syndrome == wire::aeth::kNakInvalidRequest) st = WcStatus::rem_inv_req_err;
+    fail(now, st, failing);
+    return;
+  }
+  // Semantic ACK: every message up to MSN is placed, so all its PSNs arrived.
+  if (sq_.empty()) return;
+  const uint64_t msn = sq_.front().msn + ((h.aeth.msn - static_cast<uint32_t>(sq_.front().msn)) & 0xFFFFFF);
+  const SendMsg* m = msg_by_msn(msn);
+  if (!m || m->sent_pkts < m->npkts) return;
+  const uint64_t last = m->first_psn + m->npkts - 1;
+  for (uint64_t psn = snd_una_; psn <= last; ++psn) ack_psn(now, psn);
+  advance_una(now);
+  detect_losses(now);
+  rearm_recovery(now);
+}
+
+// ----------------------------------------------------------------- loss recovery
+
+bool Qp::retry_exhausted() const {
+  if (attr_.retry_exp >= 25) return false;  // 25 = retry forever (reference 3.8)
+  return retry_count_ > uint32_t{attr_.retry_linear} + attr_.retry_exp;
+}
+
+void Qp::declare_lost(Time now, uint64_t psn, int why) {
+  SendRecord& r = rec(psn);
+  r.state = PktState::lost;
+  rtx_q_.push_back(psn);
+  if (why == kLossRule) ++stats_.losses_rule;
+  else ++stats_.losses_timeout;
+  // Untrimmed loss: assume the path failed (reference 3.11).
+  if (r.ev != path::PathPolicy::kNone) path_->on_lost(now, r.ev);
+  cc_->on_inferred_loss(now, r.nominal);
+}
+
+// The send-order FIFO makes both rules O(1) amortized: along it, transmission
+// sequence numbers rise and ages fall, so once the front entry fails a rule
+// every later entry fails it too.
+void Qp::detect_losses(Time now) {
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
+  const Duration age = pc.base_rtt + pc.reorder_allowance;
+  while (!fifo_.empty()) {
+    const FifoEntry e = fifo_.front();
+    if (e.psn < snd_una_ || acked_.test(e.psn)) {
+      fifo_.pop_front();
+      continue;
+    }
+    SendRecord& r = rec(e.psn);
+    if (r.tx_seq != e.tx_seq || r.state != PktState::inflight) {
+      fifo_.pop_front();
+      continue;
+    }
+    // Loss rule (reference 8, item 5): enough later-sent packets SACKed and
+    // older than any plausible reordering.
+    if (third != 0 && e.tx_seq < third && now - r.sent_at >= age) {
+      fifo_.pop_front();
+      declare_lost(now, e.psn, kLossRule);
+      continue;
+    }
+    break;
+  }
+}
+
+void Qp::rearm_recovery(Time now) {
+  (void)now;
+  // Purge stale entries so the front is the oldest live transmission.
+  while (!fifo_.empty()) {
+    const FifoEntry e = fifo_.front();
+    if (e.psn >= snd_una_ && !acked_.test(e.psn) && rec(e.psn).tx_seq == e.tx_seq &&
+        rec(e.psn).state == PktState::inflight)
+      break;
+    fifo_.pop_front();
+  }
+  if (fifo_.empty()) {
+    set_timer(QpTimer::recovery, Time::never());
+    return;
+  }
+  const FifoEntry e = fifo_.front();
+  const SendRecord& r = rec(e.psn);
+  Time t = r.sent_at + rto();
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
+  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + pc.base_rtt + pc.reorder_allowance);
+  set_timer(QpTimer::recovery, t);
+}
+
+void Qp::on_recovery_timer(Time now) {
+  detect_losses(now);
+  // ACK timeout: every transmission older than the RTO is lost; the retry
+  // counter steps once per expiry, not once per packet.
+  const Duration limit = rto();
+  bool expired = false;
+  while (!fifo_.empty()) {
+    const FifoEntry e = fifo_.front();
+    SendRecord& r = rec(e.psn);
+    if (e.psn < snd_una_ || acked_.test(e.psn) || r.tx_seq != e.tx_seq || r.state != PktState::inflight) {
+      fifo_.pop_front();
+      continue;
+    }
+    if (now - r.sent_at < limit) break;
+    fifo_.pop_front();
+    declare_lost(now, e.psn, kLossTimeout);
+    expired = true;
+  }
+  if (expired) {
+    ++stats_.timeouts;
+    ++retry_count_;
+    if (retry_exhausted()) {
+      fail(now, WcStatus::retry_exc_err, 0);
+      return;
+    }
+  }
+  rearm_recovery(now);
+}
+
+}  // namespace mrc::core

@@ -1,0 +1,282 @@
+// Responder: checks and places every data packet on arrival, tracks PSNs,
+// generates SACK/NACK/ACK, delivers WRITE_WITH_IMM completions in order
+// (reference 3.5, 3.6, 3.7).
+#include <algorithm>
+#include <cstring>
+
+#include "core/endpoint.hpp"
+#include "core/qp.hpp"
+#include "wire/psn.hpp"
+
+namespace mrc::core {
+
+void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload) {
+  if (state_ != QpState::rtr && state_ != QpState::rts) {
+    ++ep_.stats_.rx_bad_state;
+    ++stats_.rx_rejected;
+    return;
+  }
+  const wire::Headers& h = p.h;
+  const wire::OpcodeInfo& info = h.info();
+  const uint64_t psn = wire::unwrap_psn(rx_.base(), h.bth.psn);
+  last_data_rx_ = now;
+  last_rx_port_ = meta.port;
+  if (timer(QpTimer::reverse_probe).is_never())
+    set_timer(QpTimer::reverse_probe, now + ep_.cfg_.protocol.reverse_probe_interval);
+
+  PendingCtrl trig;
+  trig.port = meta.port;
+  trig.entropy = meta.entropy;
+  trig.psn = psn;
+  trig.ts = h.bth.ts ? h.tseth.timestamp : 0;
+  trig.mark = meta.ecn_ce ? wire::Mark::skip_once : wire::Mark::none;
+  trig.arrival = now;
+
+  // Already placed: a retransmission of something we have, so our SACK was
+  // lost or late. Answer at once on a different reverse EV (reference 4.8).
+  if (psn < rx_.base() || rx_.test(psn)) {
+    ++stats_.duplicates_received;
+    path_->rotate_control_ev(meta.port);
+    want_sack(now, trig, true);
+    return;
+  }
+  const uint64_t window = uint64_t{mpr_dest_cur_} * kMprUnit;
+  if (psn - rx_.base() >= std::min<uint64_t>(window, rx_.capacity())) {
+    ++ep_.stats_.rx_psn_out_of_window;
+    ++stats_.rx_rejected;
+    PendingCtrl n = trig;
+    n.kind = PendingCtrl::nack;
+    n.code = wire::NackCode::psn_oor_window;
+    push_ctrl(n);
+    return;
+  }
+  if (meta.trim != TrimMark::none) {
+    // Trimmed by a switch: payload gone, headers intact. NACK at once so the
+    // requester retransmits without waiting (reference 3.7, 3.9).
+    ++stats_.trims_received;
+    if (ep_.cfg_.cap_trim_nack) {
+      PendingCtrl n = trig;
+      n.kind = PendingCtrl::nack;
+      n.code = meta.trim == TrimMark::trimmed ? wire::NackCode::trimmed : wire::NackCode::trimmed_lasthop;
+      push_ctrl(n);
+    }
+    return;
+  }
+
+  // Memory check before a single byte moves (reference 3.6): rkey, access,
+  // bounds, and a payload no larger than the path MTU.
+  const uint64_t len = p.payload_len + meta.phantom_payload;
+  const MemoryRegion* mr =
+      len <= mtu_ ? ep_.mrs_.check_remote_write(h.reth.rkey, h.reth.va, len) : nullptr;
+  const bool short_middle = !info.last && len != mtu_;
+  if (!mr || short_middle) {
+    ++ep_.stats_.rx_access_errors;
+    ++stats_.rx_rejected;
+    PendingCtrl n = trig;
+    n.kind = PendingCtrl::nak;
+    n.syndrome = mr ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess;
+    push_ctrl(n);
+    return;
+  }
+  if (info.imm && wimm_stash_ >= attr_.max_wimm_dest) {
+    // More WriteIMMs in flight than advertised: fatal (reference 3.5, 8 item 22).
+    PendingCtrl n = trig;
+    n.kind = PendingCtrl::nack;
+    n.code = wire::NackCode::unexp_event;
+    fail(now, WcStatus::rem_inv_req_err, SIZE_MAX);
+    push_ctrl(n);  // after fail(), which empties the control queue
+    return;
+  }
+
+  // Place (duplicates never reach here; placement is idempotent anyway).
+  if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
+    std::memcpy(reinterpret_cast<void*>(h.reth.va), payload, p.payload_len);
+  rx_.set(psn);
+  RxSlot& slot = rx_slots_[psn & rx_slot_mask_];
+  slot.flags = static_cast<uint8_t>((info.last ? kRxLast : 0) | (info.imm ? kRxImm : 0));
+  slot.imm = h.imm.imm;
+  slot.len = h.reth.dma_length;
+  if (info.imm) ++wimm_stash_;
+  ++stats_.data_packets_received;
+  const uint32_t nom = nominal(static_cast<uint32_t>(p.header_len), static_cast<uint32_t>(len));
+  rcvd_bytes_total_ += nom;
+  if (psn != rx_.base()) {
+    ++ooo_count_;
+    ++stats_.ooo_received;
+  }
+  const uint64_t before = rx_.base();
+  rx_.advance();
+  if (rx_.base() != before) deliver_completions(now, before, rx_.base());
+  if (state_ == QpState::error) return;
+
+  // SACK at once on ECN-CE, a retransmission or an ack request; otherwise
+  // every sack_bytes_threshold bytes, or after the coalescing delay
+  // (reference 3.7, 8 item 4).
+  bytes_since_sack_ += nom;
+  const bool immediate = meta.ecn_ce || h.bth.rtx || h.bth.ack_req ||
+                         bytes_since_sack_ >= ep_.cfg_.protocol.sack_bytes_threshold;
+  want_sack(now, trig, immediate);
+}
+
+void Qp::want_sack(Time now, const PendingCtrl& trigger, bool immediate) {
+  PendingCtrl c = trigger;
+  c.kind = PendingCtrl::sack;
+  if (immediate) {
+    bytes_since_sack_ = 0;
+    sack_pending_ = false;
+    set_timer(QpTimer::sack, Time::never());
+    push_ctrl(c);
+    return;
+  }
+  // Coalesce: remember the latest trigger, send when the delay runs out.
+  pending_sack_ = c;
+  if (!sack_pending_) {
+    sack_pending_ = true;
+    set_timer(QpTimer::sack, now + ep_.cfg_.protocol.sack_coalesce_delay);
+  }
+}
+
+void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
+  (void)now;
+  // Every PSN in [from, to) is now placed, and so is everything before it:
+  // a message whose LAST packet lies here is complete, in MSN order.
+  bool any = false;
+  for (uint64_t psn = from; psn < to; ++psn) {
+    RxSlot& s = rx_slots_[psn & rx_slot_mask_];
+    if (!(s.flags & kRxLast)) {
+      s.flags = 0;
+      continue;
+    }
+    ++msgs_completed_;
+    any = true;
+    if (s.flags & kRxImm) {
+      --wimm_stash_;
+      if (recv_q_.empty()) {
+        // No receive WQE: MRC has no RNR (reference 3.1), so this is fatal.
+        PendingCtrl n;
+        n.kind = PendingCtrl::nack;
+        n.code = wire::NackCode::unexp_event;
+        n.psn = psn;
+        fail(now, WcStatus::rem_op_err, SIZE_MAX);
+        push_ctrl(n);
+        return;
+      }
+      WorkCompletion wc;
+      wc.wr_id = recv_q_.front().wr_id;
+      recv_q_.pop_front();
+      wc.cq = init_.recv_cq;
+      wc.qpn = qpn_;
+      wc.opcode = WcOpcode::recv_rdma_with_imm;
+      wc.byte_len = s.len;
+      wc.imm = s.imm;
+      wc.with_imm = true;
+      complete(wc);
+    }
+    s.flags = 0;
+  }
+  if (any && !aeth_queued_) {
+    // One semantic ACK (AETH) per batch of completed messages (reference 8,
+    // item 16); its MSN is filled in when it leaves, so one queued ACK covers
+    // every completion until then.
+    PendingCtrl a;
+    a.kind = PendingCtrl::ack;
+    a.port = last_rx_port_;
+    aeth_queued_ = true;
+    push_ctrl(a);
+  }
+}
+
+void Qp::on_probe(Time now, const RxMeta& meta, const wire::Headers& h) {
+  (void)now;
+  if (state_ != QpState::rtr && state_ != QpState::rts) {
+    ++ep_.stats_.rx_bad_state;
+    return;
+  }
+  // Answer with a SACK carrying PR and the probe's EV (reference 3.3, PETH).
+  PendingCtrl c;
+  c.kind = PendingCtrl::probe_sack;
+  c.port = meta.port;
+  c.entropy = meta.entropy;
+  c.ts = h.peth.timestamp;
+  c.mark = meta.ecn_ce ? wire::Mark::skip_once : wire::Mark::none;
+  c.psn = rx_.base() - 1;
+  c.arrival = now;
+  push_ctrl(c);
+}
+
+void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hdr, Transmit& tx) {
+  wire::Headers h;
+  h.bth.dest_qp = attr_.dest_qpn;
+  const uint64_t cack = rx_.base() - 1;
+  switch (c.kind) {
+    case PendingCtrl::sack:
+    case PendingCtrl::probe_sack: {
+      h.bth.opcode = static_cast<uint8_t>(wire::Opcode::sack);
+      h.bth.psn = wire::psn24(cack);
+      wire::Seth& s = h.seth;
+      s.mark = static_cast<uint8_t>(c.mark);
+      s.probe_response = c.kind == PendingCtrl::probe_sack;
+      const int64_t off = static_cast<int64_t>(c.psn) - static_cast<int64_t>(cack);
+      s.ack_psn_offset = static_cast<int16_t>(std::clamp<int64_t>(off, INT16_MIN, INT16_MAX));
+      s.entropy = c.entropy;
+      s.src_conn = static_cast<uint16_t>(qpn_);
+      s.dst_conn = static_cast<uint16_t>(attr_.dest_qpn);
+      s.cack_psn = wire::psn24(cack);
+      s.cc_type = 0;
+      s.mpr = (attr_.cap & qp_cap::kDynamicMpr) ? mpr_dest_cur_ : 0;
+      // Bitmap right after cack, or moved up to cover the trigger when the
+      // gap is wider than 64 (reference 3.7).
+      uint64_t base = cack + 1;
+      if (c.psn > cack + 64) base = c.psn - 63;
+      s.sack_offset = static_cast<int16_t>(std::min<uint64_t>(base - cack, INT16_MAX));
+      s.bitmap = rx_.extract64(cack + static_cast<uint64_t>(s.sack_offset));
+      uint16_t ts = c.ts;
+      if (ep_.cfg_.cap_svc_time && now > c.arrival) {
+        // Service time folded into the reflected timestamp (reference 8, item 11).
+        ts = static_cast<uint16_t>(ts + (now - c.arrival) / ep_.cfg_.protocol.timestamp_tick);
+      }
+      h.cc.reflected_ts = ts;
+      h.cc.ooo_count = static_cast<uint16_t>(ooo_count_ & 0x7FFF);
+      h.cc.rcvd_bytes = static_cast<uint32_t>(((rcvd_bytes_total_ + 255) / 256) & wire::kPsnMask);
+      break;
+    }
+    case PendingCtrl::nack: {
+      h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
+      h.bth.psn = wire::psn24(c.psn);
+      h.neth.reason = static_cast<uint8_t>(c.code);
+      h.neth.entropy = c.entropy;
+      h.neth.src_conn = static_cast<uint16_t>(qpn_);
+      h.neth.dst_conn = static_cast<uint16_t>(attr_.dest_qpn);
+      h.neth.nack_psn = wire::psn24(c.psn);
+      h.neth.reflected_ts = c.ts;
+      break;
+    }
+    case PendingCtrl::ack: {
+      h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+      h.bth.psn = wire::psn24(cack);
+      h.aeth.syndrome = wire::aeth::kAckNoCredit;
+      h.aeth.msn = static_cast<uint32_t>(msgs_completed_) & 0xFFFFFF;
+      aeth_sent_msn_ = msgs_completed_;
+      aeth_queued_ = false;
+      break;
+    }
+    case PendingCtrl::nak: {
+      h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+      h.bth.psn = wire::psn24(c.psn);
+      h.aeth.syndrome = c.syndrome;
+      h.aeth.msn = static_cast<uint32_t>(msgs_completed_) & 0xFFFFFF;
+      break;
+    }
+  }
+  const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
+  tx = Transmit{};
+  tx.port = port;
+  const int ev = path_ ? path_->control_ev(port) : path::PathPolicy::kNone;
+  tx.entropy = ev == path::PathPolicy::kNone ? 0 : path_->slot(ev).value;
+  tx.peer = peer_;
+  tx.tc = TrafficClass::control;
+  tx.trimmable = false;
+  tx.header_len = static_cast<uint16_t>(hlen);
+}
+
+}  // namespace mrc::core

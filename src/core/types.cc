@@ -1,0 +1,42 @@
+#include "core/types.hpp"
+
+namespace mrc::core {
+
+const char* to_string(QpState s) {
+  switch (s) {
+    case QpState::reset: return "RESET";
+    case QpState::init: return "INIT";
+    case QpState::rtr: return "RTR";
+    case QpState::rts: return "RTS";
+    case QpState::error: return "ERROR";
+  }
+  return "?";
+}
+
+const char* to_string(WcStatus s) {
+  switch (s) {
+    case WcStatus::success: return "success";
+    case WcStatus::loc_len_err: return "local length error";
+    case WcStatus::loc_qp_op_err: return "local QP operation error";
+    case WcStatus::loc_prot_err: return "local protection error";
+    case WcStatus::wr_flush_err: return "WR flushed";
+    case WcStatus::rem_inv_req_err: return "remote invalid request";
+    case WcStatus::rem_access_err: return "remote access error";
+    case WcStatus::rem_op_err: return "remote operational error";
+    case WcStatus::retry_exc_err: return "transport retry counter exceeded";
+    case WcStatus::general_err: return "general error";
+  }
+  return "?";
+}
+
+const char* to_string(EvState s) {
+  switch (s) {
+    case EvState::good: return "GOOD";
+    case EvState::skip: return "SKIP";
+    case EvState::assumed_bad: return "ASSUMED_BAD";
+    case EvState::denied: return "DENIED";
+  }
+  return "?";
+}
+
+}  // namespace mrc::core
