@@ -39,6 +39,8 @@ struct ProtocolConfig {
   /// A QP that receives data but gets no deliveries confirmed on its own EVs
   /// probes for a fresh reverse EV this often (reference 4.8).
   Duration reverse_probe_interval = Duration::us(100);
+  /// Reverse (control) EVs kept per port; control packets rotate through them.
+  uint32_t reverse_evs_per_port = 4;
   /// Port-status updates are repeated this many times this far apart, since
   /// endpoint operations are not retransmitted (reference 4.7).
   uint32_t port_status_repeats = 3;

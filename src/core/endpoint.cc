@@ -289,19 +289,20 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
     ++stats_.tx_packets;
     return tx;
   }
-  while (!ctrl_list_.empty()) {
+  for (size_t n = ctrl_list_.size(); n > 0; --n) {
     Qp* q = ctrl_list_.front();
+    ctrl_list_.pop_front();
     if (!q->has_control()) {
-      ctrl_list_.pop_front();
       q->in_ctrl_list_ = false;
       continue;
     }
-    if (!q->poll_control(now, port_mask, hdr.data(), tx)) break;  // no usable port in the mask
-    ctrl_list_.pop_front();
+    const bool sent = q->poll_control(now, port_mask, hdr.data(), tx);
     if (q->has_control()) ctrl_list_.push_back(q);
     else q->in_ctrl_list_ = false;
-    ++stats_.tx_packets;
-    return tx;
+    if (sent) {
+      ++stats_.tx_packets;
+      return tx;
+    }
   }
   // Data: round-robin over QPs with something to send.
   for (size_t n = data_list_.size(); n > 0; --n) {

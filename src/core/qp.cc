@@ -369,19 +369,28 @@ void Qp::push_ctrl(const PendingCtrl& c) {
 }
 
 uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {
-  const uint32_t up = port_mask & ep_.local_up_;
-  if (up >> preferred & 1u) return preferred;
+  // Control answers on the plane the data came in on (its reverse EVs are
+  // that plane's); if that port is up but busy, wait for it (control goes
+  // first there, so the wait is at most one packet). Only a port that is
+  // down, or unusable towards the peer, sends control elsewhere.
+  const uint32_t usable = ep_.local_up_ & (path_ ? path_->port_mask() : ep_.local_up_);
+  if (usable >> preferred & 1u) return (port_mask >> preferred & 1u) ? preferred : 0xFF;
+  const uint32_t up = port_mask & usable;
   if (up == 0) return 0xFF;
   return static_cast<uint8_t>(std::countr_zero(up));
 }
 
 bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
-  while (!ctrl_q_.empty()) {
-    const PendingCtrl c = ctrl_q_.front();
-    const uint8_t port = pick_port(c.port, port_mask);
-    if (port == 0xFF) return false;
-    ctrl_q_.pop_front();
-    if (state_ == QpState::reset) continue;
+  // The first queued control packet that may leave on one of these ports
+  // (looking a bounded distance into the queue, so one busy port does not
+  // hold up answers due on another).
+  constexpr size_t kLookahead = 32;
+  const size_t n = std::min(ctrl_q_.size(), kLookahead);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t port = pick_port(ctrl_q_[i].port, port_mask);
+    if (port == 0xFF) continue;
+    const PendingCtrl c = ctrl_q_[i];
+    ctrl_q_.erase(ctrl_q_.begin() + static_cast<std::ptrdiff_t>(i));
     build_control(now, c, port, hdr, tx);
     ++stats_.control_sent;
     return true;

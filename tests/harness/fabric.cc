@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "wire/icrc.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::harness {
@@ -52,6 +53,7 @@ Fabric::Fabric(const FabricConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
   path_busy_.assign(size_t{cfg_.hosts} * cfg_.planes, std::vector<Time>(cfg_.paths_per_plane, Time::zero()));
   timer_at_.assign(cfg_.hosts, Time::never());
   timer_gen_.assign(cfg_.hosts, 0);
+  held_.resize(cfg_.hosts);
 }
 
 Fabric::~Fabric() {
@@ -176,6 +178,11 @@ void Fabric::transmit(int host, const core::Transmit& tx, const uint8_t* hdr) {
   p->bytes.assign(hdr, hdr + tx.header_len);
   if (cfg_.carry_payload && tx.payload && tx.payload_len)
     p->bytes.insert(p->bytes.end(), tx.payload, tx.payload + tx.payload_len);
+  // The NIC appends the ICRC over what it carries (header + payload bytes).
+  const uint32_t crc = wire::icrc(std::span<const uint8_t>(p->bytes.data(), tx.header_len),
+                                  std::span<const uint8_t>(p->bytes.data() + tx.header_len,
+                                                           p->bytes.size() - tx.header_len));
+  for (int i = 0; i < 4; ++i) p->bytes.push_back(static_cast<uint8_t>(crc >> (8 * i)));
   p->path = path_of(p->src, p->dst, p->entropy);
   ++stats_.sent;
   hash_packet(*p);
@@ -289,6 +296,24 @@ void Fabric::route(Packet* p, Time at) {
 }
 
 void Fabric::deliver(Packet* p) {
+  // Receiving NIC: verify the ICRC (not on trimmed packets, whose payload a
+  // switch removed) and drop corrupt packets before the transport sees them.
+  if (p->trim == core::TrimMark::none) {
+    const size_t n = p->bytes.size() - 4;
+    const uint32_t want = wire::icrc(std::span<const uint8_t>(p->bytes.data(), std::min<size_t>(p->header_len, n)),
+                                     std::span<const uint8_t>(p->bytes.data() + std::min<size_t>(p->header_len, n),
+                                                              n - std::min<size_t>(p->header_len, n)));
+    uint32_t got = 0;
+    for (int i = 0; i < 4; ++i) got |= uint32_t{p->bytes[n + static_cast<size_t>(i)]} << (8 * i);
+    if (got != want) {
+      ++stats_.icrc_drops;
+      const int dst = p->dst;
+      delete p;
+      kick(dst);
+      return;
+    }
+    p->bytes.resize(n);
+  }
   ++stats_.delivered;
   core::RxMeta meta;
   meta.port = p->plane;
@@ -356,9 +381,62 @@ bool Fabric::run_until(const std::function<bool()>& done, Time limit) {
 }
 
 std::vector<core::Event> Fabric::events(int host) {
-  std::vector<core::Event> out;
+  std::vector<core::Event> out = std::move(held_[static_cast<size_t>(host)]);
+  held_[static_cast<size_t>(host)].clear();
   while (auto e = ep(host).poll_event()) out.push_back(std::move(*e));
   return out;
+}
+
+TransferResult write_and_wait(Fabric& f, const QpPair& qp, int a, int b, uint64_t bytes, Time limit,
+                              uint64_t chunk, uint64_t pattern_seed) {
+  TransferResult res;
+  Fabric::Buffer& src = f.alloc(a, std::max<uint64_t>(bytes, 1));
+  Fabric::Buffer& dst = f.alloc(b, std::max<uint64_t>(bytes, 1));
+  Prng fill(pattern_seed);
+  for (size_t i = 0; i + 8 <= src.mem.size(); i += 8) {
+    const uint64_t v = fill.next_u64();
+    std::memcpy(&src.mem[i], &v, 8);
+  }
+  for (size_t i = src.mem.size() & ~size_t{7}; i < src.mem.size(); ++i) src.mem[i] = static_cast<uint8_t>(i);
+  const uint64_t step = chunk ? chunk : std::max<uint64_t>(bytes, 1);
+  uint64_t posted = 0;
+  size_t wrs = 0;
+  for (uint64_t off = 0; off < bytes || (bytes == 0 && wrs == 0); off += step) {
+    core::SendWr wr;
+    wr.wr_id = wrs++;
+    wr.local_addr = src.addr() + off;
+    wr.lkey = src.mr.lkey;
+    wr.length = static_cast<uint32_t>(std::min(step, bytes - off));
+    wr.remote_addr = dst.addr() + off;
+    wr.rkey = dst.mr.rkey;
+    if (Status s = f.ep(a).post_send(f.now(), qp.a, wr); !s) die("post_send", s.error());
+    posted += wr.length;
+    if (bytes == 0) break;
+  }
+  const uint64_t before = f.ep(a).qp(qp.a)->stats().retransmissions;
+  f.kick(a);
+  size_t done = 0;
+  bool failed = false;
+  f.run_until(
+      [&] {
+        while (auto e = f.ep(a).poll_event()) {
+          if (auto* w = std::get_if<core::WorkCompletion>(&*e)) {
+            ++done;
+            res.status = w->status;
+            if (w->status != core::WcStatus::success) failed = true;
+          } else {
+            f.hold_event(a, std::move(*e));
+          }
+        }
+        return done == wrs || failed;
+      },
+      limit);
+  res.completed = done == wrs && !failed;
+  res.finish = f.now();
+  if (failed) res.completed = false;
+  res.data_ok = bytes == 0 || std::memcmp(src.mem.data(), dst.mem.data(), bytes) == 0;
+  if (const core::Qp* q = f.ep(a).qp(qp.a)) res.retransmissions = q->stats().retransmissions - before;
+  return res;
 }
 
 }  // namespace mrc::harness

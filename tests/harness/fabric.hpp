@@ -84,7 +84,7 @@ struct Packet {
   core::TrimMark trim = core::TrimMark::none;
   uint16_t header_len = 0;
   uint32_t payload_len = 0;
-  std::vector<uint8_t> bytes;       ///< header (+ payload if carried)
+  std::vector<uint8_t> bytes;       ///< header (+ payload if carried) + ICRC (unless trimmed)
   uint64_t id = 0;
   PacketKind kind() const;
 };
@@ -98,6 +98,7 @@ struct FabricStats {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t overflow_drops = 0;
+  uint64_t icrc_drops = 0;       ///< corrupt packets the receiving NIC discarded
 };
 
 /// Options for Fabric::connect().
@@ -157,8 +158,12 @@ class Fabric {
   /// FNV-1a hash over every transmitted packet (time, ports, EV, header
   /// bytes): equal seeds give equal hashes.
   uint64_t trace_hash() const { return trace_hash_; }
-  /// Drains and returns all events of `host`.
+  /// Drains and returns all events of `host` (including those that helpers
+  /// such as write_and_wait() set aside while waiting for completions).
   std::vector<core::Event> events(int host);
+  /// Sets an event aside for events(); used by helpers that poll for
+  /// completions and must not lose other events.
+  void hold_event(int host, core::Event e) { held_[static_cast<size_t>(host)].push_back(std::move(e)); }
 
  private:
   struct Ev {
@@ -193,10 +198,27 @@ class Fabric {
   std::vector<std::unique_ptr<Rule>> rules_;
   std::vector<Prng> rule_rng_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<std::vector<core::Event>> held_;
   Prng rng_;
   FabricStats stats_;
   uint64_t trace_hash_ = 1469598103934665603ull;
 };
+
+/// Outcome of write_and_wait().
+struct TransferResult {
+  bool completed = false;          ///< a completion arrived before the limit
+  core::WcStatus status = core::WcStatus::general_err;
+  Time finish;                     ///< when the send completion was seen
+  bool data_ok = false;            ///< destination bytes equal the source
+  uint64_t retransmissions = 0;
+};
+
+/// Fills a source buffer on `a` with a seeded pattern, WRITEs `bytes` of it
+/// into a fresh buffer on `b` through `qp` (one work request, or `chunk`-byte
+/// WRs if non-zero, all signaled), and runs the fabric until every WR
+/// completes or `limit` passes. Other hosts' events are left queued.
+TransferResult write_and_wait(Fabric& f, const QpPair& qp, int a, int b, uint64_t bytes, Time limit,
+                              uint64_t chunk = 0, uint64_t pattern_seed = 7);
 
 /// Simple FNV-1a checksum of a byte range.
 uint64_t checksum(const uint8_t* p, size_t n);

@@ -17,7 +17,8 @@ PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const Proto
       rng_(rng),
       events_(events),
       by_port_(num_ports),
-      control_(num_ports, kNone) {
+      control_(num_ports, std::vector<int>(std::max<uint32_t>(1, proto.reverse_evs_per_port), kNone)),
+      control_pos_(num_ports, 0) {
   slots_.reserve(evs.size());
   for (const EvEntry& e : evs) {
     EvSlot s;
@@ -95,40 +96,50 @@ bool PathPolicy::control_usable(int slot) const {
 
 int PathPolicy::control_ev(uint8_t port) {
   if (port >= num_ports_) return kNone;
-  if (control_usable(control_[port])) return control_[port];
-  rotate_control_ev(port);
-  return control_[port];
+  std::vector<int>& set = control_[port];
+  size_t& pos = control_pos_[port];
+  pos = (pos + 1) % set.size();
+  if (!control_usable(set[pos])) set[pos] = pick_control(port, set[pos]);
+  return set[pos];
 }
 
 void PathPolicy::rotate_control_ev(uint8_t port) {
   if (port >= num_ports_) return;
-  const std::vector<uint16_t>& all = by_port_[port];
-  if (all.empty()) {
-    control_[port] = kNone;
-    return;
-  }
-  // Prefer a usable EV other than the current one; start at a random offset
-  // so QPs sharing a profile do not converge on the same reverse path.
-  const size_t start = rng_.below(all.size());
-  int fallback = kNone;
-  for (size_t k = 0; k < all.size(); ++k) {
-    const int s = all[(start + k) % all.size()];
-    if (s == control_[port]) {
-      fallback = s;
-      continue;
-    }
-    if (control_usable(s)) {
-      control_[port] = s;
-      return;
-    }
-    if (fallback == kNone) fallback = s;
-  }
-  control_[port] = fallback;  // nothing usable: keep something on this port
+  std::vector<int>& set = control_[port];
+  const size_t pos = control_pos_[port];
+  set[pos] = pick_control(port, set[pos]);
 }
 
 void PathPolicy::adopt_control_ev(int slot) {
   if (slot == kNone) return;
-  control_[slots_[static_cast<size_t>(slot)].port] = slot;
+  const uint8_t port = slots_[static_cast<size_t>(slot)].port;
+  std::vector<int>& set = control_[port];
+  if (std::find(set.begin(), set.end(), slot) != set.end()) return;
+  set[control_pos_[port]] = slot;
+}
+
+// A usable EV on `port` other than `avoid` and not already in the port's
+// reverse set; starts at a random offset so QPs sharing a profile do not
+// converge on the same reverse paths.
+int PathPolicy::pick_control(uint8_t port, int avoid) {
+  const std::vector<uint16_t>& all = by_port_[port];
+  if (all.empty()) return kNone;
+  const std::vector<int>& set = control_[port];
+  const size_t start = rng_.below(all.size());
+  int fallback = kNone;
+  for (size_t k = 0; k < all.size(); ++k) {
+    const int s = all[(start + k) % all.size()];
+    if (s == avoid || !control_usable(s)) {
+      if (fallback == kNone) fallback = s;
+      continue;
+    }
+    if (std::find(set.begin(), set.end(), s) != set.end()) {
+      fallback = s;
+      continue;
+    }
+    return s;
+  }
+  return fallback;  // nothing better: keep something on this port
 }
 
 int PathPolicy::random_active(uint32_t port_mask) {
@@ -393,7 +404,8 @@ class MrcPathPolicy final : public PathPolicy {
     probing_.push_back(static_cast<uint16_t>(slot));
     probe_dirty_ = true;
     ++stats_.retired;
-    if (control_[s.port] == slot) rotate_control_ev(s.port);
+    for (int& c : control_[s.port])
+      if (c == slot) c = pick_control(s.port, slot);
     emit(now, slot, from, EvState::assumed_bad);
   }
 

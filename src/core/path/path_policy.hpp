@@ -114,9 +114,13 @@ class PathPolicy {
   uint32_t port_mask() const { return port_mask_; }
 
   // --- reverse path (reference 4.8) ---
-  /// The EV this QP's control packets use on `port`; kNone if the port has no EV.
+  // Each port keeps a small reverse set (ProtocolConfig::reverse_evs_per_port)
+  // that control packets rotate through, so one dead reverse path costs a
+  // fraction of the SACKs (which are cumulative) rather than all of them.
+  /// The EV for this QP's next control packet on `port`; kNone if the port has no EV.
   int control_ev(uint8_t port);
-  /// Evidence the control EV on `port` failed (a duplicate arrived): pick another.
+  /// Evidence a control EV on `port` failed (a duplicate arrived): replace
+  /// the most recently used one.
   void rotate_control_ev(uint8_t port);
   /// A delivery on `slot` was confirmed: it is a good reverse EV for its port.
   void adopt_control_ev(int slot);
@@ -127,6 +131,7 @@ class PathPolicy {
   virtual void on_port_mask_changed() {}
   void emit(Time now, int slot, EvState from, EvState to);
   bool control_usable(int slot) const;
+  int pick_control(uint8_t port, int avoid);
 
   std::vector<EvSlot> slots_;
   uint32_t num_ports_;
@@ -136,7 +141,8 @@ class PathPolicy {
   std::vector<EvEvent>* events_;
   PathStats stats_;
   std::vector<std::vector<uint16_t>> by_port_;  ///< every slot of each port
-  std::vector<int> control_;                    ///< reverse EV per port
+  std::vector<std::vector<int>> control_;       ///< reverse EV set per port
+  std::vector<size_t> control_pos_;             ///< next entry of each reverse set
 
  private:
   std::vector<uint32_t> hash_keys_;   ///< open-addressing value -> slot+1
