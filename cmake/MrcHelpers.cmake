@@ -5,7 +5,7 @@ add_library(mrc_build_flags INTERFACE)
 target_compile_options(mrc_build_flags INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
   -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
-  -Wnull-dereference -Wimplicit-fallthrough)
+  -Wimplicit-fallthrough)
 if(MRC_WERROR)
   target_compile_options(mrc_build_flags INTERFACE -Werror)
 endif()

@@ -246,12 +246,11 @@ std::optional<Event> Endpoint::poll_event() {
 
 void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uint8_t> bytes) {
   ++stats_.rx_packets;
-  Result<wire::Parsed> parsed = wire::parse(bytes);
-  if (!parsed) {
+  wire::Parsed& p = rx_parsed_;
+  if (!wire::parse_into(bytes, p)) {
     ++stats_.rx_malformed;
     return;
   }
-  const wire::Parsed& p = *parsed;
   if (meta.port >= num_ports()) {
     ++stats_.rx_malformed;
     return;

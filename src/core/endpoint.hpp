@@ -178,6 +178,7 @@ class Endpoint {
 
   EndpointConfig cfg_;
   EndpointStats stats_;
+  wire::Parsed rx_parsed_;  ///< reused for every received packet
   Prng rng_;
   MrTable mrs_;
   std::unordered_map<uint64_t, EvProfile> ev_profiles_;

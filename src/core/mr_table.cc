@@ -22,15 +22,21 @@ Result<MemoryRegion> MrTable::reg(uint64_t addr, uint64_t length, uint32_t acc, 
 Status MrTable::dereg(uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return Errc::not_found;
+  last_rkey_ = 0;
+  last_mr_ = nullptr;
   rkey_to_lkey_.erase(it->second.rkey);
   by_lkey_.erase(it);
   return {};
 }
 
 const MemoryRegion* MrTable::check_remote_write(uint32_t rkey, uint64_t va, uint64_t len) const {
-  auto k = rkey_to_lkey_.find(rkey);
-  if (k == rkey_to_lkey_.end()) return nullptr;
-  const MemoryRegion& mr = by_lkey_.at(k->second);
+  if (rkey != last_rkey_ || !last_mr_) {
+    auto k = rkey_to_lkey_.find(rkey);
+    if (k == rkey_to_lkey_.end()) return nullptr;
+    last_rkey_ = rkey;
+    last_mr_ = &by_lkey_.at(k->second);
+  }
+  const MemoryRegion& mr = *last_mr_;
   if (!(mr.access & access::kRemoteWrite)) return nullptr;
   return contains(mr, va, len) ? &mr : nullptr;
 }

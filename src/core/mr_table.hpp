@@ -49,6 +49,10 @@ class MrTable {
  private:
   static bool contains(const MemoryRegion& mr, uint64_t addr, uint64_t len);
   Prng rng_;
+  // One-entry cache of the last rkey looked up: consecutive packets of a
+  // WRITE all carry the same rkey. Invalidated by dereg().
+  mutable uint32_t last_rkey_ = 0;
+  mutable const MemoryRegion* last_mr_ = nullptr;
   std::unordered_map<uint32_t, MemoryRegion> by_lkey_;
   std::unordered_map<uint32_t, uint32_t> rkey_to_lkey_;
 };

@@ -390,7 +390,8 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
     const uint8_t port = pick_port(ctrl_q_[i].port, port_mask);
     if (port == 0xFF) continue;
     const PendingCtrl c = ctrl_q_[i];
-    ctrl_q_.erase(ctrl_q_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i == 0) ctrl_q_.pop_front();
+    else ctrl_q_.erase(ctrl_q_.begin() + static_cast<std::ptrdiff_t>(i));
     build_control(now, c, port, hdr, tx);
     ++stats_.control_sent;
     return true;

@@ -194,10 +194,18 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   // Only an unambiguous delivery (sent once) tells the loss rule which
   // transmission got through.
   if (r.tx_count == 1 && r.state == PktState::inflight) {
+    // Keep the three largest, ascending: insert s and drop the smallest.
     const uint64_t s = r.tx_seq;
-    if (s > top_acked_tx_[0]) {
-      top_acked_tx_[0] = s;
-      std::sort(top_acked_tx_.begin(), top_acked_tx_.end());
+    auto& t = top_acked_tx_;
+    if (s > t[2]) {
+      t[0] = t[1];
+      t[1] = t[2];
+      t[2] = s;
+    } else if (s > t[1]) {
+      t[0] = t[1];
+      t[1] = s;
+    } else if (s > t[0]) {
+      t[0] = s;
     }
   }
   if (r.state == PktState::lost) {

@@ -109,6 +109,14 @@ class SackBitmap {
   /// 64 flags starting at `start` (bit i = flag of start+i). Flags below
   /// base() read as 1, beyond the window as 0.
   uint64_t extract64(uint64_t start) const {
+    if (start >= base_ && start + 64 <= limit()) {
+      // Fast path: two ring words, shifted into place.
+      const unsigned off = static_cast<unsigned>(start & 63);
+      const uint64_t lo = words_[(start >> 6) & mask_];
+      if (off == 0) return lo;
+      const uint64_t hi = words_[((start >> 6) + 1) & mask_];
+      return (lo >> off) | (hi << (64 - off));
+    }
     uint64_t out = 0;
     for (unsigned i = 0; i < 64; ++i)
       if (test(start + i)) out |= uint64_t{1} << i;

@@ -110,7 +110,13 @@ bool take(std::span<const uint8_t> in, size_t& off, H& out) {
 
 Result<Parsed> parse(std::span<const uint8_t> in) {
   Parsed p;
+  if (Status s = parse_into(in, p); !s) return s.error();
+  return p;
+}
+
+Status parse_into(std::span<const uint8_t> in, Parsed& p) {
   size_t off = 0;
+  p.payload_len = 0;
   if (!take(in, off, p.h.bth)) return Errc::truncated;
   const OpcodeInfo& info = opcode_info(p.h.bth.opcode);
   if (!info.valid) return Errc::unknown_opcode;
@@ -140,7 +146,7 @@ Result<Parsed> parse(std::span<const uint8_t> in) {
     if (off != in.size()) return Errc::length_mismatch;
   }
   p.header_len = off;
-  return p;
+  return {};
 }
 
 }  // namespace mrc::wire

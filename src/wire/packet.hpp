@@ -97,4 +97,10 @@ struct Parsed {
 ///  - Errc::malformed for reserved QPN use by a data packet or an invalid TVer.
 Result<Parsed> parse(std::span<const uint8_t> in);
 
+/// Same as parse(), decoding into `out` in place (the hot path: no copy, and
+/// `out` can be reused across packets). Only the headers the opcode calls for
+/// are written; the others keep whatever they held. On error `out` is
+/// partially written and must not be used.
+Status parse_into(std::span<const uint8_t> in, Parsed& out);
+
 }  // namespace mrc::wire

@@ -337,7 +337,17 @@ void Fabric::hash_packet(const Packet& p) {
   mixin(static_cast<uint64_t>(now_.ps()));
   mixin(static_cast<uint64_t>(p.src) << 32 | static_cast<uint64_t>(p.dst));
   mixin(uint64_t{p.plane} << 32 | p.entropy);
-  for (uint16_t i = 0; i < p.header_len; ++i) trace_hash_ = (trace_hash_ ^ p.bytes[i]) * 1099511628211ull;
+  // RETH carries real buffer addresses, which differ from process to process
+  // (and run to run within one): hash the header with the VA masked.
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  const size_t n = std::min<size_t>(p.header_len, sizeof hdr);
+  std::memcpy(hdr, p.bytes.data(), n);
+  if (n >= wire::Bth::kSize && wire::opcode_info(hdr[0]).data) {
+    const bool ts = wire::decode<wire::Bth>(std::span<const uint8_t>(hdr, n)).value().ts;
+    const size_t va = wire::Bth::kSize + wire::Meth::kSize + (ts ? wire::Tseth::kSize : 0);
+    if (va + 8 <= n) std::memset(hdr + va, 0, 8);
+  }
+  for (size_t i = 0; i < n; ++i) trace_hash_ = (trace_hash_ ^ hdr[i]) * 1099511628211ull;
 }
 
 bool Fabric::run_until(Time t) {

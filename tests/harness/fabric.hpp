@@ -156,7 +156,8 @@ class Fabric {
   void kick(int host);
 
   /// FNV-1a hash over every transmitted packet (time, ports, EV, header
-  /// bytes): equal seeds give equal hashes.
+  /// bytes with RETH's address masked, since buffers live at process
+  /// addresses): equal seeds give equal hashes.
   uint64_t trace_hash() const { return trace_hash_; }
   /// Drains and returns all events of `host` (including those that helpers
   /// such as write_and_wait() set aside while waiting for completions).

@@ -29,19 +29,26 @@ PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const Proto
   }
   // Open addressing with linear probing; load factor <= 1/2.
   const size_t cap = std::bit_ceil(std::max<size_t>(16, slots_.size() * 2));
+  hash_shift_ = static_cast<unsigned>(64 - std::countr_zero(cap));
   hash_keys_.assign(cap, 0);
   hash_slots_.assign(cap, 0);
   for (size_t i = 0; i < slots_.size(); ++i) {
-    size_t h = (slots_[i].value * 0x9E3779B1u) & (cap - 1);
+    size_t h = hash(slots_[i].value);
     while (hash_slots_[h] != 0) h = (h + 1) & (cap - 1);
     hash_keys_[h] = slots_[i].value;
     hash_slots_[h] = static_cast<uint16_t>(i + 1);
   }
 }
 
+// Fibonacci hashing on the high bits, so EV values that differ only in their
+// high bits (plane fields, SRv6 layouts) spread as well as low-bit ones.
+size_t PathPolicy::hash(uint32_t value) const {
+  return static_cast<size_t>((uint64_t{value} * 0x9E3779B97F4A7C15ull) >> hash_shift_);
+}
+
 int PathPolicy::find(uint32_t value) const {
   const size_t cap = hash_keys_.size();
-  size_t h = (value * 0x9E3779B1u) & (cap - 1);
+  size_t h = hash(value);
   while (hash_slots_[h] != 0) {
     if (hash_keys_[h] == value) return hash_slots_[h] - 1;
     h = (h + 1) & (cap - 1);
@@ -186,6 +193,7 @@ class MrcPathPolicy final : public PathPolicy {
         }
       }
       rot_[p].dirty = true;
+      note_active(p);
     }
   }
 
@@ -193,24 +201,29 @@ class MrcPathPolicy final : public PathPolicy {
     const uint32_t ports = port_mask & sendable_ports();
     if (ports == 0) return kNone;
     // Round-robin over the candidate ports, starting after the last one used.
+    // A port whose only choice is `avoid` is passed over while another port
+    // has something else.
+    int only_avoid_port = -1;
     for (uint32_t k = 0; k < num_ports_; ++k) {
       const uint32_t p = (rr_port_ + k) % num_ports_;
       if (!(ports >> p & 1u)) continue;
       const int s = next_in_rotation(p, avoid);
-      if (s != kNone) {
-        rr_port_ = p + 1;
-        return s;
+      if (s == kNone) continue;
+      if (s == avoid) {
+        if (only_avoid_port < 0) only_avoid_port = static_cast<int>(p);
+        continue;
       }
+      rr_port_ = p + 1;
+      return s;
+    }
+    if (only_avoid_port >= 0) {
+      rr_port_ = static_cast<uint32_t>(only_avoid_port) + 1;
+      return avoid;
     }
     return kNone;
   }
 
-  uint32_t sendable_ports() const override {
-    uint32_t m = 0;
-    for (uint32_t p = 0; p < num_ports_; ++p)
-      if (!active_[p].empty()) m |= 1u << p;
-    return m & port_mask_;
-  }
+  uint32_t sendable_ports() const override { return active_mask_ & port_mask_; }
 
   void on_delivered(Time now, int slot, wire::Mark mark) override {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
@@ -249,7 +262,7 @@ class MrcPathPolicy final : public PathPolicy {
     s.probe_outstanding = false;
     ++s.good_probes;
     if (s.good_probes >= proto_.probe_resurrect_count) {
-      resurrect(now, slot, mark == wire::Mark::none ? EvState::good : EvState::skip);
+      resurrect(now, slot, mark == wire::Mark::none ? EvState::good : EvState::skip, true);
     } else {
       // Confirm quickly rather than after the backed-off interval.
       s.next_probe = now + proto_.probe_interval;
@@ -287,6 +300,8 @@ class MrcPathPolicy final : public PathPolicy {
     return kNone;
   }
 
+  void on_port_mask_changed() override { probe_dirty_ = true; }
+
   Status set_denied(Time now, uint32_t value, bool denied) override {
     const int i = find(value);
     if (i == kNone) return Errc::not_found;
@@ -297,7 +312,7 @@ class MrcPathPolicy final : public PathPolicy {
       s.state = EvState::denied;
       emit(now, i, from, EvState::denied);
     } else if (!denied && s.state == EvState::denied) {
-      resurrect(now, i, EvState::good);
+      resurrect(now, i, EvState::good, false);
     }
     return {};
   }
@@ -361,6 +376,7 @@ class MrcPathPolicy final : public PathPolicy {
       s.active = false;
       rot_[s.port].dirty = true;
       promote(s.port);
+      note_active(s.port);
     } else {
       auto it = std::find(bak.begin(), bak.end(), static_cast<uint16_t>(slot));
       if (it != bak.end()) bak.erase(it);
@@ -383,16 +399,27 @@ class MrcPathPolicy final : public PathPolicy {
       rot_[port].dirty = true;
       ++stats_.promotions;
     }
+    note_active(port);
+  }
+
+  void note_active(uint32_t port) {
+    if (active_[port].empty()) active_mask_ &= ~(1u << port);
+    else active_mask_ |= 1u << port;
   }
 
   // GOOD/SKIP -> ASSUMED_BAD unless that would leave fewer than ev_min_active
-  // usable EVs (reference 8, item 9).
+  // usable EVs, or none at all (reference 8, item 9). A backup of the same
+  // port replaces a retired active EV, so that retirement costs nothing.
   void retire(Time now, int slot) {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
     if (s.state != EvState::good && s.state != EvState::skip) return;
-    if (s.active && (port_mask_ >> s.port & 1u) && usable_active() <= opt_.ev_min_active) {
-      ++stats_.min_active_holds;
-      return;
+    if (s.active && (port_mask_ >> s.port & 1u)) {
+      const bool replaced = !backup_[s.port].empty();
+      const uint32_t after = usable_active() - (replaced ? 0 : 1);
+      if (after < opt_.ev_min_active || after == 0) {
+        ++stats_.min_active_holds;
+        return;
+      }
     }
     const EvState from = s.state;
     leave_service(slot);
@@ -409,7 +436,7 @@ class MrcPathPolicy final : public PathPolicy {
     emit(now, slot, from, EvState::assumed_bad);
   }
 
-  void resurrect(Time now, int slot, EvState to) {
+  void resurrect(Time now, int slot, EvState to, bool by_probe) {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
     const EvState from = s.state;
     leave_service(slot);
@@ -419,11 +446,12 @@ class MrcPathPolicy final : public PathPolicy {
     s.next_probe = Time::never();
     backup_[s.port].push_back(static_cast<uint16_t>(slot));
     promote(s.port);
-    ++stats_.resurrected;
+    if (by_probe) ++stats_.resurrected;
     emit(now, slot, from, to);
   }
 
   MrcPathOptions opt_;
+  uint32_t active_mask_ = 0;  ///< ports with a non-empty active set
   uint32_t target_active_ = 1;
   uint32_t rr_port_ = 0;
   std::vector<Rotation> rot_;
@@ -450,11 +478,15 @@ class ObliviousPolicy final : public PathPolicy {
       rr_port_ = p + 1;
       if (pos_.size() < num_ports_) pos_.assign(num_ports_, 0);
       std::vector<uint16_t>& order = by_port_[p];
-      if (pos_[p] >= order.size()) {
-        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng_.below(i)]);
-        pos_[p] = 0;
+      // Path signals are ignored; a controller DENY is not a path signal.
+      for (size_t tries = 0; tries < order.size(); ++tries) {
+        if (pos_[p] >= order.size()) {
+          for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng_.below(i)]);
+          pos_[p] = 0;
+        }
+        const int s = order[pos_[p]++];
+        if (slots_[static_cast<size_t>(s)].state != EvState::denied) return s;
       }
-      return order[pos_[p]++];
     }
     return kNone;
   }
@@ -485,7 +517,7 @@ class SinglePathPolicy final : public PathPolicy {
     pinned_ = slots_.empty() ? kNone : static_cast<int>(rng_.below(slots_.size()));
   }
   int select(Time, uint32_t port_mask, int) override {
-    if (pinned_ == kNone) return kNone;
+    if (pinned_ == kNone || slots_[static_cast<size_t>(pinned_)].state == EvState::denied) return kNone;
     return (port_mask & port_mask_) >> slots_[static_cast<size_t>(pinned_)].port & 1u ? pinned_ : kNone;
   }
   uint32_t sendable_ports() const override {

@@ -47,7 +47,7 @@ struct EvSlot {
 /// Counters a policy keeps (reported per QP).
 struct PathStats {
   uint64_t retired = 0;        ///< GOOD/SKIP -> ASSUMED_BAD
-  uint64_t resurrected = 0;    ///< ASSUMED_BAD -> GOOD/SKIP after probes
+  uint64_t resurrected = 0;    ///< ASSUMED_BAD -> GOOD/SKIP after probes (not un-denials)
   uint64_t skips = 0;          ///< -> SKIP
   uint64_t promotions = 0;     ///< backup -> active
   uint64_t min_active_holds = 0;  ///< demotions refused by ev_min_active
@@ -145,8 +145,10 @@ class PathPolicy {
   std::vector<size_t> control_pos_;             ///< next entry of each reverse set
 
  private:
+  size_t hash(uint32_t value) const;
   std::vector<uint32_t> hash_keys_;   ///< open-addressing value -> slot+1
   std::vector<uint16_t> hash_slots_;
+  unsigned hash_shift_ = 60;
 };
 
 /// Options that shape MRC's EV management.
