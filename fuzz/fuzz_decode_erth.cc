@@ -1,0 +1,9 @@
+// libFuzzer target: wire::decode<Erth> on arbitrary bytes must either report
+// truncation or round-trip to a fixed point (see fuzz_common.hpp).
+#include "fuzz_common.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  uint8_t enc[mrc::wire::Erth::kSize];
+  mrc::fuzz::check_header_roundtrip<mrc::wire::Erth>({data, size}, enc);
+  return 0;
+}

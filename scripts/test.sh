@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test suite: installs what is missing, builds the dev preset (warnings
+# are errors), runs every libFuzzer target for a bounded time
+# (MRC_FUZZ_SECONDS per target, default 30; 0 skips), then the unit, harness
+# and claim tests with ctest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/deps.sh
+cmake --preset dev >/dev/null
+cmake --build --preset dev
+secs="${MRC_FUZZ_SECONDS:-30}"
+if [[ "$secs" != 0 ]]; then
+  scripts/run_fuzz.sh "$secs"
+fi
+ctest --preset dev
