@@ -1,5 +1,6 @@
 #include "core/config.hpp"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -72,9 +73,38 @@ Status EvProfile::validate(uint32_t num_ports, std::string* why) const {
   return {};
 }
 
+namespace {
+// A double field of NsccConfig: finite and >= 0 (0 = derive the default).
+bool bad_nscc_double(double v) { return !std::isfinite(v) || v < 0; }
+}  // namespace
+
 Status CcProfile::validate(std::string* why) const {
-  if (algorithm != "fixed")
-    return reject(why, "cc_profile.algorithm: unknown algorithm '" + algorithm + "' (available: fixed)");
+  if (algorithm == kCcFixed) return {};
+  if (algorithm != kCcNscc)
+    return reject(why, "cc_profile.algorithm: unknown algorithm '" + algorithm + "' (available: " +
+                           kCcFixed + ", " + kCcNscc + ")");
+  const NsccConfig& n = nscc;
+  const auto bad_double = [&](const char* field, double v) {
+    return reject(why, std::string("cc_profile.nscc.") + field +
+                           ": must be a finite number >= 0 (0 = default); got " + std::to_string(v));
+  };
+  const auto bad_time = [&](const char* field) {
+    return reject(why, std::string("cc_profile.nscc.") + field + ": must be >= 0 (0 = default)");
+  };
+  if (n.adjust_period_threshold < Duration{}) return bad_time("adjust_period_threshold");
+  if (n.base_rtt < Duration{}) return bad_time("base_rtt");
+  if (n.qa_threshold < Duration{}) return bad_time("qa_threshold");
+  if (n.target_delay < Duration{}) return bad_time("target_delay");
+  if (bad_nscc_double(n.eta)) return bad_double("eta", n.eta);
+  if (bad_nscc_double(n.fi)) return bad_double("fi", n.fi);
+  if (bad_nscc_double(n.fi_scale)) return bad_double("fi_scale", n.fi_scale);
+  if (bad_nscc_double(n.gamma) || n.gamma > 1)
+    return reject(why, "cc_profile.nscc.gamma: must be in (0, 1] (0 = default 0.8); got " + std::to_string(n.gamma));
+  if (bad_nscc_double(n.max_md_jump) || n.max_md_jump >= 1)
+    return reject(why, "cc_profile.nscc.max_md_jump: must be in (0, 1) (0 = default 0.5); got " +
+                           std::to_string(n.max_md_jump));
+  if (n.qa_gate > 63)
+    return reject(why, "cc_profile.nscc.qa_gate: must be <= 63 (0 = default 3); got " + std::to_string(n.qa_gate));
   return {};
 }
 

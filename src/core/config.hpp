@@ -107,11 +107,72 @@ struct FixedWindowConfig {
   uint64_t window_bytes = 0;
 };
 
+/// UET/MRC NSCC parameters (reference 5.4, 5.5), field for field what OCP's
+/// mrc_ctl_cc_nscc_cfg exposes. Every field set to 0 means "derive the
+/// default": the controller computes it from the QP's link speed (the sum of
+/// its usable plane rates, reference 8 item 14), its MTU and the base RTT, as
+/// reference 5.5 gives them. Defaults that depend on the link speed are
+/// recomputed when a port goes down or comes back; explicit values are kept.
+/// Times are Durations (the C API's nanoseconds convert exactly); the float
+/// fields are doubles here so 800 Gb/s windows keep their precision.
+/// cc::derive_nscc_params() shows what a configuration resolves to.
+struct NsccConfig {
+  /// Never run quick adapt (reference 5.4); trims and losses then only take
+  /// their nominal size off the window.
+  bool disable_qa = false;
+  /// Run the batched window update once more than this many bytes were
+  /// acknowledged since the last one. Default 8 x MTU.
+  uint64_t adjust_bytes_threshold = 0;
+  /// ... or once this long passed since the last one; a full period also
+  /// adds eta. Default 1 x base RTT.
+  Duration adjust_period_threshold{};
+  /// config_base_rtt: unloaded RTT of an MTU packet on the longest path
+  /// (reference 8 item 15). Default: the endpoint's protocol.base_rtt.
+  Duration base_rtt{};
+  /// Bytes added to the window every adjust period (additive probe).
+  /// Default 0.15 x MTU x scaling_a.
+  double eta = 0;
+  /// Fair increase: bytes added per RTT while delay >= target and unmarked.
+  /// Default 5 x MTU x scaling_a.
+  double fi = 0;
+  /// Fast increase: window growth per acknowledged byte once a whole window
+  /// was acknowledged at ~zero queueing delay. Default 0.25 x scaling_a.
+  double fi_scale = 0;
+  /// Multiplicative-decrease gain, in (0, 1]. Default 0.8.
+  double gamma = 0;
+  /// Largest single decrease: the window keeps at least this fraction of
+  /// itself, in (0, 1). Default 0.5.
+  double max_md_jump = 0;
+  /// MaxWnd in bytes: ceiling and initial window (new flows start at line
+  /// rate). Default 1.5 x BDP, BDP = link speed x base RTT; rescaled when a
+  /// smaller base RTT is measured or the link speed changes. An explicit
+  /// value is a fixed ceiling.
+  uint64_t max_cwnd = 0;
+  /// Quick adapt acts only if the bytes delivered in its window are below
+  /// max_cwnd >> qa_gate, at most 63. Default 3 (MaxWnd / 8).
+  uint8_t qa_gate = 0;
+  /// Quick adapt also acts when the queueing delay exceeds this. Default:
+  /// off (Duration::infinite()) with trimming, where trim NACKs are the
+  /// quick-adapt signal; 4 x target_delay without trimming.
+  Duration qa_threshold{};
+  /// Target queueing delay. Default 0.75 x base RTT with trimming, 1.0 x
+  /// without.
+  Duration target_delay{};
+};
+
+/// Algorithm names a CC profile accepts.
+inline constexpr const char* kCcFixed = "fixed";
+inline constexpr const char* kCcNscc = "uet-1.0-nscc";
+
 /// CC profile (reference 5.1, 6.3.5).
 struct CcProfile {
-  std::string algorithm = "fixed";  ///< "fixed" (more with NSCC)
-  FixedWindowConfig fixed;
+  /// kCcFixed (the default for now) or kCcNscc.
+  std::string algorithm = kCcFixed;
+  FixedWindowConfig fixed;  ///< used when algorithm is "fixed"
+  NsccConfig nscc;          ///< used when algorithm is "uet-1.0-nscc"
 
+  /// Checks the algorithm name and the parameters of the selected algorithm;
+  /// the error message names the offending field and its valid range.
   Status validate(std::string* why) const;
 };
 

@@ -143,6 +143,7 @@ void Qp::enter_rts(Time now) {
   cc::CcContext ctx;
   ctx.mtu_bytes = mtu_;
   ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
+  ctx.trimming = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
   ctx.link_bps = 0;
   const uint32_t usable = path_->port_mask();
   for (uint32_t p = 0; p < ep_.num_ports(); ++p)

@@ -270,18 +270,22 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
     if (trig >= snd_una_ && trig < next_psn_ && !acked_.test(trig)) {
       const SendRecord& r = rec(trig);
       if (r.ts == h.cc.reflected_ts) {
+        // The echo names this transmission: exact RTT from the send record.
         slot = r.ev;
         rtt = now - r.sent_at;
-        rtt_valid = r.tx_count == 1 || h.bth.rtx;
+        rtt_valid = true;
+      } else {
+        // The responder folded its service time into the echo (reference 8,
+        // item 11): timestamp arithmetic gives the RTT without it. It can
+        // never exceed the time since the last transmission; a larger value
+        // means the echo belongs to an earlier transmission (or wrapped), and
+        // one bad small sample would shrink NSCC's base RTT for good.
+        const uint16_t d = static_cast<uint16_t>(ts_now(now) - h.cc.reflected_ts);
+        rtt = ep_.cfg_.protocol.timestamp_tick * d;
+        rtt_valid = rtt <= now - r.sent_at + ep_.cfg_.protocol.timestamp_tick && rtt > Duration{};
       }
     }
     if (slot == path::PathPolicy::kNone) slot = path_->find(s.entropy);
-    if (!rtt_valid) {
-      // Timestamp arithmetic (service time already folded in by the responder).
-      const uint16_t d = static_cast<uint16_t>(ts_now(now) - h.cc.reflected_ts);
-      rtt = ep_.cfg_.protocol.timestamp_tick * d;
-      rtt_valid = true;
-    }
     if (slot != path::PathPolicy::kNone) {
       path_->on_delivered(now, slot, mark);
       if (mark == wire::Mark::none) path_->adopt_control_ev(slot);

@@ -1,11 +1,13 @@
 #include "core/cc/controller.hpp"
 
 #include "core/cc/fixed_window.hpp"
+#include "core/cc/nscc.hpp"
 
 namespace mrc::core::cc {
 
 std::unique_ptr<Controller> make_controller(const CcProfile& profile, const CcContext& ctx) {
   // validate() admits only algorithms built here; "fixed" is the default.
+  if (profile.algorithm == kCcNscc) return std::make_unique<Nscc>(profile.nscc, ctx);
   return std::make_unique<FixedWindow>(profile.fixed, ctx);
 }
 

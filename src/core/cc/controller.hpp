@@ -43,7 +43,11 @@ struct NackInfo {
 struct CcContext {
   uint32_t mtu_bytes = 4096;
   uint64_t link_bps = 100'000'000'000ull;  ///< sum of the QP's usable port rates
-  Duration base_rtt = Duration::us(10);
+  Duration base_rtt = Duration::us(10);  ///< the endpoint's config_base_rtt
+  /// The QP's packets are trimmable and the peer sends trim NACKs, so NSCC
+  /// derives its target delay and quick-adapt threshold for a trimming
+  /// network (reference 5.5).
+  bool trimming = true;
 };
 
 class Controller {
