@@ -96,7 +96,8 @@ void write_ext(const Headers& h, const Bytes& chain, const std::string& name) {
   const OpcodeInfo& info = opcode_info(h.bth.opcode);
   const Bytes after_bth(chain.begin() + Bth::kSize, chain.end());
   if (info.data) {
-    const size_t reth_off = Bth::kSize + Meth::kSize + (h.bth.ts ? Tseth::kSize : 0);
+    if (!info.reth) return;  // RC MIDDLE/LAST: nothing after BTH but ImmDt
+    const size_t reth_off = Bth::kSize + (info.meth ? Meth::kSize + (h.bth.ts ? Tseth::kSize : 0) : 0);
     write("decode_reth", name, Bytes(chain.begin() + static_cast<long>(reth_off),
                                      chain.begin() + static_cast<long>(reth_off + Reth::kSize)));
     return;
@@ -108,6 +109,7 @@ void write_ext(const Headers& h, const Bytes& chain, const std::string& name) {
     case ExtHeader::erth: write("decode_erth", name, after_bth); break;
     case ExtHeader::eeth: write("decode_eeth", name, after_bth); break;
     case ExtHeader::aeth:
+    case ExtHeader::cnp:
     case ExtHeader::none: break;
   }
 }
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
     if (!info.valid) continue;
     const std::string name = lower(info.name);
     for (bool ts : {false, true}) {
-      if (!info.data && ts) continue;
+      if ((!info.data || !info.meth) && ts) continue;  // BTH.ts selects TSETH on MRC data only
       const Headers h = base(static_cast<Opcode>(op), ts);
       const Bytes chain = encode_chain(h);
       const std::string n = name + (ts ? "_ts" : "");

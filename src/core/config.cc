@@ -42,6 +42,12 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.reverse_evs_per_port: must be 1..64 (default 4)");
   if (p.reverse_probe_interval <= Duration{})
     return reject(why, "protocol.reverse_probe_interval: must be > 0");
+  if (p.rc_ack_packets == 0)
+    return reject(why, "protocol.rc_ack_packets: must be > 0 (default 16)");
+  if (p.rc_ack_delay <= Duration{})
+    return reject(why, "protocol.rc_ack_delay: must be > 0 (default 1 us)");
+  if (p.cnp_interval < Duration{})
+    return reject(why, "protocol.cnp_interval: must be >= 0 (default 50 us; 0 = a CNP per marked packet)");
   return {};
 }
 
@@ -78,11 +84,32 @@ namespace {
 bool bad_nscc_double(double v) { return !std::isfinite(v) || v < 0; }
 }  // namespace
 
+namespace {
+Status validate_dcqcn(const DcqcnConfig& d, std::string* why) {
+  const auto bad = [&](const char* field, const char* rule) {
+    return reject(why, std::string("cc_profile.dcqcn.") + field + ": " + rule);
+  };
+  if (!std::isfinite(d.g) || d.g <= 0 || d.g > 1) return bad("g", "must be in (0, 1] (default 1/256)");
+  if (!std::isfinite(d.initial_alpha) || d.initial_alpha <= 0 || d.initial_alpha > 1)
+    return bad("initial_alpha", "must be in (0, 1] (default 1)");
+  if (d.alpha_update_period <= Duration{}) return bad("alpha_update_period", "must be > 0 (default 55 us)");
+  if (d.rate_increase_period <= Duration{}) return bad("rate_increase_period", "must be > 0 (default 55 us)");
+  if (d.rate_reduce_period < Duration{}) return bad("rate_reduce_period", "must be >= 0 (default 4 us)");
+  if (d.byte_counter_bytes == 0) return bad("byte_counter_bytes", "must be > 0 (default 10,000,000)");
+  if (d.fast_recovery_steps == 0 || d.fast_recovery_steps > 1000)
+    return bad("fast_recovery_steps", "must be 1..1000 (default 5)");
+  if (d.min_rate_bps != 0 && d.max_rate_bps != 0 && d.min_rate_bps > d.max_rate_bps)
+    return bad("min_rate_bps", "must be <= max_rate_bps");
+  return {};
+}
+}  // namespace
+
 Status CcProfile::validate(std::string* why) const {
   if (algorithm == kCcFixed) return {};
+  if (algorithm == kCcDcqcn) return validate_dcqcn(dcqcn, why);
   if (algorithm != kCcNscc)
     return reject(why, "cc_profile.algorithm: unknown algorithm '" + algorithm + "' (available: " +
-                           kCcFixed + ", " + kCcNscc + ")");
+                           kCcFixed + ", " + kCcNscc + ", " + kCcDcqcn + ")");
   const NsccConfig& n = nscc;
   const auto bad_double = [&](const char* field, double v) {
     return reject(why, std::string("cc_profile.nscc.") + field +

@@ -45,6 +45,19 @@ struct ProtocolConfig {
   /// endpoint operations are not retransmitted (reference 4.7).
   uint32_t port_status_repeats = 3;
   Duration port_status_interval = Duration::us(50);
+
+  // RoCEv2 RC baseline (QpInit::transport = Transport::roce_rc) -----------
+  /// The responder ACKs once this many in-order packets are unacknowledged
+  /// (16 x 4 KiB = 64 KiB), at once when a packet asks (BTH AckReq: the
+  /// requester sets it on the last packet of every message and when its PSN
+  /// window is about to fill), and at once on a duplicate.
+  uint32_t rc_ack_packets = 16;
+  /// ... and at most this long after the first unacknowledged packet.
+  Duration rc_ack_delay = Duration::us(1);
+  /// DCQCN notification point: a responder sends at most one CNP per QP per
+  /// this interval, however many ECN-CE data packets arrive (the DCQCN
+  /// paper's N = 50 us; NVIDIA NICs default to 4 us, min_time_between_cnps).
+  Duration cnp_interval = Duration::us(50);
 };
 
 /// Device-wide settings of one endpoint (one NIC).
@@ -160,16 +173,65 @@ struct NsccConfig {
   Duration target_delay{};
 };
 
+/// DCQCN reaction-point parameters (Zhu et al., "Congestion Control for
+/// Large-Scale RDMA Deployments", SIGCOMM 2015), the rate-based congestion
+/// control of the RoCEv2 baseline. The controller reacts to CNPs only (the
+/// notification point is the responder, ProtocolConfig::cnp_interval) and
+/// paces the QP's packets at its current rate; its window is unlimited.
+///
+/// Defaults are the paper's where it gives one (g, alpha period K, byte
+/// counter B, F) and scale with the QP's line rate otherwise; rates set to 0
+/// are derived from the line rate (the QP's usable link speed: for a RoCE
+/// QP, its one port). NVIDIA ConnectX equivalents are named for comparison.
+struct DcqcnConfig {
+  /// Alpha EWMA gain g: alpha = (1 - g) alpha + g on a CNP, alpha = (1 - g)
+  /// alpha every alpha_update_period without one. Paper: 1/256.
+  double g = 1.0 / 256;
+  /// Alpha before the first CNP (NVIDIA initial_alpha_value 1023/1024): the
+  /// first cut halves the rate.
+  double initial_alpha = 1.0;
+  /// Alpha decay period K (paper: 55 us, just above the CNP interval).
+  Duration alpha_update_period = Duration::us(55);
+  /// Rate-increase timer T: after a cut, one increase event per period.
+  /// 55 us, the paper's value (NVIDIA's rpg_time_reset defaults to 300 us,
+  /// which recovers about 5x more slowly).
+  Duration rate_increase_period = Duration::us(55);
+  /// Byte counter B: one increase event per this many bytes sent after a
+  /// cut (paper: 10 MB; NVIDIA rpg_byte_reset is 32 KB).
+  uint64_t byte_counter_bytes = 10'000'000;
+  /// Fast-recovery steps F: while both the timer and the byte counter have
+  /// fired fewer than F times since the last cut, an increase only halves
+  /// the distance to the target rate (paper: 5; NVIDIA rpg_threshold).
+  uint32_t fast_recovery_steps = 5;
+  /// Additive increase R_AI: target rate gain per increase event once either
+  /// stage count reached F. 0 = 5% of the line rate (5 Gb/s at 100 Gb/s).
+  uint64_t rate_ai_bps = 0;
+  /// Hyper increase R_HAI: gain per event (times the stages beyond F) once
+  /// both stage counts passed F. 0 = 10 x R_AI (the QCN/NVIDIA ratio,
+  /// rpg_hai_rate / rpg_ai_rate).
+  uint64_t rate_hai_bps = 0;
+  /// Lowest rate a cut can reach. 0 = 0.1% of the line rate.
+  uint64_t min_rate_bps = 0;
+  /// Highest rate: the rate a QP starts at and recovers to. 0 = the line
+  /// rate. A smaller value makes the QP a paced flow even without CNPs.
+  uint64_t max_rate_bps = 0;
+  /// A CNP within this long of the last cut is ignored (NVIDIA
+  /// rate_reduce_monitor_period, 4 us). 0 = every CNP cuts.
+  Duration rate_reduce_period = Duration::us(4);
+};
+
 /// Algorithm names a CC profile accepts.
 inline constexpr const char* kCcFixed = "fixed";
 inline constexpr const char* kCcNscc = "uet-1.0-nscc";
+inline constexpr const char* kCcDcqcn = "dcqcn";
 
 /// CC profile (reference 5.1, 6.3.5).
 struct CcProfile {
-  /// kCcFixed (the default for now) or kCcNscc.
+  /// kCcFixed (the default for now), kCcNscc or kCcDcqcn.
   std::string algorithm = kCcFixed;
   FixedWindowConfig fixed;  ///< used when algorithm is "fixed"
   NsccConfig nscc;          ///< used when algorithm is "uet-1.0-nscc"
+  DcqcnConfig dcqcn;        ///< used when algorithm is "dcqcn"
 
   /// Checks the algorithm name and the parameters of the selected algorithm;
   /// the error message names the offending field and its valid range.

@@ -40,7 +40,10 @@ namespace mrc::core {
 /// Endpoint-wide counters. Every dropped packet is counted under one reason.
 struct EndpointStats {
   uint64_t rx_packets = 0;
-  uint64_t rx_malformed = 0;       ///< failed wire::parse (truncated, bad opcode, lengths)
+  /// Failed wire::parse (truncated, bad opcode, lengths), or an opcode of the
+  /// other transport family than the destination QP's (an RC opcode to an
+  /// MRC QP, an MRC opcode to a RoCE RC QP).
+  uint64_t rx_malformed = 0;
   uint64_t rx_unknown_qp = 0;      ///< no such QPN
   uint64_t rx_wrong_peer = 0;      ///< QPN exists but the source is not its peer
   uint64_t rx_bad_state = 0;       ///< QP not in a state that accepts the packet

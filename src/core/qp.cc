@@ -123,8 +123,22 @@ Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
 void Qp::enter_rtr(Time) {
   peer_ = attr_.peer;
   mtu_ = attr_.path_mtu;
-  const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
-  path_ = path::make_path_policy(evp, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+  const EvProfile& profile = ep_.ev_profiles_.at(attr_.ev_profile_id);
+  if (roce()) {
+    // RoCEv2: the QP's 5-tuple, hence its ECMP path and plane, is fixed for
+    // its life: one EV drawn from the profile's set, whatever policy the
+    // profile names.
+    EvProfile evp = profile;
+    evp.policy = PathPolicyKind::single_path;
+    path_ = path::make_path_policy(evp, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+    rc_epsn_ = kSeqBase + attr_.rq_psn;
+    rc_nak_sent_ = false;
+    rc_unacked_ = 0;
+    rc_rx_ = RcRxMsg{};
+    cnp_sent_ = false;
+  } else {
+    path_ = path::make_path_policy(profile, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+  }
   path_->set_port_mask(ep_.local_up_ & ep_.peer_port_mask(peer_));
   // Responder: PSN tracking window of MPR_DEST x 128 PSNs (reference 3.4).
   mpr_dest_cur_ = attr_.mpr_dest;
@@ -145,12 +159,20 @@ void Qp::enter_rts(Time now) {
   ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
   ctx.trimming = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
   ctx.link_bps = 0;
-  const uint32_t usable = path_->port_mask();
-  for (uint32_t p = 0; p < ep_.num_ports(); ++p)
-    if (usable >> p & 1u) ctx.link_bps += ep_.cfg_.ports[p].rate_bps;
+  if (roce()) {
+    // One port carries the whole QP: its rate is the QP's line rate.
+    ctx.trimming = false;
+    const int pin = path_->pinned();
+    if (pin != path::PathPolicy::kNone) ctx.link_bps = ep_.cfg_.ports[path_->slot(pin).port].rate_bps;
+  } else {
+    const uint32_t usable = path_->port_mask();
+    for (uint32_t p = 0; p < ep_.num_ports(); ++p)
+      if (usable >> p & 1u) ctx.link_bps += ep_.cfg_.ports[p].rate_bps;
+  }
   if (ctx.link_bps == 0) ctx.link_bps = ep_.cfg_.ports[0].rate_bps;
   cc_ = cc::make_controller(ep_.cc_profiles_.at(attr_.cc_profile_id), ctx);
   last_delivery_ = now;
+  rc_resend_ = next_psn_;
 }
 
 void Qp::reset_state() {
@@ -177,6 +199,11 @@ void Qp::reset_state() {
   last_rcvd_clock_ = 0;
   peer_mpr_ = 0;
   sack_pending_ = probe_due_ = reverse_probe_due_ = false;
+  rc_resend_ = rc_epsn_ = 0;
+  rc_nak_sent_ = false;
+  rc_unacked_ = 0;
+  rc_rx_ = RcRxMsg{};
+  cnp_sent_ = false;
 }
 
 void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
@@ -274,8 +301,15 @@ void Qp::on_port_mask(Time now, uint32_t mask) {
   path_->set_port_mask(mask);
   if (cc_) {
     uint64_t bps = 0;
-    for (uint32_t p = 0; p < ep_.num_ports(); ++p)
-      if (mask >> p & 1u) bps += ep_.cfg_.ports[p].rate_bps;
+    if (roce()) {
+      // The QP's one port is up or it is not; its rate does not change.
+      const int pin = path_->pinned();
+      if (pin != path::PathPolicy::kNone && (mask >> path_->slot(pin).port & 1u))
+        bps = ep_.cfg_.ports[path_->slot(pin).port].rate_bps;
+    } else {
+      for (uint32_t p = 0; p < ep_.num_ports(); ++p)
+        if (mask >> p & 1u) bps += ep_.cfg_.ports[p].rate_bps;
+    }
     if (bps) cc_->on_link_speed(bps);
   }
 }
@@ -284,7 +318,16 @@ void Qp::on_port_mask(Time now, uint32_t mask) {
 
 void Qp::on_packet(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload) {
   const wire::OpcodeInfo& info = p.h.info();
-  if (info.data) {
+  if (info.rc != roce()) {
+    // An opcode of the other transport family: malformed for this QP.
+    ++ep_.stats_.rx_malformed;
+    return;
+  }
+  if (roce()) {
+    if (info.data) rc_on_data(now, meta, p, payload);
+    else if (p.h.opcode() == wire::Opcode::rc_ack) rc_on_aeth(now, p.h);
+    else if (p.h.opcode() == wire::Opcode::cnp) rc_on_cnp(now);
+  } else if (info.data) {
     on_data(now, meta, p, payload);
   } else {
     switch (p.h.opcode()) {
@@ -329,9 +372,18 @@ Duration Qp::rto() const {
 }
 
 Time Qp::next_timeout() const {
-  Time t = std::min({timer(QpTimer::recovery), timer(QpTimer::sack), timer(QpTimer::reverse_probe)});
+  Time t = std::min({timer(QpTimer::recovery), timer(QpTimer::sack), timer(QpTimer::reverse_probe),
+                     timer(QpTimer::pacing)});
   if (path_ && state_ == QpState::rts && !probe_due_) t = min(t, path_->next_probe());
   return t;
+}
+
+bool Qp::pace(Time now, uint32_t nominal) {
+  // A rate-based controller holds the packet back: wake up when it may go.
+  const Time at = cc_->next_send_time(now, nominal);
+  if (at <= now) return false;
+  set_timer(QpTimer::pacing, at);
+  return true;
 }
 
 void Qp::on_timeout(Time now) {
@@ -339,10 +391,17 @@ void Qp::on_timeout(Time now) {
     set_timer(QpTimer::sack, Time::never());
     if (sack_pending_) {
       sack_pending_ = false;
-      push_ctrl(pending_sack_);
+      if (roce()) rc_queue_ack();
+      else push_ctrl(pending_sack_);
     }
   }
+  // Pacing: nothing to do but let the endpoint poll the QP's data again.
+  if (timer(QpTimer::pacing) <= now) set_timer(QpTimer::pacing, Time::never());
   if (state_ != QpState::rts) return;
+  if (roce()) {
+    if (timer(QpTimer::recovery) <= now) rc_on_recovery_timer(now);
+    return;  // no probes: a RoCE QP has one path and no EV management
+  }
   if (timer(QpTimer::recovery) <= now) on_recovery_timer(now);
   if (state_ != QpState::rts) return;
   if (path_->next_probe() <= now) probe_due_ = true;
@@ -388,7 +447,8 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
   constexpr size_t kLookahead = 32;
   const size_t n = std::min(ctrl_q_.size(), kLookahead);
   for (size_t i = 0; i < n; ++i) {
-    const uint8_t port = pick_port(ctrl_q_[i].port, port_mask);
+    // A RoCE QP answers on its one path (rc_ctrl_port()), like its data.
+    const uint8_t port = pick_port(roce() ? rc_ctrl_port() : ctrl_q_[i].port, port_mask);
     if (port == 0xFF) continue;
     const PendingCtrl c = ctrl_q_[i];
     if (i == 0) ctrl_q_.pop_front();

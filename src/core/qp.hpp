@@ -8,6 +8,13 @@
 // generates SACKs/NACKs/ACKs, and delivers WRITE_WITH_IMM completions in
 // message order.
 //
+// A QP created with Transport::roce_rc runs the RoCEv2 RC baseline instead
+// (rc.cc): one EV for its life, packets in PSN order with IBTA RC opcodes,
+// go-back-N recovery, an in-order responder with coalesced cumulative ACKs,
+// one NAK per sequence gap, and CNPs for ECN-marked data. Both transports
+// share the QP state machine, memory checks, completions, retry counter,
+// flush and timer table.
+//
 // Sequence numbers are unwrapped to 64 bits inside (wire/psn.hpp): the
 // first PSN maps to 2^24 + its 24-bit value so arithmetic never goes below 0.
 #pragma once
@@ -50,15 +57,24 @@ struct QpStats {
   uint64_t rx_rejected = 0;            ///< data packets refused (window, access, state)
   uint64_t max_psn_span = 0;           ///< largest next_psn - snd_una seen (MPR check)
   uint64_t max_wimm_inflight = 0;      ///< largest WriteIMMs in flight seen (WIMM check)
+  // RoCE RC only.
+  uint64_t rewinds = 0;                ///< go-back-N rewinds (NAK sequence error or ACK timeout)
+  uint64_t seq_naks_sent = 0;          ///< responder: NAK sequence errors sent (one per gap)
+  uint64_t cnps_sent = 0;              ///< responder: CNPs generated for ECN-CE data
+  uint64_t cnps_received = 0;          ///< requester: CNPs passed to the controller
 };
 
-/// Fixed per-QP timer table (aesthetics convention 4).
-enum class QpTimer : uint8_t { recovery, sack, probe, reverse_probe, count };
+/// Fixed per-QP timer table (aesthetics convention 4). `sack` is the
+/// responder's feedback-coalescing timer (SACK, or RC ACK); `pacing` wakes a
+/// QP its rate-based controller held back (cc::Controller::next_send_time).
+enum class QpTimer : uint8_t { recovery, sack, probe, reverse_probe, pacing, count };
 
 struct QpInit {
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
   bool sq_sig_all = false;
+  /// MRC, or the RoCEv2 RC baseline (types.hpp). Fixed for the QP's life.
+  Transport transport = Transport::mrc;
 };
 
 class Qp {
@@ -69,6 +85,7 @@ class Qp {
   Qp& operator=(const Qp&) = delete;
 
   uint32_t qpn() const { return qpn_; }
+  Transport transport() const { return init_.transport; }
   QpState state() const { return state_; }
   uint64_t peer() const { return peer_; }
   const QpStats& stats() const { return stats_; }
@@ -103,7 +120,7 @@ class Qp {
  private:
   // ---- shared ----
   struct PendingCtrl {
-    enum Kind : uint8_t { sack, nack, ack, nak, probe_sack } kind = sack;
+    enum Kind : uint8_t { sack, nack, ack, nak, probe_sack, cnp } kind = sack;
     uint8_t port = 0;
     wire::Mark mark = wire::Mark::none;
     wire::NackCode code = wire::NackCode::trimmed;
@@ -129,6 +146,11 @@ class Qp {
     return header_len + payload_len + 4 /*ICRC*/ + 8 /*UDP*/ + 40;
   }
   uint8_t pick_port(uint8_t preferred, uint32_t port_mask) const;
+  bool roce() const { return init_.transport == Transport::roce_rc; }
+  bool pace(Time now, uint32_t nominal);
+  void complete_acked_messages();
+  void on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome);
+  bool complete_recv_imm(uint32_t byte_len, uint32_t imm);
 
   // ---- requester ----
   struct SendMsg {
@@ -185,6 +207,24 @@ class Qp {
   void want_sack(Time now, const PendingCtrl& trigger, bool immediate);
   void build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hdr, Transmit& tx);
 
+  // ---- RoCEv2 RC baseline (rc.cc) ----
+  SendResult rc_poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
+  void rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
+                     Transmit& tx);
+  uint32_t rc_header_len(const SendMsg& m, uint32_t index) const;
+  void rc_on_aeth(Time now, const wire::Headers& h);
+  void rc_ack_to(Time now, uint64_t una);
+  void rc_rewind(Time now, uint64_t from, bool timeout);
+  void rc_on_recovery_timer(Time now);
+  void rc_on_cnp(Time now);
+  void rc_on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload);
+  void rc_want_ack(Time now, bool immediate);
+  void rc_queue_ack();
+  void rc_push_nak(uint8_t syndrome, uint64_t psn);
+  void rc_maybe_cnp(Time now);
+  uint8_t rc_ctrl_port() const;
+  void rc_build_control(const PendingCtrl& c, wire::Headers& h);
+
   Endpoint& ep_;
   const uint32_t qpn_;
   const QpInit init_;
@@ -238,6 +278,24 @@ class Qp {
   std::deque<RecvWr> recv_q_;
   bool sack_pending_ = false;
   PendingCtrl pending_sack_;
+
+  // RoCE RC requester: PSNs in [rc_resend_, next_psn_) were sent and are
+  // queued for go-back-N retransmission, in order, before any new data.
+  uint64_t rc_resend_ = 0;
+  // RoCE RC responder.
+  struct RcRxMsg {
+    bool open = false;       ///< a FIRST arrived, its LAST not yet
+    uint64_t va = 0;         ///< where the next packet's payload goes
+    uint32_t rkey = 0;
+    uint32_t dma_length = 0; ///< the whole message (completion byte_len)
+    uint64_t remaining = 0;  ///< bytes still to come
+  };
+  uint64_t rc_epsn_ = 0;     ///< the one PSN the responder accepts next
+  bool rc_nak_sent_ = false; ///< a NAK for rc_epsn_ went out: drop silently until it arrives
+  uint32_t rc_unacked_ = 0;  ///< in-order packets since the last ACK left
+  RcRxMsg rc_rx_;
+  bool cnp_sent_ = false;
+  Time last_cnp_;
 };
 
 }  // namespace mrc::core

@@ -29,6 +29,7 @@ Qp::SendMsg* Qp::msg_by_msn(uint64_t msn) {
 
 bool Qp::wants_data() const {
   if (state_ != QpState::rts) return false;
+  if (roce()) return rc_resend_ < next_psn_ || sq_next_ < sq_.size();
   return probe_due_ || reverse_probe_due_ || !rtx_q_.empty() || sq_next_ < sq_.size();
 }
 
@@ -101,6 +102,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
 
 Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
   if (state_ != QpState::rts) return SendResult::idle;
+  if (roce()) return rc_poll_data(now, port_mask, hdr, tx);
 
   // 1. Reliability probes: ASSUMED_BAD EVs (reference 4.6) and reverse-path refresh (4.8).
   if (probe_due_ || reverse_probe_due_) {
@@ -146,7 +148,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
       continue;
     }
     SendRecord& r = rec(psn);
-    if (!cc_->can_send(r.nominal)) return SendResult::blocked;
+    if (!cc_->can_send(r.nominal) || pace(now, r.nominal)) return SendResult::blocked;
     const int ev = path_->select(now, port_mask, r.ev);
     if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
     SendMsg* m = msg_by_msn(r.msn);
@@ -164,8 +166,8 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
   if (imm && !m.imm_counted && imm_inflight_ >= attr_.max_wimm) return SendResult::blocked;
   const uint64_t remaining = m.wr.length - uint64_t{m.sent_pkts} * mtu_;
-  if (!cc_->can_send(nominal(40, static_cast<uint32_t>(std::min<uint64_t>(mtu_, remaining)))))
-    return SendResult::blocked;
+  const uint32_t nom = nominal(40, static_cast<uint32_t>(std::min<uint64_t>(mtu_, remaining)));
+  if (!cc_->can_send(nom) || pace(now, nom)) return SendResult::blocked;
   const int ev = path_->select(now, port_mask, path::PathPolicy::kNone);
   if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
   if (m.sent_pkts == 0) {
@@ -222,7 +224,11 @@ void Qp::advance_una(Time now) {
   snd_una_ = acked_.base();
   if (snd_una_ == before) return;
   retry_count_ = 0;  // progress resets the retry counter
-  // Complete messages whose every PSN is acknowledged, in order.
+  complete_acked_messages();
+}
+
+void Qp::complete_acked_messages() {
+  // Complete messages whose every PSN is below snd_una_, in order.
   while (!sq_.empty()) {
     SendMsg& m = sq_.front();
     if (m.sent_pkts < m.npkts || m.first_psn + m.npkts > snd_una_) break;
@@ -373,19 +379,7 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
     return;
   }
   if (wire::aeth::is_nak(h.aeth.syndrome)) {
-    const uint64_t psn = wire::unwrap_psn(snd_una_, h.bth.psn);
-    size_t failing = SIZE_MAX;
-    for (size_t i = 0; i < sq_.size(); ++i)
-      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts)
-        failing = i;
-    if (failing == SIZE_MAX) {
-      ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
-      return;
-    }
-    WcStatus st = WcStatus::rem_op_err;
-    if (h.aeth.syndrome == wire::aeth::kNakRemoteAccess) st = WcStatus::rem_access_err;
-    else if (h.aeth.syndrome == wire::aeth::kNakInvalidRequest) st = WcStatus::rem_inv_req_err;
-    fail(now, st, failing);
+    on_fatal_nak(now, wire::unwrap_psn(snd_una_, h.bth.psn), h.aeth.syndrome);
     return;
   }
   // Semantic ACK: every message up to MSN is placed, so all its PSNs arrived.
@@ -398,6 +392,22 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
   advance_una(now);
   detect_losses(now);
   rearm_recovery(now);
+}
+
+void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
+  // An AETH NAK the requester cannot retry (access, invalid request, remote
+  // operational error): the WR that owns the PSN fails, the rest flush.
+  size_t failing = SIZE_MAX;
+  for (size_t i = 0; i < sq_.size(); ++i)
+    if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
+  if (failing == SIZE_MAX) {
+    ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
+    return;
+  }
+  WcStatus st = WcStatus::rem_op_err;
+  if (syndrome == wire::aeth::kNakRemoteAccess) st = WcStatus::rem_access_err;
+  else if (syndrome == wire::aeth::kNakInvalidRequest) st = WcStatus::rem_inv_req_err;
+  fail(now, st, failing);
 }
 
 // ----------------------------------------------------------------- loss recovery

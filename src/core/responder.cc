@@ -151,7 +151,7 @@ void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
     any = true;
     if (s.flags & kRxImm) {
       --wimm_stash_;
-      if (recv_q_.empty()) {
+      if (!complete_recv_imm(s.len, s.imm)) {
         // No receive WQE: MRC has no RNR (reference 3.1), so this is fatal.
         PendingCtrl n;
         n.kind = PendingCtrl::nack;
@@ -161,16 +161,6 @@ void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
         push_ctrl(n);
         return;
       }
-      WorkCompletion wc;
-      wc.wr_id = recv_q_.front().wr_id;
-      recv_q_.pop_front();
-      wc.cq = init_.recv_cq;
-      wc.qpn = qpn_;
-      wc.opcode = WcOpcode::recv_rdma_with_imm;
-      wc.byte_len = s.len;
-      wc.imm = s.imm;
-      wc.with_imm = true;
-      complete(wc);
     }
     s.flags = 0;
   }
@@ -184,6 +174,22 @@ void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
     aeth_queued_ = true;
     push_ctrl(a);
   }
+}
+
+bool Qp::complete_recv_imm(uint32_t byte_len, uint32_t imm) {
+  // A WRITE_WITH_IMM consumes the oldest receive WQE; false if none is posted.
+  if (recv_q_.empty()) return false;
+  WorkCompletion wc;
+  wc.wr_id = recv_q_.front().wr_id;
+  recv_q_.pop_front();
+  wc.cq = init_.recv_cq;
+  wc.qpn = qpn_;
+  wc.opcode = WcOpcode::recv_rdma_with_imm;
+  wc.byte_len = byte_len;
+  wc.imm = imm;
+  wc.with_imm = true;
+  complete(wc);
+  return true;
 }
 
 void Qp::on_probe(Time now, const RxMeta& meta, const wire::Headers& h) {
@@ -208,6 +214,23 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
   wire::Headers h;
   h.bth.dest_qp = attr_.dest_qpn;
   const uint64_t cack = rx_.base() - 1;
+  if (roce()) {
+    rc_build_control(c, h);
+    const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
+    tx = Transmit{};
+    tx.port = port;
+    // The QP's one EV when it leaves on the QP's own port; a reverse EV of
+    // the port otherwise (the QP's port is down).
+    const int pin = path_ ? path_->pinned() : path::PathPolicy::kNone;
+    int ev = pin;
+    if (pin == path::PathPolicy::kNone || path_->slot(pin).port != port)
+      ev = path_ ? path_->control_ev(port) : path::PathPolicy::kNone;
+    tx.entropy = ev == path::PathPolicy::kNone ? 0 : path_->slot(ev).value;
+    tx.peer = peer_;
+    tx.tc = TrafficClass::control;
+    tx.header_len = static_cast<uint16_t>(hlen);
+    return;
+  }
   switch (c.kind) {
     case PendingCtrl::sack:
     case PendingCtrl::probe_sack: {
@@ -267,6 +290,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
       h.aeth.msn = static_cast<uint32_t>(msgs_completed_) & 0xFFFFFF;
       break;
     }
+    case PendingCtrl::cnp: break;  // RoCE only (rc_build_control)
   }
   const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
   tx = Transmit{};

@@ -2,6 +2,14 @@
 
 namespace mrc::core {
 
+const char* to_string(Transport t) {
+  switch (t) {
+    case Transport::mrc: return "mrc";
+    case Transport::roce_rc: return "roce_rc";
+  }
+  return "?";
+}
+
 const char* to_string(QpState s) {
   switch (s) {
     case QpState::reset: return "RESET";

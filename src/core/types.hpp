@@ -19,6 +19,17 @@ inline constexpr uint32_t kEndpointOpsQpn = 2;
 /// PSNs per MPR unit (reference 3.4).
 inline constexpr uint32_t kMprUnit = 128;
 
+/// Reliable transport a QP runs, fixed at creation (QpInit::transport).
+///  - mrc: MRC (reference 3): spraying over many EVs, SACK/NACK, selective
+///    retransmission, MRC opcodes.
+///  - roce_rc: the RoCEv2 RC baseline the simulator compares MRC against: one
+///    EV (one plane, one path) for the QP's life, IBTA RC opcodes, packets in
+///    PSN order, go-back-N on a NAK sequence error or the ACK timeout,
+///    cumulative AETH ACKs, CNPs for ECN-marked data (DCQCN's signal), no
+///    trimming, no probes, no EV management.
+enum class Transport : uint8_t { mrc, roce_rc };
+const char* to_string(Transport t);
+
 /// QP states (reference 3.2). SQD/SQE are not part of MRC.
 enum class QpState : uint8_t { reset, init, rtr, rts, error };
 const char* to_string(QpState s);

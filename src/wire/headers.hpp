@@ -308,6 +308,14 @@ struct Eeth {
   }
 };
 
+/// RoCEv2 CNP payload (IBTA annex A17.9.3), 16 bytes: all reserved. Written
+/// as zero, ignored on decode; it exists so the CNP's length is checked.
+struct Cnp {
+  static constexpr size_t kSize = 16;
+  template <class V, class S>
+  static void fields(V&&, S&) {}
+};
+
 /// Writes `h` into `out[0, H::kSize)`. `out` must hold H::kSize bytes.
 template <class H>
 inline void encode(const H& h, uint8_t* out) {

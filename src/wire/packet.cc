@@ -8,10 +8,24 @@ namespace {
 constexpr std::array<OpcodeInfo, 256> make_table() {
   std::array<OpcodeInfo, 256> t{};
   auto data = [&t](Opcode op, bool first, bool last, bool imm, std::string_view name) {
-    t[static_cast<uint8_t>(op)] = OpcodeInfo{true, true, first, last, imm, ExtHeader::none, name};
+    OpcodeInfo i{true, true, first, last, imm, ExtHeader::none, name};
+    i.meth = i.reth = true;
+    t[static_cast<uint8_t>(op)] = i;
   };
   auto ctrl = [&t](Opcode op, ExtHeader ext, std::string_view name) {
     t[static_cast<uint8_t>(op)] = OpcodeInfo{true, false, false, false, false, ext, name};
+  };
+  // IBTA RC: RETH only where the message starts (IBTA 9.3.3).
+  auto rc_data = [&t](Opcode op, bool first, bool last, bool imm, std::string_view name) {
+    OpcodeInfo i{true, true, first, last, imm, ExtHeader::none, name};
+    i.rc = true;
+    i.reth = first;
+    t[static_cast<uint8_t>(op)] = i;
+  };
+  auto rc_ctrl = [&t](Opcode op, ExtHeader ext, std::string_view name) {
+    OpcodeInfo i{true, false, false, false, false, ext, name};
+    i.rc = true;
+    t[static_cast<uint8_t>(op)] = i;
   };
   data(Opcode::write_first, true, false, false, "WRITE_FIRST");
   data(Opcode::write_middle, false, false, false, "WRITE_MIDDLE");
@@ -25,6 +39,14 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   ctrl(Opcode::sack, ExtHeader::seth, "RELIABILITY_SACK");
   ctrl(Opcode::nack, ExtHeader::neth, "RELIABILITY_NACK");
   ctrl(Opcode::probe, ExtHeader::peth, "RELIABILITY_PROBE");
+  rc_data(Opcode::rc_write_first, true, false, false, "RC_RDMA_WRITE_FIRST");
+  rc_data(Opcode::rc_write_middle, false, false, false, "RC_RDMA_WRITE_MIDDLE");
+  rc_data(Opcode::rc_write_last, false, true, false, "RC_RDMA_WRITE_LAST");
+  rc_data(Opcode::rc_write_last_imm, false, true, true, "RC_RDMA_WRITE_LAST_WITH_IMM");
+  rc_data(Opcode::rc_write_only, true, true, false, "RC_RDMA_WRITE_ONLY");
+  rc_data(Opcode::rc_write_only_imm, true, true, true, "RC_RDMA_WRITE_ONLY_WITH_IMM");
+  rc_ctrl(Opcode::rc_ack, ExtHeader::aeth, "RC_ACKNOWLEDGE");
+  rc_ctrl(Opcode::cnp, ExtHeader::cnp, "CNP");
   return t;
 }
 
@@ -39,6 +61,7 @@ constexpr size_t ext_size(ExtHeader e) {
     case ExtHeader::peth: return Peth::kSize;
     case ExtHeader::erth: return Erth::kSize;
     case ExtHeader::eeth: return Eeth::kSize;
+    case ExtHeader::cnp: return Cnp::kSize;
   }
   return 0;
 }
@@ -52,7 +75,8 @@ size_t header_size(const Headers& h) {
   if (!info.valid) return 0;
   size_t n = Bth::kSize;
   if (info.data) {
-    n += Meth::kSize + (h.bth.ts ? Tseth::kSize : 0) + Reth::kSize + (info.imm ? ImmDt::kSize : 0);
+    if (info.meth) n += Meth::kSize + (h.bth.ts ? Tseth::kSize : 0);
+    n += (info.reth ? Reth::kSize : 0) + (info.imm ? ImmDt::kSize : 0);
   } else {
     n += ext_size(info.ext);
   }
@@ -68,14 +92,18 @@ Result<size_t> encode(const Headers& h, std::span<uint8_t> out) {
   encode(h.bth, p);
   p += Bth::kSize;
   if (info.data) {
-    encode(h.meth, p);
-    p += Meth::kSize;
-    if (h.bth.ts) {
-      encode(h.tseth, p);
-      p += Tseth::kSize;
+    if (info.meth) {
+      encode(h.meth, p);
+      p += Meth::kSize;
+      if (h.bth.ts) {
+        encode(h.tseth, p);
+        p += Tseth::kSize;
+      }
     }
-    encode(h.reth, p);
-    p += Reth::kSize;
+    if (info.reth) {
+      encode(h.reth, p);
+      p += Reth::kSize;
+    }
     if (info.imm) {
       encode(h.imm, p);
       p += ImmDt::kSize;
@@ -92,6 +120,7 @@ Result<size_t> encode(const Headers& h, std::span<uint8_t> out) {
     case ExtHeader::peth: encode(h.peth, p); break;
     case ExtHeader::erth: encode(h.erth, p); break;
     case ExtHeader::eeth: encode(h.eeth, p); break;
+    case ExtHeader::cnp: encode(h.cnp, p); break;
     case ExtHeader::none: break;
   }
   return need;
@@ -123,14 +152,16 @@ Status parse_into(std::span<const uint8_t> in, Parsed& p) {
   if (p.h.bth.tver != 0) return Errc::malformed;
   if (info.data) {
     if (p.h.bth.dest_qp <= 2) return Errc::malformed;  // reserved QPNs never take data
-    if (!take(in, off, p.h.meth)) return Errc::truncated;
-    if (p.h.bth.ts && !take(in, off, p.h.tseth)) return Errc::truncated;
-    if (!take(in, off, p.h.reth)) return Errc::truncated;
+    if (info.meth) {
+      if (!take(in, off, p.h.meth)) return Errc::truncated;
+      if (p.h.bth.ts && !take(in, off, p.h.tseth)) return Errc::truncated;
+    }
+    if (info.reth && !take(in, off, p.h.reth)) return Errc::truncated;
     if (info.imm && !take(in, off, p.h.imm)) return Errc::truncated;
     const size_t rest = in.size() - off;
     if (rest < p.h.bth.pad_count) return Errc::length_mismatch;
     p.payload_len = rest - p.h.bth.pad_count;
-    if (p.payload_len > p.h.reth.dma_length) return Errc::length_mismatch;
+    if (info.reth && p.payload_len > p.h.reth.dma_length) return Errc::length_mismatch;
   } else {
     bool ok = true;
     switch (info.ext) {
@@ -140,6 +171,7 @@ Status parse_into(std::span<const uint8_t> in, Parsed& p) {
       case ExtHeader::peth: ok = take(in, off, p.h.peth); break;
       case ExtHeader::erth: ok = take(in, off, p.h.erth); break;
       case ExtHeader::eeth: ok = take(in, off, p.h.eeth); break;
+      case ExtHeader::cnp: ok = take(in, off, p.h.cnp); break;
       case ExtHeader::none: break;
     }
     if (!ok) return Errc::truncated;

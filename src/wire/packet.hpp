@@ -4,6 +4,15 @@
 // calls for, then payload. (The UDP datapath adds ICRC; the simulator carries
 // payload as a length only.) parse() validates the chain against the bytes
 // present and never over-reads; encode() writes the chain the opcode calls for.
+//
+// Two opcode families share the table:
+//  - MRC (0xC6..0xDE, reference 3.3): every data packet carries METH, an
+//    optional TSETH (BTH.ts) and RETH;
+//  - IBTA RC / RoCEv2 (0x06..0x0B, 0x11, 0x81), for the RoCEv2 baseline
+//    transport: no METH or TSETH, RETH only on FIRST/ONLY, ImmDt on the
+//    *_WITH_IMM opcodes, AETH on ACKNOWLEDGE, 16 reserved bytes on CNP. BTH.ts
+//    and BTH.rtx are reserved bits there: ignored on parse, and the core
+//    writes them as zero.
 #pragma once
 
 #include <cstddef>
@@ -30,27 +39,43 @@ enum class Opcode : uint8_t {
   sack = 0xDC,
   nack = 0xDD,
   probe = 0xDE,
+  // IBTA RC opcodes (IBTA vol. 1, 9.2; RoCEv2 annex A17), RoCEv2 baseline only.
+  rc_write_first = 0x06,
+  rc_write_middle = 0x07,
+  rc_write_last = 0x08,
+  rc_write_last_imm = 0x09,
+  rc_write_only = 0x0A,
+  rc_write_only_imm = 0x0B,
+  rc_ack = 0x11,
+  /// RoCEv2 Congestion Notification Packet (annex A17.9.3): BTH + 16 reserved
+  /// bytes, addressed to the QP whose data was ECN-marked.
+  cnp = 0x81,
 };
 
 /// Which extension header follows BTH for a non-data opcode.
-enum class ExtHeader : uint8_t { none, aeth, seth, neth, peth, erth, eeth };
+enum class ExtHeader : uint8_t { none, aeth, seth, neth, peth, erth, eeth, cnp };
 
 /// One row of the opcode table.
 struct OpcodeInfo {
   bool valid = false;
-  bool data = false;    ///< carries METH, RETH and payload
+  bool data = false;    ///< a WRITE packet: carries payload (headers per meth/reth/imm)
   bool first = false;   ///< first packet of a message (FIRST or ONLY)
   bool last = false;    ///< last packet of a message (LAST or ONLY)
   bool imm = false;     ///< carries ImmDt
   ExtHeader ext = ExtHeader::none;
   std::string_view name;
+  bool rc = false;      ///< IBTA RC / RoCEv2 family (false: MRC)
+  bool meth = false;    ///< METH (and, if BTH.ts, TSETH) follow BTH: MRC data only
+  bool reth = false;    ///< RETH follows: every MRC data packet, RC FIRST/ONLY
 };
 
-/// The table row for `opcode`; `.valid` is false for anything MRC does not define.
+/// The table row for `opcode`; `.valid` is false for anything neither MRC nor
+/// the RC baseline defines.
 const OpcodeInfo& opcode_info(uint8_t opcode);
 
-/// Largest header chain any MRC packet carries (BTH+METH+TSETH+RETH+ImmDt = 40,
-/// BTH+SETH+CC_STATE = 48, BTH+EETH = 48), rounded up.
+/// Largest header chain any packet carries (MRC BTH+METH+TSETH+RETH+ImmDt = 40,
+/// BTH+SETH+CC_STATE = 48, BTH+EETH = 48; RC at most BTH+RETH+ImmDt = 32),
+/// rounded up.
 inline constexpr size_t kMaxHeaderBytes = 64;
 
 /// The decoded header chain of one packet. Only the members the opcode (and,
@@ -68,13 +93,14 @@ struct Headers {
   Peth peth;
   Erth erth;
   Eeth eeth;
+  Cnp cnp;
 
   Opcode opcode() const { return static_cast<Opcode>(bth.opcode); }
   const OpcodeInfo& info() const { return opcode_info(bth.opcode); }
 };
 
-/// Size of the header chain `h` describes (depends on the opcode and BTH.ts).
-/// Zero if the opcode is not an MRC opcode.
+/// Size of the header chain `h` describes (depends on the opcode and, for MRC
+/// data, BTH.ts). Zero if the opcode is in neither family.
 size_t header_size(const Headers& h);
 
 /// Encodes the chain into `out`. Returns the number of bytes written, or
@@ -90,10 +116,11 @@ struct Parsed {
 
 /// Parses a packet (UDP payload, no ICRC). Fails with:
 ///  - Errc::truncated if the bytes end inside a header the opcode requires;
-///  - Errc::unknown_opcode for an opcode outside the MRC table;
+///  - Errc::unknown_opcode for an opcode outside the table;
 ///  - Errc::length_mismatch if a control packet has trailing bytes, a data
-///    packet is shorter than its pad count, or its payload exceeds the RETH
-///    DMA length;
+///    packet is shorter than its pad count, or its payload exceeds the DMA
+///    length of the RETH it carries (RC MIDDLE/LAST carry none: the responder
+///    bounds them against the message);
 ///  - Errc::malformed for reserved QPN use by a data packet or an invalid TVer.
 Result<Parsed> parse(std::span<const uint8_t> in);
 

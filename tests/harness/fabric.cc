@@ -78,8 +78,8 @@ QpPair Fabric::connect(int a, int b, const QpOptions& opt, int64_t fixed_psn) {
   core::Endpoint& ea = ep(a);
   core::Endpoint& eb = ep(b);
   QpPair pr;
-  auto qa = ea.create_qp({});
-  auto qb = eb.create_qp({});
+  auto qa = ea.create_qp(opt.init);
+  auto qb = eb.create_qp(opt.init);
   if (!qa) die("create_qp", qa.error());
   if (!qb) die("create_qp", qb.error());
   pr.a = *qa;
@@ -342,9 +342,10 @@ void Fabric::hash_packet(const Packet& p) {
   uint8_t hdr[wire::kMaxHeaderBytes];
   const size_t n = std::min<size_t>(p.header_len, sizeof hdr);
   std::memcpy(hdr, p.bytes.data(), n);
-  if (n >= wire::Bth::kSize && wire::opcode_info(hdr[0]).data) {
+  const wire::OpcodeInfo& info = wire::opcode_info(n ? hdr[0] : 0);
+  if (n >= wire::Bth::kSize && info.data && info.reth) {
     const bool ts = wire::decode<wire::Bth>(std::span<const uint8_t>(hdr, n)).value().ts;
-    const size_t va = wire::Bth::kSize + wire::Meth::kSize + (ts ? wire::Tseth::kSize : 0);
+    const size_t va = wire::Bth::kSize + (info.meth ? wire::Meth::kSize + (ts ? wire::Tseth::kSize : 0) : 0);
     if (va + 8 <= n) std::memset(hdr + va, 0, 8);
   }
   for (size_t i = 0; i < n; ++i) trace_hash_ = (trace_hash_ ^ hdr[i]) * 1099511628211ull;

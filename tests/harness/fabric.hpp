@@ -106,6 +106,7 @@ struct QpOptions {
   core::QpAttr attr;              ///< mpr, wimm, timeout, retries, mtu, cap
   uint64_t ev_profile = 0;
   uint64_t cc_profile = 0;
+  core::QpInit init;              ///< create_qp() arguments on both hosts, incl. the transport
 };
 struct QpPair {
   uint32_t a = 0;  ///< QPN on host a
@@ -130,9 +131,9 @@ class Fabric {
     uint64_t addr() const { return reinterpret_cast<uint64_t>(mem.data()); }
   };
   Buffer& alloc(int host, size_t bytes);
-  /// Creates and connects a QP pair between hosts a and b (RESET..RTS on
-  /// both, random initial PSNs unless attr.sq_psn/rq_psn are forced with
-  /// `fixed_psn`). Aborts the test on failure.
+  /// Creates (with opt.init: CQs, transport) and connects a QP pair between
+  /// hosts a and b (RESET..RTS on both, random initial PSNs unless forced
+  /// with `fixed_psn`). Aborts the test on failure.
   QpPair connect(int a, int b, const QpOptions& opt = QpOptions(), int64_t fixed_psn = -1);
 
   // ---- impairments

@@ -1,5 +1,6 @@
 #include "core/cc/controller.hpp"
 
+#include "core/cc/dcqcn.hpp"
 #include "core/cc/fixed_window.hpp"
 #include "core/cc/nscc.hpp"
 
@@ -8,6 +9,7 @@ namespace mrc::core::cc {
 std::unique_ptr<Controller> make_controller(const CcProfile& profile, const CcContext& ctx) {
   // validate() admits only algorithms built here; "fixed" is the default.
   if (profile.algorithm == kCcNscc) return std::make_unique<Nscc>(profile.nscc, ctx);
+  if (profile.algorithm == kCcDcqcn) return std::make_unique<Dcqcn>(profile.dcqcn, ctx);
   return std::make_unique<FixedWindow>(profile.fixed, ctx);
 }
 

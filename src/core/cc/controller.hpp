@@ -1,8 +1,9 @@
 // Congestion-control interface (reference 5.1).
 //
-// A Controller owns the QP's congestion window and its view of bytes in
-// flight. The QP calls it on every send, SACK, NACK and inferred loss; it
-// answers can_send(). Controllers are built by make_controller() from a CC
+// A Controller owns the QP's congestion window, its view of bytes in flight
+// and, for rate-based algorithms, the QP's pacing. The QP calls it on every
+// send, SACK (or RC ACK), NACK, inferred loss and CNP; it answers can_send()
+// and next_send_time(). Controllers are built by make_controller() from a CC
 // profile, so the simulator can compare algorithms on the same run.
 //
 // Bytes are nominal packet sizes (UDP payload + 40 B, reference 5.1), the same
@@ -63,6 +64,18 @@ class Controller {
     return inflight <= 0 || static_cast<uint64_t>(inflight) + nominal <= cwnd_bytes();
   }
 
+  /// Earliest time a packet of `nominal` bytes may leave (pacing). A QP
+  /// whose answer is later than `now` sends nothing and arms its pacing
+  /// timer for that time. Window-based controllers never pace: `now`.
+  /// Not const: a rate-based controller first runs its own timers up to
+  /// `now` (they are driven by the times passed in, never by a clock).
+  virtual Time next_send_time(Time now, uint32_t nominal) {
+    (void)nominal;
+    return now;
+  }
+
+  /// A packet of `nominal` bytes left (a first transmission or a
+  /// retransmission); rate-based controllers also advance their pacing clock.
   virtual void on_send(Time now, uint32_t nominal) = 0;
   virtual void on_ack(const AckInfo& ack) = 0;
   virtual void on_nack(const NackInfo& nack) = 0;
@@ -70,6 +83,10 @@ class Controller {
   virtual void on_inferred_loss(Time now, uint32_t nominal) = 0;
   /// The QP's usable link speed changed (a port went down or came back).
   virtual void on_link_speed(uint64_t bps) = 0;
+  /// A RoCEv2 CNP arrived for this QP: the path of its data is congested
+  /// (DCQCN's signal). Only RoCE RC QPs receive CNPs; window controllers
+  /// ignore them.
+  virtual void on_cnp(Time now) { (void)now; }
 };
 
 /// Builds the controller a CC profile names. The profile must have passed

@@ -523,6 +523,7 @@ class SinglePathPolicy final : public PathPolicy {
   uint32_t sendable_ports() const override {
     return pinned_ == kNone ? 0 : (1u << slots_[static_cast<size_t>(pinned_)].port) & port_mask_;
   }
+  int pinned() const override { return pinned_; }
   void on_delivered(Time, int, wire::Mark) override {}
   void on_trimmed(Time, int) override {}
   void on_lost(Time, int slot) override { ++slots_[static_cast<size_t>(slot)].packets_lost; }

@@ -85,6 +85,9 @@ class PathPolicy {
   virtual int select(Time now, uint32_t port_mask, int avoid) = 0;
   /// Ports on which select() can return an EV.
   virtual uint32_t sendable_ports() const = 0;
+  /// The one slot a single-path policy uses for the QP's life (whatever the
+  /// port state); kNone for policies that spray.
+  virtual int pinned() const { return kNone; }
   /// Records that a packet went out on `slot`.
   void on_sent(int slot) { ++slots_[static_cast<size_t>(slot)].packets_sent; }
 

@@ -193,7 +193,7 @@ TEST(CcProfileValidate, DefaultIsValidUnknownAlgorithmRejected) {
   std::string why;
   EXPECT_TRUE(c.validate(&why).ok());
   EXPECT_EQ(c.algorithm, "fixed");
-  for (const char* bad : {"", "nscc-typo", "FIXED", "dcqcn"}) {
+  for (const char* bad : {"", "nscc-typo", "FIXED", "DCQCN"}) {
     c.algorithm = bad;
     EXPECT_EQ(c.validate(&why), Errc::invalid_argument) << bad;
     EXPECT_NE(why.find("algorithm"), std::string::npos) << why;

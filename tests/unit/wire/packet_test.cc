@@ -17,6 +17,10 @@ constexpr Opcode kData[] = {Opcode::write_first, Opcode::write_middle,   Opcode:
                             Opcode::write_last_imm, Opcode::write_only, Opcode::write_only_imm};
 constexpr Opcode kControl[] = {Opcode::ack,  Opcode::endpoint_request, Opcode::endpoint_response,
                                Opcode::sack, Opcode::nack,             Opcode::probe};
+// The RoCEv2 RC baseline's opcodes (IBTA RC + the RoCEv2 CNP).
+constexpr Opcode kRcData[] = {Opcode::rc_write_first,    Opcode::rc_write_middle, Opcode::rc_write_last,
+                              Opcode::rc_write_last_imm, Opcode::rc_write_only,   Opcode::rc_write_only_imm};
+constexpr Opcode kRcControl[] = {Opcode::rc_ack, Opcode::cnp};
 
 // Distinctive values in every header so a mixed-up member shows.
 Headers make(Opcode op, bool ts = false) {
@@ -81,6 +85,15 @@ size_t expected_size(Opcode op, bool ts) {
     case Opcode::sack: return 12 + 28 + 8;
     case Opcode::nack: return 12 + 20;
     case Opcode::probe: return 12 + 16;
+    // IBTA RC: RETH on FIRST/ONLY only, never METH/TSETH (BTH.ts ignored).
+    case Opcode::rc_write_first:
+    case Opcode::rc_write_only: return 12 + 16;
+    case Opcode::rc_write_only_imm: return 12 + 16 + 4;
+    case Opcode::rc_write_middle:
+    case Opcode::rc_write_last: return 12;
+    case Opcode::rc_write_last_imm: return 12 + 4;
+    case Opcode::rc_ack: return 12 + 4;
+    case Opcode::cnp: return 12 + 16;
   }
   return 0;
 }
@@ -115,6 +128,15 @@ TEST(OpcodeTable, Rows) {
       {Opcode::sack, false, false, false, false, ExtHeader::seth, "RELIABILITY_SACK"},
       {Opcode::nack, false, false, false, false, ExtHeader::neth, "RELIABILITY_NACK"},
       {Opcode::probe, false, false, false, false, ExtHeader::peth, "RELIABILITY_PROBE"},
+      // The RoCEv2 RC baseline's opcodes (their header flags: RcOpcodeTable).
+      {Opcode::rc_write_first, true, true, false, false, ExtHeader::none, "RC_RDMA_WRITE_FIRST"},
+      {Opcode::rc_write_middle, true, false, false, false, ExtHeader::none, "RC_RDMA_WRITE_MIDDLE"},
+      {Opcode::rc_write_last, true, false, true, false, ExtHeader::none, "RC_RDMA_WRITE_LAST"},
+      {Opcode::rc_write_last_imm, true, false, true, true, ExtHeader::none, "RC_RDMA_WRITE_LAST_WITH_IMM"},
+      {Opcode::rc_write_only, true, true, true, false, ExtHeader::none, "RC_RDMA_WRITE_ONLY"},
+      {Opcode::rc_write_only_imm, true, true, true, true, ExtHeader::none, "RC_RDMA_WRITE_ONLY_WITH_IMM"},
+      {Opcode::rc_ack, false, false, false, false, ExtHeader::aeth, "RC_ACKNOWLEDGE"},
+      {Opcode::cnp, false, false, false, false, ExtHeader::cnp, "CNP"},
   };
   std::set<uint8_t> valid;
   for (const Row& r : rows) {
@@ -321,6 +343,8 @@ TEST(Packet, UnknownOpcodes) {
   std::set<uint8_t> known;
   for (Opcode op : kData) known.insert(static_cast<uint8_t>(op));
   for (Opcode op : kControl) known.insert(static_cast<uint8_t>(op));
+  for (Opcode op : kRcData) known.insert(static_cast<uint8_t>(op));
+  for (Opcode op : kRcControl) known.insert(static_cast<uint8_t>(op));
   int unknown = 0;
   for (unsigned op = 0; op < 256; ++op) {
     if (known.count(static_cast<uint8_t>(op))) continue;
@@ -340,7 +364,7 @@ TEST(Packet, UnknownOpcodes) {
     // Exactly a BTH is enough to know the opcode is unknown.
     EXPECT_EQ(parse_error(Bytes(pkt.begin(), pkt.begin() + 12)), Errc::unknown_opcode) << op;
   }
-  EXPECT_EQ(unknown, 244);
+  EXPECT_EQ(unknown, 236);  // 12 MRC + 8 RC opcodes are defined
 }
 
 TEST(Packet, TrailingBytesOnControlPackets) {
@@ -460,6 +484,202 @@ TEST(Packet, TsFlagSelectsTseth) {
   EXPECT_EQ(on[17], 0x06);  // TSETH timestamp low byte
   // A packet with ts set but the TSETH and RETH missing is truncated, not misread.
   EXPECT_EQ(parse_error(Bytes(on.begin(), on.begin() + 16 + 4 + 15)), Errc::truncated);
+}
+
+// ------------------------------------------------------------------ IBTA RC / RoCEv2 opcodes
+
+TEST(RcOpcodeTable, FamilyAndHeaderFlags) {
+  // Numeric values (IBTA vol. 1 table 38, RoCEv2 annex A17.9.3).
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_first), 0x06);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_middle), 0x07);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_last), 0x08);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_last_imm), 0x09);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_only), 0x0A);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_write_only_imm), 0x0B);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::rc_ack), 0x11);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::cnp), 0x81);
+  for (Opcode op : kRcData) {
+    const OpcodeInfo& i = opcode_info(static_cast<uint8_t>(op));
+    SCOPED_TRACE(i.name);
+    EXPECT_TRUE(i.rc);
+    EXPECT_FALSE(i.meth);           // no METH, no TSETH
+    EXPECT_EQ(i.reth, i.first);     // RETH only where the message starts
+  }
+  for (Opcode op : kRcControl) {
+    const OpcodeInfo& i = opcode_info(static_cast<uint8_t>(op));
+    EXPECT_TRUE(i.rc);
+    EXPECT_FALSE(i.meth || i.reth);
+  }
+  // MRC rows: every data packet carries METH and RETH; nothing is RC.
+  for (Opcode op : kData) {
+    const OpcodeInfo& i = opcode_info(static_cast<uint8_t>(op));
+    EXPECT_FALSE(i.rc);
+    EXPECT_TRUE(i.meth && i.reth);
+  }
+  for (Opcode op : kControl) EXPECT_FALSE(opcode_info(static_cast<uint8_t>(op)).rc);
+}
+
+TEST(RcPacket, HeaderSizeIgnoresTsAndEncodeAgrees) {
+  for (Opcode op : kRcData) {
+    for (bool ts : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << opcode_info(static_cast<uint8_t>(op)).name << " ts=" << ts);
+      const Headers h = make(op, ts);
+      EXPECT_EQ(header_size(h), expected_size(op, false));
+      EXPECT_EQ(enc(h).size(), header_size(h));
+    }
+  }
+  for (Opcode op : kRcControl) {
+    const Headers h = make(op);
+    EXPECT_EQ(header_size(h), expected_size(op, false));
+    EXPECT_EQ(enc(h).size(), header_size(h));
+  }
+}
+
+TEST(RcPacket, EncodeKnownAnswers) {
+  // RDMA WRITE FIRST: BTH then RETH, nothing else.
+  Headers h;
+  h.bth.opcode = 0x06;
+  h.bth.pkey = 0xFFFF;
+  h.bth.dest_qp = 0x000010;
+  h.bth.ack_req = true;
+  h.bth.psn = 0x000100;
+  h.reth.va = 0x1000;
+  h.reth.rkey = 0x42;
+  h.reth.dma_length = 8192;
+  h.meth.msn = 0x5555;     // not carried by RC
+  h.tseth.timestamp = 0x7; // not carried by RC
+  const Bytes first = {
+      0x06, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x10, 0x80, 0x00, 0x01, 0x00,  // BTH (AckReq)
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00,                          // RETH va
+      0x00, 0x00, 0x00, 0x42, 0x00, 0x00, 0x20, 0x00,                          // rkey, dma_length
+  };
+  EXPECT_EQ(enc(h), first);
+  // RDMA WRITE LAST with immediate: BTH then ImmDt.
+  h.bth.opcode = 0x09;
+  h.bth.ack_req = false;
+  h.imm.imm = 0x01020304;
+  const Bytes last_imm = {0x09, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00,
+                          0x01, 0x02, 0x03, 0x04};
+  EXPECT_EQ(enc(h), last_imm);
+  // ACKNOWLEDGE: BTH then AETH.
+  Headers a;
+  a.bth.opcode = 0x11;
+  a.bth.dest_qp = 0x000011;
+  a.bth.psn = 0x0000FF;
+  a.aeth.syndrome = aeth::kNakPsnSeqError;
+  a.aeth.msn = 3;
+  const Bytes ack = {0x11, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x11, 0x00, 0x00, 0x00, 0xFF,
+                     0x60, 0x00, 0x00, 0x03};
+  EXPECT_EQ(enc(a), ack);
+  // CNP: BTH then 16 zero bytes.
+  Headers c;
+  c.bth.opcode = 0x81;
+  c.bth.dest_qp = 0x000012;
+  Bytes cnp = {0x81, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00};
+  cnp.resize(28, 0);
+  EXPECT_EQ(enc(c), cnp);
+  // Reserved CNP bytes are ignored on parse.
+  for (size_t i = 12; i < cnp.size(); ++i) cnp[i] = 0xA5;
+  EXPECT_EQ(parse_error(cnp), Errc::ok);
+}
+
+TEST(RcPacket, RoundTripEveryOpcode) {
+  for (Opcode op : kRcData) {
+    for (size_t payload : {size_t{0}, size_t{1}, size_t{4096}}) {
+      const OpcodeInfo& info = opcode_info(static_cast<uint8_t>(op));
+      SCOPED_TRACE(::testing::Message() << info.name << " payload=" << payload);
+      const Headers h = make(op, /*ts=*/true);  // BTH.ts is a reserved bit for RC: no TSETH
+      const Bytes hdr = enc(h);
+      auto p = parse(with_payload(hdr, payload));
+      ASSERT_TRUE(p.ok()) << to_string(p.error());
+      EXPECT_EQ(p->header_len, hdr.size());
+      EXPECT_EQ(p->payload_len, payload);
+      EXPECT_EQ(p->h.opcode(), op);
+      EXPECT_EQ(enc(p->h), hdr);
+      EXPECT_EQ(p->h.bth.dest_qp, 0x123456u);
+      EXPECT_EQ(p->h.bth.psn, 0xABCDEFu);
+      EXPECT_TRUE(p->h.bth.ack_req);
+      // Only the headers the opcode carries are written.
+      EXPECT_EQ(p->h.meth.msn, 0);
+      EXPECT_EQ(p->h.tseth.timestamp, 0);
+      EXPECT_EQ(p->h.reth.va, info.reth ? 0x1122334455667788ull : 0u);
+      EXPECT_EQ(p->h.reth.dma_length, info.reth ? 1u << 20 : 0u);
+      EXPECT_EQ(p->h.imm.imm, info.imm ? 0xDDEEFF00u : 0u);
+    }
+  }
+  for (Opcode op : kRcControl) {
+    SCOPED_TRACE(opcode_info(static_cast<uint8_t>(op)).name);
+    const Bytes hdr = enc(make(op));
+    auto p = parse(hdr);
+    ASSERT_TRUE(p.ok()) << to_string(p.error());
+    EXPECT_EQ(p->header_len, hdr.size());
+    EXPECT_EQ(p->payload_len, 0u);
+    EXPECT_EQ(p->h.opcode(), op);
+    EXPECT_EQ(enc(p->h), hdr);
+  }
+  auto p = parse(enc(make(Opcode::rc_ack)));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->h.aeth.syndrome, aeth::kAckNoCredit);
+  EXPECT_EQ(p->h.aeth.msn, 0x0A0B0Cu);
+}
+
+TEST(RcPacket, TruncationAtEveryLength) {
+  auto check = [](const Headers& h) {
+    const Bytes hdr = enc(h);
+    for (size_t n = 0; n < hdr.size(); ++n) {
+      auto r = parse(std::span<const uint8_t>(hdr.data(), n));
+      ASSERT_FALSE(r.ok()) << "prefix " << n;
+      EXPECT_EQ(r.error(), Errc::truncated) << "prefix " << n;
+    }
+    EXPECT_TRUE(parse(hdr).ok());
+  };
+  for (Opcode op : kRcData)
+    for (bool ts : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << opcode_info(static_cast<uint8_t>(op)).name << " ts=" << ts);
+      check(make(op, ts));
+    }
+  for (Opcode op : kRcControl) {
+    SCOPED_TRACE(opcode_info(static_cast<uint8_t>(op)).name);
+    check(make(op));
+  }
+}
+
+TEST(RcPacket, ControlTrailingBytesAndPayloadBounds) {
+  for (Opcode op : kRcControl)
+    for (size_t extra : {1u, 4u, 16u})
+      EXPECT_EQ(parse_error(with_payload(enc(make(op)), extra)), Errc::length_mismatch);
+  // FIRST/ONLY payloads are bounded by their RETH's DMA length ...
+  for (Opcode op : {Opcode::rc_write_first, Opcode::rc_write_only, Opcode::rc_write_only_imm}) {
+    Headers h = make(op);
+    h.reth.dma_length = 100;
+    EXPECT_EQ(parse_error(with_payload(enc(h), 100)), Errc::ok);
+    EXPECT_EQ(parse_error(with_payload(enc(h), 101)), Errc::length_mismatch);
+  }
+  // ... MIDDLE/LAST carry no RETH: the responder bounds them by the message.
+  for (Opcode op : {Opcode::rc_write_middle, Opcode::rc_write_last, Opcode::rc_write_last_imm})
+    EXPECT_EQ(parse_error(with_payload(enc(make(op)), 4096)), Errc::ok);
+  // Pad bytes are removed as for MRC.
+  Headers h = make(Opcode::rc_write_last);
+  h.bth.pad_count = 3;
+  auto p = parse(with_payload(enc(h), 7));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->payload_len, 4u);
+  EXPECT_EQ(parse_error(with_payload(enc(h), 2)), Errc::length_mismatch);
+}
+
+TEST(RcPacket, DataToReservedQpnIsMalformed) {
+  for (Opcode op : kRcData) {
+    for (uint32_t qp : {0u, 1u, 2u}) {
+      Headers h = make(op);
+      h.bth.dest_qp = qp;
+      EXPECT_EQ(parse_error(with_payload(enc(h), 16)), Errc::malformed) << qp;
+    }
+  }
+  for (Opcode op : kRcControl) {
+    Headers h = make(op);
+    h.bth.tver = 1;
+    EXPECT_EQ(parse_error(enc(h)), Errc::malformed);
+  }
 }
 
 }  // namespace
