@@ -47,9 +47,10 @@ struct QpStats {
   uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
   uint64_t losses_nack = 0;            ///< retransmitted after a NACK
   uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
+  uint64_t tail_probes = 0;            ///< newest packet resent after a silent tail
   uint64_t sacks_received = 0;
   uint64_t nacks_received = 0;
-  uint64_t spurious_retransmissions = 0;  ///< duplicates seen by the responder
+  uint64_t spurious_losses = 0;        ///< declared lost, then SACKed before the retransmission left
   uint64_t data_packets_received = 0;
   uint64_t duplicates_received = 0;
   uint64_t ooo_received = 0;
@@ -189,6 +190,10 @@ class Qp {
   void ack_psn(Time now, uint64_t psn);
   void advance_una(Time now);
   void declare_lost(Time now, uint64_t psn, int why);
+  void note_rtt(Duration rtt);
+  bool tail_probe_due() const;
+  Duration tail_probe_timeout() const;
+  Duration loss_age() const;
   void detect_losses(Time now);
   void on_recovery_timer(Time now);
   bool retry_exhausted() const;
@@ -254,6 +259,10 @@ class Qp {
   std::deque<uint64_t> rtx_q_;   ///< PSNs declared lost, awaiting retransmission
   std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
   uint32_t retry_count_ = 0;
+  Time last_send_;               ///< last data transmission
+  bool tail_probe_sent_ = false; ///< one tail probe per stall (cleared on progress)
+  Duration srtt_;                ///< smoothed RTT (0 until the first sample)
+  Duration rttvar_;
   uint32_t imm_inflight_ = 0;
   uint32_t last_rcvd_clock_ = 0;
   uint8_t peer_mpr_ = 0;         ///< dynamic MPR last advertised (0 = none)

@@ -88,6 +88,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   }
   r.tx_seq = ++tx_seq_;
   r.sent_at = now;
+  last_send_ = now;
   r.nominal = nom;
   r.ev = static_cast<int16_t>(ev);
   r.ts = h.tseth.timestamp;
@@ -212,7 +213,8 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   }
   if (r.state == PktState::lost) {
     // Declared lost but arrived after all: the retransmission queued for it is
-    // skipped, and its bytes were already taken out of flight.
+    // skipped (its bytes were already taken out of flight).
+    ++stats_.spurious_losses;
   }
   r.state = PktState::acked;
 }
@@ -224,6 +226,7 @@ void Qp::advance_una(Time now) {
   snd_una_ = acked_.base();
   if (snd_una_ == before) return;
   retry_count_ = 0;  // progress resets the retry counter
+  tail_probe_sent_ = false;
   complete_acked_messages();
 }
 
@@ -322,6 +325,7 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   ai.newly_rcvd_bytes = newly;
   ai.ecn_marked = mark != wire::Mark::none;
   ai.rtt_valid = rtt_valid && !s.probe_response;
+  if (ai.rtt_valid) note_rtt(rtt);
   ai.rtt = rtt;
   ai.rcv_cwnd_pen = h.cc.rcv_cwnd_pen;
   ai.restore_cwnd = h.cc.restore_cwnd;
@@ -412,6 +416,42 @@ void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
 
 // ----------------------------------------------------------------- loss recovery
 
+// Probe timeout (RFC 8985's PTO): two smoothed RTTs, at least the unloaded
+// loss age, and always well inside the ACK timeout it is meant to beat.
+Duration Qp::tail_probe_timeout() const {
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  const Duration pto = std::max(srtt_ * 2, pc.base_rtt + pc.reorder_allowance);
+  return std::min(pto, rto() / 2);
+}
+
+bool Qp::tail_probe_due() const {
+  return !tail_probe_sent_ && sq_next_ >= sq_.size() && rtx_q_.empty() && !fifo_.empty();
+}
+
+// Smoothed RTT and its variation (RFC 6298 gains), for the loss rule only.
+void Qp::note_rtt(Duration rtt) {
+  if (srtt_ == Duration{}) {
+    srtt_ = rtt;
+    rttvar_ = rtt / 2;
+    return;
+  }
+  const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
+  rttvar_ = (rttvar_ * 3 + err) / 4;
+  srtt_ = (srtt_ * 7 + rtt) / 8;
+}
+
+// How long a packet must have been in flight before later deliveries prove it
+// lost: the unloaded RTT plus the reordering allowance, or, when queues make
+// paths differ by more than that, the smoothed RTT plus four deviations (as
+// TCP's RTO). Without the second term a congested fabric's path-to-path
+// delay spread reads as loss and retires healthy EVs.
+Duration Qp::loss_age() const {
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  const Duration fixed = pc.base_rtt + pc.reorder_allowance;
+  const Duration measured = srtt_ + std::max(pc.reorder_allowance, rttvar_ * 4);
+  return std::max(fixed, measured);
+}
+
 bool Qp::retry_exhausted() const {
   if (attr_.retry_exp >= 25) return false;  // 25 = retry forever (reference 3.8)
   return retry_count_ > uint32_t{attr_.retry_linear} + attr_.retry_exp;
@@ -434,7 +474,7 @@ void Qp::declare_lost(Time now, uint64_t psn, int why) {
 void Qp::detect_losses(Time now) {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
-  const Duration age = pc.base_rtt + pc.reorder_allowance;
+  const Duration age = loss_age();
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
     if (e.psn < snd_una_ || acked_.test(e.psn)) {
@@ -447,8 +487,13 @@ void Qp::detect_losses(Time now) {
       continue;
     }
     // Loss rule (reference 8, item 5): enough later-sent packets SACKed and
-    // older than any plausible reordering.
-    if (third != 0 && e.tx_seq < third && now - r.sent_at >= age) {
+    // older than any plausible reordering. Near the tail of a transfer fewer
+    // packets follow a hole, so a single later delivery also suffices once
+    // the packet is twice as old (RACK-like); only a lost final packet is
+    // left to the ACK timeout.
+    const Duration in_flight = now - r.sent_at;
+    if ((third != 0 && e.tx_seq < third && in_flight >= age) ||
+        (e.tx_seq < top_acked_tx_[2] && in_flight >= std::min(age * 2, rto() / 2))) {
       fifo_.pop_front();
       declare_lost(now, e.psn, kLossRule);
       continue;
@@ -476,7 +521,9 @@ void Qp::rearm_recovery(Time now) {
   Time t = r.sent_at + rto();
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
-  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + pc.base_rtt + pc.reorder_allowance);
+  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + loss_age());
+  else if (e.tx_seq < top_acked_tx_[2]) t = min(t, r.sent_at + std::min(loss_age() * 2, rto() / 2));
+  if (tail_probe_due()) t = min(t, last_send_ + tail_probe_timeout());
   set_timer(QpTimer::recovery, t);
 }
 
@@ -497,6 +544,26 @@ void Qp::on_recovery_timer(Time now) {
     fifo_.pop_front();
     declare_lost(now, e.psn, kLossTimeout);
     expired = true;
+  }
+  if (!expired && tail_probe_due() && now >= last_send_ + tail_probe_timeout()) {
+    // Tail loss probe: nothing new to send and nothing heard for two loss
+    // ages. Resend the newest packet on another EV; its SACK (immediate,
+    // since it is a retransmission) lets the loss rule find any holes before
+    // it, instead of waiting for the ACK timeout. No EV or CC penalty: nothing
+    // is known to be lost yet.
+    while (!fifo_.empty()) {
+      const FifoEntry e = fifo_.back();
+      SendRecord& r = rec(e.psn);
+      if (e.psn >= snd_una_ && !acked_.test(e.psn) && r.tx_seq == e.tx_seq && r.state == PktState::inflight) {
+        r.state = PktState::lost;
+        cc_->on_inferred_loss(now, r.nominal);
+        rtx_q_.push_back(e.psn);
+        ++stats_.tail_probes;
+        tail_probe_sent_ = true;
+        break;
+      }
+      fifo_.pop_back();
+    }
   }
   if (expired) {
     ++stats_.timeouts;
