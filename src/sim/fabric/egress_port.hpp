@@ -1,0 +1,144 @@
+// EgressPort: a switch output: three class queues and one serializer.
+//
+// Scheduling (reference 3.9, 5.8): control (SACK/NACK/ACK) is served with
+// strict priority; trimmed headers and data share the rest by weighted
+// deficit round robin (trimmed_weight_pct of the bytes to trimmed headers
+// while both are backlogged). Admission: the data class is drop-tail at
+// data_bytes; a trimmable data packet that does not fit is trimmed to its
+// headers and admitted to the trimmed class instead (TRIMMED_LASTHOP when the
+// port faces a host). Data packets are ECN-marked at enqueue with a
+// probability rising linearly from 0 at ecn_kmin_bytes to 1 at ecn_kmax_bytes
+// of data-class occupancy (RED-like, from the port's own seeded stream), never
+// on host-facing ports unless ecn_last_hop is set. With PFC the data class is
+// lossless: above pfc_xoff_bytes the sender behind each ingress that adds data
+// is PAUSEd, and RESUMEd once the queue is back at pfc_xon_bytes.
+//
+// The serializer is lazy: a packet reaching an idle port goes straight onto
+// the wire without an event; a busy port keeps exactly one pending event, at
+// the end of the current transmission.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric_stats.hpp"
+#include "sim/fabric/ring.hpp"
+#include "sim/fabric/topology.hpp"
+
+namespace mrc::sim {
+
+class Pipe;
+
+/// A port's queue settings with every default resolved.
+struct PortParams {
+  uint64_t data_bytes = 0;
+  uint64_t trimmed_bytes = 0;
+  uint64_t control_bytes = 0;
+  bool ecn = true;                 ///< marking on (off on host-facing ports unless ecn_last_hop)
+  uint64_t ecn_kmin_bytes = 0;
+  uint64_t ecn_kmax_bytes = 0;
+  bool trimming = true;
+  bool last_hop = false;           ///< the port faces a host
+  uint32_t trimmed_weight_pct = 25;
+  bool pfc = false;
+  uint64_t pfc_xoff_bytes = 0;
+  uint64_t pfc_xon_bytes = 0;
+
+  /// Resolves `q`'s zero defaults for a port of `rate_bps` (one BDP at
+  /// `base_rtt` for the data class; ECN 20%/80%, PFC 70%/50% of it).
+  static PortParams resolve(const QueueConfig& q, uint64_t rate_bps, Duration base_rtt, bool faces_host);
+};
+
+/// Where an egress port sends PFC frames: the switch that owns it knows which
+/// sender sits behind each of its ingress ports.
+class PfcPeer {
+ public:
+  virtual ~PfcPeer() = default;
+  /// PAUSE (`pause`) or RESUME the data class of whatever sends into `in_port`.
+  virtual void pfc_signal(uint32_t in_port, bool pause) = 0;
+};
+
+class alignas(64) EgressPort final : public Node {
+ public:
+  /// Event tags: the serializer's, and PFC frames arriving from downstream.
+  static constexpr uint64_t kTagSend = 0;
+  static constexpr uint64_t kTagPause = 1;
+  static constexpr uint64_t kTagResume = 2;
+
+  EgressPort() = default;
+  /// `out` is the pipe this port transmits into. `pfc_peer` and `radix` (the
+  /// owning switch's port count) are needed only with prm.pfc.
+  void init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint64_t rng_stream,
+            PfcPeer* pfc_peer = nullptr, uint32_t radix = 0);
+
+  /// A packet from ingress `in_port` is routed here. The port owns it from
+  /// now on: it queues, transmits, trims or drops it.
+  void enqueue(Packet* p, uint32_t in_port);
+  /// Drops every queued packet (the link or the switch died), counting
+  /// drops_link_down; RESUMEs any senders this port paused. Returns how many.
+  uint64_t flush();
+
+  uint64_t queued_bytes(Class c) const { return bytes_[static_cast<int>(c)]; }
+  uint64_t queued_bytes() const { return bytes_[0] + bytes_[1] + bytes_[2]; }
+  size_t queued_packets(Class c) const { return q_[static_cast<int>(c)].size(); }
+  /// PAUSE frames in force against this port's data class.
+  bool paused() const { return paused_ > 0; }
+  bool xoff() const { return xoff_; }
+  const PortParams& params() const { return prm_; }
+  Pipe* out() const { return out_; }
+
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int in_port) override;
+
+ private:
+  static constexpr int kControl = 0, kTrimmed = 1, kData = 2;
+  struct Queued {
+    Packet* p = nullptr;
+    uint32_t bytes = 0;  ///< wire bytes, so dequeuing does not touch the packet
+  };
+  bool eligible() const {
+    return !q_[kControl].empty() || !q_[kTrimmed].empty() || (!q_[kData].empty() && paused_ == 0);
+  }
+  void kick();
+  void send_next();
+  Queued select();
+  Queued pop(int c);
+  void transmit(Packet* p, uint32_t bytes);
+  void maybe_mark(Packet* p);
+  void pfc_on_enqueue(uint32_t in_port);
+  void pfc_resume_all();
+  void drop(Packet* p, uint64_t& counter);
+
+  // First cache line: what an enqueue onto an idle port reads.
+  FabricContext* ctx_ = nullptr;
+  Pipe* out_ = nullptr;
+  Time busy_until_;
+  uint64_t bytes_[3] = {0, 0, 0};
+  uint32_t packets_ = 0;  ///< queued, all classes
+  bool ev_pending_ = false;
+  bool pfc_ = false;
+  bool ecn_ = false;
+  bool trimming_ = false;
+  // Second: admission and marking.
+  uint64_t cap_[3] = {0, 0, 0};
+  uint64_t ecn_kmin_ = 0;
+  uint64_t ecn_kmax_ = 0;
+  double ecn_inv_range_ = 0;
+  uint32_t paused_ = 0;  ///< PAUSEs in force against this port
+  bool last_hop_ = false;
+  bool xoff_ = false;    ///< this port has paused its senders
+  // The queues and the WDRR state (trimmed: index 0, data: 1).
+  Ring<Queued> q_[3];
+  int turn_ = 1;
+  int64_t deficit_[2] = {0, 0};
+  int64_t quantum_[2] = {0, 0};
+  Prng rng_;
+  // Cold.
+  PortParams prm_;
+  PfcPeer* pfc_peer_ = nullptr;
+  std::vector<uint64_t> paused_in_;  ///< bitset over ingress ports this port paused
+};
+
+}  // namespace mrc::sim

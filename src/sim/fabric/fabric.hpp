@@ -1,0 +1,148 @@
+// Fabric: the simulated network between NICs: links, switches, queues,
+// forwarding, and failures. Hosts attach as Nodes; everything else lives here.
+//
+// Contract with a NIC (sim/host/nic.hpp):
+//  - the NIC serializes a packet on its port itself, then calls inject() when
+//    the last bit has left; the fabric owns the packet from then on and
+//    eventually either delivers it (attached NIC's receive(sim, p, plane)) or
+//    frees it (drop, dead link), counting why;
+//  - before inject() the NIC calls set_route() so the packet carries its SRv6
+//    uSID carrier (or ECMP flow hash) for its EV;
+//  - make_evs() builds the EV set for a QP so that in SRv6 mode each EV names a
+//    real path (plane + T1 choice), in ECMP mode a random entropy value;
+//  - with PFC (queue.pfc) the NIC checks host_port_paused() before starting a
+//    data packet on a port; when a paused port resumes, the fabric calls the
+//    NIC's on_event(sim, kUnpauseTag | plane).
+//  - the fabric does not call the NIC when a port's carrier changes
+//    (host_port_up()); whoever changes links tells the NIC.
+//
+// Timing of one hop: a packet whose last bit leaves a sender at t reaches the
+// next switch at t + link_delay + switch_latency (store and forward, then the
+// traversal) and is enqueued at its egress port, which serializes it at the
+// link's rate; the last hop into a NIC adds link_delay only.
+//
+// SRv6 EV values (make_evs, ev_path): a compact 32-bit EV, bits from the top:
+//   [plane:5][copy:rest][t1_uplink:w1][t0_uplink:w0]
+// w0 = bits to hold t0_up - 1, w1 = bits to hold the T1 uplink count - 1 (0
+// in 2-tier fabrics). t0_uplink picks the T1 (t0_uplink / lanes0) and the
+// parallel link; t1_uplink picks the T2 in a 3-tier fat tree. `copy` tells
+// apart EVs that name the same physical path. set_route() reads the uplink
+// fields modulo their ranges, so any value names some path.
+// The uSID encoding is described in sim/fabric/usid.hpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric_stats.hpp"
+#include "sim/fabric/topology.hpp"
+#include "util/result.hpp"
+
+namespace mrc::sim {
+
+/// Bit set in the event tag the fabric sends a NIC when one of its ports is
+/// resumed after a PFC pause: on_event(sim, kUnpauseTag | plane).
+inline constexpr uint64_t kUnpauseTag = uint64_t{1} << 61;
+
+/// The physical path an SRv6 EV names from a given source (reference 4.3).
+struct EvPath {
+  uint32_t t0_uplink = 0;  ///< uplink of the source T0
+  uint32_t t1 = 0;         ///< T1 it reaches (global index in the plane)
+  uint32_t t1_uplink = 0;  ///< 3-tier: uplink of that T1
+  uint32_t t2 = 0;         ///< 3-tier: T2 it reaches
+};
+
+/// One direction of a link: traffic that completed it, and the switch egress
+/// port feeding it (none when a NIC feeds it: host link upwards).
+struct LinkCounters {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;         ///< wire bytes
+  uint64_t queued_bytes = 0;  ///< now queued at the feeding port, all classes
+  bool paused = false;        ///< PFC: the feeding port's data class is paused now
+};
+
+class Fabric {
+ public:
+  /// Builds the topology; `cfg` must have passed validate() (the constructor
+  /// aborts with the validation message otherwise: use create() for
+  /// configurations that come from users).
+  Fabric(Simulator& sim, const TopologyConfig& cfg);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  /// Validates `cfg` (message in `why`) and builds the fabric.
+  static Result<std::unique_ptr<Fabric>> create(Simulator& sim, const TopologyConfig& cfg,
+                                                std::string* why = nullptr);
+
+  const TopologyConfig& config() const;
+  const TopologyShape& shape() const;
+  uint32_t hosts() const;
+  uint32_t planes() const;
+  /// Switches over all planes, and bidirectional links (host links included).
+  uint32_t switch_count() const;
+  uint64_t link_count() const;
+
+  // ---- hosts
+  /// Delivered packets for `host` go to nic->receive(sim, p, plane).
+  void attach(uint32_t host, Node* nic);
+  /// Rate of host's port on `plane` (its NIC-T0 link), after any degradation.
+  uint64_t host_port_bps(uint32_t host, uint32_t plane) const;
+  /// True if host's NIC-T0 link on `plane` is up (the NIC's carrier): the
+  /// link is up and its T0 is up.
+  bool host_port_up(uint32_t host, uint32_t plane) const;
+  /// PFC: true while the T0 has host's port on `plane` paused; the NIC must
+  /// not start a data packet on it. Always false without queue.pfc.
+  bool host_port_paused(uint32_t host, uint32_t plane) const;
+  /// Fills p's forwarding state from (p.src, p.dst, p.plane, p.entropy): the
+  /// SRv6 uSID carrier (srv6 = true, usid_pos = 0) or the ECMP flow hash.
+  void set_route(Packet& p) const;
+  /// The packet has left host p->src's NIC port p->plane at sim.now().
+  /// Packets with an out-of-range src, dst or plane are dropped (no route).
+  void inject(Packet* p);
+  /// `per_plane` EVs on each plane from src towards dst, distinct values over
+  /// the whole set, port = plane. SRv6: EV i of a plane takes T0 uplink
+  /// (hence T1) and, in 3-tier, T1 uplink from shuffled cycles, so T1s (and
+  /// T2s) are used evenly and the EV -> path map is fixed. ECMP: random
+  /// distinct 16-bit values (at most 65,536 in all).
+  std::vector<core::EvEntry> make_evs(uint32_t src, uint32_t dst, uint32_t per_plane, Prng& rng) const;
+  /// SRv6: the path EV `ev` takes from host `src` (any plane: planes are
+  /// wired alike). Meaningless under ECMP.
+  EvPath ev_path(uint32_t src, uint32_t ev) const;
+  /// One-way unloaded latency of a full-size (4096 B payload) packet on the
+  /// longest path, NIC serialization included.
+  Duration max_one_way_latency() const;
+
+  // ---- failures (any time; take effect at sim.now())
+  /// Checks a reference (e.g. from a failure script); the message says what is wrong.
+  Status check(const LinkRef& l, std::string* why = nullptr) const;
+  Status check(const SwitchRef& s, std::string* why = nullptr) const;
+  /// The calls below abort on a reference check() rejects.
+  void set_link_up(const LinkRef& l, bool up);      ///< both directions; down loses queued and in-flight packets
+  void set_link_loss(const LinkRef& l, double p);   ///< both directions, random (gray) loss
+  void set_link_rate(const LinkRef& l, uint64_t bps);  ///< both directions, degraded rate (> 0)
+  void set_switch_up(const SwitchRef& s, bool up);  ///< a down switch drops everything, loses its queues
+  /// Human-readable name of a link/switch for output ("p1:t0[3]-t1[7]").
+  std::string name(const LinkRef& l) const;
+  std::string name(const SwitchRef& s) const;
+
+  // ---- observation
+  const FabricStats& stats() const;
+  /// Bytes queued in the data class of the busiest switch egress port, and its name.
+  uint64_t max_queue_bytes(std::string* where = nullptr) const;
+  /// Sum of bytes queued at every switch egress port.
+  uint64_t total_queued_bytes() const;
+  /// Link `l` upwards (towards T1/T2) or downwards.
+  LinkCounters link_counters(const LinkRef& l, bool upward) const;
+
+  struct Impl;  // sim/fabric/fabric_impl.hpp
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,203 @@
+// Fabric::Impl construction: switches, ports, pipes, wiring and the static
+// SRv6 tables, for every TopologyKind (wiring described in topology.hpp).
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+
+#include "sim/fabric/fabric_impl.hpp"
+#include "sim/fabric/usid.hpp"
+
+namespace mrc::sim {
+
+namespace {
+// Random-stream ids (sim.rng_for) of the fabric's elements.
+constexpr uint64_t kStreamPipe = uint64_t{0xFAB1} << 40;
+constexpr uint64_t kStreamPort = uint64_t{0xFAB2} << 40;
+constexpr uint64_t kStreamSwitch = uint64_t{0xFAB3} << 40;
+
+uint32_t bits_for(uint32_t n) { return n <= 1 ? 0u : static_cast<uint32_t>(std::bit_width(n - 1)); }
+}  // namespace
+
+Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c) : sim(s), cfg(c), shape(c.shape()) {
+  ctx.sim = &sim;
+  ctx.pfc_host_sink = this;
+  ctx.pfc_delay = cfg.link_delay;
+  ev.w0 = bits_for(shape.t0_up);
+  ev.w1 = shape.three_tier ? bits_for(shape.t1_up) : 0;
+  ev.t0_up = shape.t0_up;
+  ev.t1_up = shape.three_tier ? shape.t1_up : 1;
+  build();
+}
+
+Fabric::Impl::~Impl() {
+  // Packets still in flight or queued go back to the simulator's pool (which
+  // must outlive the fabric); no PFC frames are sent on the way out.
+  ctx.closing = true;
+  for (uint64_t i = 0; i < uint64_t{shape.planes} * shape.hosts; ++i) host_pipes[i].flush();
+  for (uint32_t i = 0; i < nports(); ++i) {
+    ports[i].pipe.flush();
+    ports[i].port.flush();
+  }
+}
+
+void Fabric::Impl::build() {
+  const TopologyShape& s = shape;
+  nswitches = s.switches();
+  switches = std::make_unique<Switch[]>(nswitches);
+  port_base.assign(nswitches + 1, 0);
+  for (uint32_t plane = 0; plane < s.planes; ++plane) {
+    for (uint32_t t = 0; t < s.t0_count; ++t)
+      port_base[switch_id(plane, SwitchRef::Tier::t0, t) + 1] = s.t0_down + s.t0_up;
+    for (uint32_t x = 0; x < s.t1_count; ++x)
+      port_base[switch_id(plane, SwitchRef::Tier::t1, x) + 1] = s.t1_down + s.t1_up;
+  }
+  for (uint32_t z = 0; z < s.t2_count; ++z) port_base[switch_id(0, SwitchRef::Tier::t2, z) + 1] = s.t2_ports;
+  for (uint32_t i = 0; i < nswitches; ++i) port_base[i + 1] += port_base[i];
+  const uint32_t total_ports = port_base[nswitches];
+  ports = std::make_unique<PortSlot[]>(total_ports);
+  port_link.assign(total_ports, 0);
+
+  const uint64_t nlinks = s.links();
+  links.assign(nlinks, LinkRec{});
+  host_pipes = std::make_unique<Pipe[]>(uint64_t{s.planes} * s.hosts);
+  nics.assign(s.hosts, nullptr);
+  host_paused.assign(size_t{s.hosts} * s.planes, 0);
+
+  auto init_switch = [&](uint32_t id, SwitchRef ref, uint32_t pod, uint32_t pos) {
+    switches[id].init(&ctx, &shape, ref, pod, pos, &ports[port_base[id]], port_base[id + 1] - port_base[id],
+                      sim.rng_for(kStreamSwitch + id).next_u64());
+  };
+  for (uint32_t plane = 0; plane < s.planes; ++plane) {
+    for (uint32_t t = 0; t < s.t0_count; ++t)
+      init_switch(switch_id(plane, SwitchRef::Tier::t0, t), SwitchRef{SwitchRef::Tier::t0, plane, t},
+                  t / s.t0_per_pod, t);
+    for (uint32_t x = 0; x < s.t1_count; ++x)
+      init_switch(switch_id(plane, SwitchRef::Tier::t1, x), SwitchRef{SwitchRef::Tier::t1, plane, x},
+                  x / s.t1_per_pod, x % s.t1_per_pod);
+  }
+  for (uint32_t z = 0; z < s.t2_count; ++z)
+    init_switch(switch_id(0, SwitchRef::Tier::t2, z), SwitchRef{SwitchRef::Tier::t2, 0, z}, 0,
+                z / s.t2_per_group);
+
+  for (uint32_t plane = 0; plane < s.planes; ++plane) {
+    // Host h, downlink h % t0_down of T0 h / t0_down.
+    for (uint32_t h = 0; h < s.hosts; ++h) {
+      Switch* t0 = &switches[switch_id(plane, SwitchRef::Tier::t0, h / s.t0_down)];
+      wire(host_link(plane, h), nullptr, h, t0, h % s.t0_down, h, plane, s.host_bps);
+    }
+    // T0 t uplink u -> T1 u / lanes0 of t's pod, its down port (t % t0_per_pod) * lanes0 + lane.
+    for (uint32_t t = 0; t < s.t0_count; ++t) {
+      const uint32_t pod = t / s.t0_per_pod;
+      Switch* t0 = &switches[switch_id(plane, SwitchRef::Tier::t0, t)];
+      for (uint32_t u = 0; u < s.t0_up; ++u) {
+        const uint32_t x = pod * s.t1_per_pod + u / s.lanes0;
+        Switch* t1 = &switches[switch_id(plane, SwitchRef::Tier::t1, x)];
+        wire(t0t1_link(plane, t, u), t0, s.t0_down + u, t1, (t % s.t0_per_pod) * s.lanes0 + u % s.lanes0, 0,
+             plane, s.fabric_bps);
+      }
+    }
+  }
+  // T1 x (pod P, index j) uplink k -> T2 j * g + k / lanes1, its port P * lanes1 + lane.
+  if (s.three_tier) {
+    for (uint32_t x = 0; x < s.t1_count; ++x) {
+      const uint32_t pod = x / s.t1_per_pod, j = x % s.t1_per_pod;
+      Switch* t1 = &switches[switch_id(0, SwitchRef::Tier::t1, x)];
+      for (uint32_t k = 0; k < s.t1_up; ++k) {
+        const uint32_t z = j * s.t2_per_group + k / s.lanes1;
+        Switch* t2 = &switches[switch_id(0, SwitchRef::Tier::t2, z)];
+        wire(t1t2_link(x, k), t1, s.t1_down + k, t2, pod * s.lanes1 + k % s.lanes1, 0, 0, s.fabric_bps);
+      }
+    }
+  }
+  build_srv6_tables();
+}
+
+void Fabric::Impl::wire(uint32_t link, Switch* lower, uint32_t lower_port, Switch* upper, uint32_t upper_port,
+                        uint32_t host, uint32_t plane, uint64_t bps) {
+  LinkRec& r = links[link];
+  r.lower = lower;
+  r.upper = upper;
+  r.lower_port = lower ? lower_port : host;
+  r.upper_port = upper_port;
+  r.plane = plane;
+  const Duration into_switch = cfg.link_delay + cfg.switch_latency;
+  r.to_upper = lower ? &lower->out_pipe(lower_port) : &host_pipes[link];  // host links are numbered first
+  r.to_lower = &upper->out_pipe(upper_port);
+  Pipe& up = *r.to_upper;
+  Pipe& down = *r.to_lower;
+  up.init(&ctx, bps, into_switch, kStreamPipe + 2 * uint64_t{link});
+  up.connect_to_switch(upper, upper_port);
+  down.init(&ctx, bps, lower ? into_switch : cfg.link_delay, kStreamPipe + 2 * uint64_t{link} + 1);
+  if (lower)
+    down.connect_to_switch(lower, lower_port);
+  else
+    down.connect_to_host(host, plane);
+
+  auto global = [&](Switch* sw, uint32_t port) {
+    return static_cast<uint32_t>(&sw->slot(port) - ports.get());
+  };
+  const uint32_t upper_global = global(upper, upper_port);
+  upper->port(upper_port).init(&ctx, &down, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, lower == nullptr),
+                               kStreamPort + upper_global, upper, upper->nports());
+  port_link[upper_global] = link;
+  if (lower) {
+    const uint32_t lower_global = global(lower, lower_port);
+    lower->port(lower_port).init(&ctx, &up, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, false),
+                                 kStreamPort + lower_global, lower, lower->nports());
+    port_link[lower_global] = link;
+    upper->set_upstream(upper_port, Switch::Upstream{&lower->port(lower_port), 0, 0});
+    lower->set_upstream(lower_port, Switch::Upstream{&upper->port(upper_port), 0, 0});
+  } else {
+    upper->set_upstream(upper_port, Switch::Upstream{nullptr, host, plane});
+  }
+}
+
+void Fabric::Impl::build_srv6_tables() {
+  const TopologyShape& s = shape;
+  using usid::Tier;
+  constexpr auto kT0 = static_cast<size_t>(Tier::t0), kT1 = static_cast<size_t>(Tier::t1),
+                 kT2 = static_cast<size_t>(Tier::t2), kDown = static_cast<size_t>(Tier::downlink);
+  auto u16 = [](uint32_t v) { return static_cast<uint16_t>(v); };
+  for (uint32_t plane = 0; plane < s.planes; ++plane) {
+    // T0: next uSID is a host downlink (last hop) or a T1 of its pod (up).
+    for (uint32_t t = 0; t < s.t0_count; ++t) {
+      const uint32_t pod = t / s.t0_per_pod;
+      std::vector<FibEntry> table[4];
+      uint32_t base[4] = {0, 0, 0, 0};
+      for (uint32_t d = 0; d < s.t0_down; ++d) table[kDown].push_back(FibEntry{u16(d), 0});
+      base[kT1] = pod * s.t0_up;
+      for (uint32_t u = 0; u < s.t0_up; ++u) table[kT1].push_back(FibEntry{u16(s.t0_down + u), 0});
+      switches[switch_id(plane, SwitchRef::Tier::t0, t)].set_srv6_table(usid::make(plane, Tier::t0, t), 1, table,
+                                                                        base);
+    }
+    // T1 (pod P, j): owns one uSID per lane; next is a T0 of its pod (down,
+    // on the lane the packet came up) or a T2 of its group (up).
+    for (uint32_t x = 0; x < s.t1_count; ++x) {
+      const uint32_t pod = x / s.t1_per_pod, j = x % s.t1_per_pod;
+      std::vector<FibEntry> table[4];
+      uint32_t base[4] = {0, 0, 0, 0};
+      base[kT0] = pod * s.t0_per_pod;
+      for (uint32_t l = 0; l < s.t0_per_pod; ++l) table[kT0].push_back(FibEntry{u16(l * s.lanes0), 1});
+      if (s.three_tier) {
+        base[kT2] = j * s.t1_up;
+        for (uint32_t k = 0; k < s.t1_up; ++k) table[kT2].push_back(FibEntry{u16(s.t1_down + k), 0});
+      }
+      switches[switch_id(plane, SwitchRef::Tier::t1, x)].set_srv6_table(
+          usid::make(plane, Tier::t1, pod * s.t0_up + j * s.lanes0), u16(s.lanes0), table, base);
+    }
+  }
+  // T2 z (group j): owns one uSID per lane; next is T1 j of some pod (down).
+  for (uint32_t z = 0; z < s.t2_count; ++z) {
+    const uint32_t j = z / s.t2_per_group;
+    std::vector<FibEntry> table[4];
+    uint32_t base[4] = {0, 0, 0, 0};
+    for (uint32_t i = 0; i < s.pods * s.t0_up; ++i) {
+      const uint32_t pod = i / s.t0_up, jj = (i % s.t0_up) / s.lanes0;
+      table[kT1].push_back(jj == j ? FibEntry{u16(pod * s.lanes1), 1} : FibEntry{});
+    }
+    switches[switch_id(0, SwitchRef::Tier::t2, z)].set_srv6_table(usid::make(0, Tier::t2, z * s.lanes1),
+                                                                 u16(s.lanes1), table, base);
+  }
+}
+
+}  // namespace mrc::sim

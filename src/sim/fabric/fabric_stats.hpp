@@ -1,0 +1,50 @@
+// FabricStats: fabric-wide counters, and FabricContext: what every fabric
+// element (pipe, egress port, switch) shares.
+#pragma once
+
+#include <cstdint>
+
+#include "util/time.hpp"
+
+namespace mrc::sim {
+
+class Simulator;
+class Node;
+
+/// Counters over the whole fabric.
+struct FabricStats {
+  uint64_t packets_forwarded = 0;   ///< packet-hops: one per completed link traversal, host links included
+  uint64_t delivered = 0;           ///< packets handed to a destination NIC
+  uint64_t drops_queue = 0;         ///< buffer full (no trimming, or control/trimmed class full)
+  uint64_t drops_link_down = 0;     ///< sent into (or queued for, or in flight on) a dead link or switch
+  uint64_t drops_random = 0;        ///< gray-failure loss
+  uint64_t drops_no_route = 0;      ///< SRv6 uSID not in a switch's table; ECMP route withdrawn
+  uint64_t trims = 0;               ///< trims inside the fabric (marked TRIMMED)
+  uint64_t trims_last_hop = 0;      ///< trims on ports facing a host (TRIMMED_LASTHOP); not in `trims`
+  uint64_t ecn_marks = 0;           ///< packets newly marked CE
+  uint64_t pfc_pauses = 0;          ///< PAUSE frames sent (to a switch port or a NIC port)
+  uint64_t peak_queue_bytes = 0;    ///< largest data-class occupancy any switch egress port reached
+};
+
+/// Shared state of one fabric's elements. Tests of a single element build one
+/// by hand; Fabric owns one for all of its elements.
+struct FabricContext {
+  Simulator* sim = nullptr;
+  FabricStats stats;
+  /// Bytes queued right now over every class of every switch egress port.
+  uint64_t queued_bytes = 0;
+  /// PFC towards NICs: PAUSE/RESUME for host h, plane p is delivered as the
+  /// event `pfc_host_tag(h, p, pause)` on this node after `pfc_delay`.
+  Node* pfc_host_sink = nullptr;
+  Duration pfc_delay;
+  /// Set while the fabric is torn down: no more PFC frames are scheduled.
+  bool closing = false;
+};
+
+/// Event tag of a PFC frame towards a NIC port (see FabricContext).
+inline constexpr uint64_t kPfcHostTagKind = uint64_t{1} << 60;
+constexpr uint64_t pfc_host_tag(uint32_t host, uint32_t plane, bool pause) {
+  return kPfcHostTagKind | (uint64_t{pause} << 48) | (uint64_t{host} << 8) | (plane & 0xFFu);
+}
+
+}  // namespace mrc::sim

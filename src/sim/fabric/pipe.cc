@@ -1,0 +1,107 @@
+#include "sim/fabric/pipe.hpp"
+
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+
+#include "sim/fabric/switch.hpp"
+
+namespace mrc::sim {
+
+void Pipe::init(FabricContext* ctx, uint64_t rate_bps, Duration delay, uint64_t rng_stream) {
+  ctx_ = ctx;
+  delay_ = delay;
+  rng_ = ctx->sim->rng_for(rng_stream);
+  set_rate(rate_bps);
+}
+
+void Pipe::connect_to_switch(Switch* sw, uint32_t in_port) {
+  sw_ = sw;
+  in_port_ = in_port;
+}
+
+void Pipe::connect_to_host(uint32_t host, uint32_t plane) {
+  sw_ = nullptr;
+  host_ = host;
+  in_port_ = plane;
+}
+
+void Pipe::set_rate(uint64_t bps) {
+  rate_bps_ = bps;
+  constexpr uint64_t kBitPs = 8'000'000'000'000ull;  // ps per byte at 1 b/s
+  ps_per_byte_ = (bps != 0 && kBitPs % bps == 0) ? static_cast<int64_t>(kBitPs / bps) : 0;
+}
+
+void Pipe::send(Packet* p, Time done) {
+  if (!alive_) {
+    ++ctx_->stats.drops_link_down;
+    ctx_->sim->free_packet(p);
+    return;
+  }
+  if (loss_ > 0 && rng_.chance(loss_)) {
+    ++ctx_->stats.drops_random;
+    ctx_->sim->free_packet(p);
+    return;
+  }
+  const Time at = done + delay_;
+  assert(q_.empty() || q_.back().at <= at);
+  q_.push_back(Entry{at, p});
+  if (!ev_pending_) {
+    ev_pending_ = true;
+    ctx_->sim->schedule(at, this, 0);
+  }
+}
+
+uint64_t Pipe::flush() {
+  uint64_t n = 0;
+  while (!q_.empty()) {
+    ctx_->sim->free_packet(q_.pop_front().p);
+    ++n;
+  }
+  ctx_->stats.drops_link_down += n;
+  // A pending event stays; it finds the FIFO empty, or a later head, and
+  // reschedules for that.
+  return n;
+}
+
+void Pipe::on_event(Simulator& sim, uint64_t) {
+  ev_pending_ = false;
+  const Time now = sim.now();
+  // Deliveries never push into this pipe (a packet never turns back onto the
+  // link it arrived on), so the loop sees a stable FIFO.
+  while (!q_.empty() && q_.front().at <= now) {
+    Packet* p = q_.pop_front().p;
+    // The next packet on this pipe arrives soon; its header line is cold.
+    if (!q_.empty()) __builtin_prefetch(q_.front().p);
+    deliver(p);
+  }
+  if (!q_.empty() && !ev_pending_) {
+    ev_pending_ = true;
+    sim.schedule(q_.front().at, this, 0);
+  }
+}
+
+void Pipe::deliver(Packet* p) {
+  FabricStats& st = ctx_->stats;
+  ++st.packets_forwarded;
+  ++packets_;
+  bytes_ += p->wire_bytes();
+  ++p->hops;
+  if (sw_) {
+    sw_->receive(p, in_port_);
+    return;
+  }
+  ++st.delivered;
+  if (nic_)
+    nic_->receive(*ctx_->sim, p, static_cast<int>(in_port_));
+  else
+    ctx_->sim->free_packet(p);  // no NIC attached to this host: the packet reached it and ends here
+}
+
+void Pipe::receive(Simulator&, Packet*, int) {
+  // Pipes are fed through send(); nothing calls a pipe as a Node.
+  std::fprintf(stderr, "mrc-sim: internal error: Pipe::receive called\n");
+  std::abort();
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,95 @@
+// Pipe: one direction of a link.
+//
+// A pipe carries packets whose last bit has left the sender to the node at
+// the far end after the propagation delay (plus the far switch's traversal
+// latency, folded in here so a hop costs one event). In-flight packets sit in
+// a FIFO; a busy pipe keeps exactly one pending event, for its head packet.
+// Arrival times are monotonic because the sender serializes (a switch egress
+// port or a NIC), so the FIFO never needs sorting.
+//
+// The pipe also owns the link's physical state in its direction: rate (which
+// the sender reads to serialize), alive (link up and both end switches up),
+// and random gray loss from its own seeded stream.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric_stats.hpp"
+#include "sim/fabric/ring.hpp"
+
+namespace mrc::sim {
+
+class Switch;
+
+class alignas(64) Pipe final : public Node {
+ public:
+  Pipe() = default;
+
+  /// Sets rate and delay; `rng_stream` seeds the gray-loss stream (sim.rng_for).
+  void init(FabricContext* ctx, uint64_t rate_bps, Duration delay, uint64_t rng_stream);
+  /// The far end is switch `sw`, which sees the packet arrive on `in_port`.
+  void connect_to_switch(Switch* sw, uint32_t in_port);
+  /// The far end is NIC port `plane` of `host`; the NIC attaches later.
+  void connect_to_host(uint32_t host, uint32_t plane);
+  void attach_nic(Node* nic) { nic_ = nic; }
+
+  bool alive() const { return alive_; }
+  /// Marks the pipe alive or dead. Dying does not flush: call flush().
+  void set_alive(bool a) { alive_ = a; }
+  uint64_t rate_bps() const { return rate_bps_; }
+  void set_rate(uint64_t bps);
+  double loss() const { return loss_; }
+  void set_loss(double p) { loss_ = p; }
+  /// Propagation delay, including the far switch's traversal latency.
+  Duration delay() const { return delay_; }
+
+  /// Time to serialize `bytes` at the current rate (exactly
+  /// Duration::serialization, with a fast path for whole-picosecond bytes).
+  Duration serialization(uint32_t bytes) const {
+    return ps_per_byte_ ? Duration::ps(int64_t{bytes} * ps_per_byte_)
+                        : Duration::serialization(bytes, rate_bps_);
+  }
+
+  /// The last bit of `p` leaves the sender at `done` (>= now): the packet is
+  /// lost (dead pipe: drops_link_down; gray loss: drops_random) or arrives at
+  /// the far end at done + delay().
+  void send(Packet* p, Time done);
+  /// Loses every packet in flight (the link or a switch at its end died),
+  /// counting drops_link_down. Returns how many.
+  uint64_t flush();
+
+  /// Packets and wire bytes that completed this pipe.
+  uint64_t packets() const { return packets_; }
+  uint64_t bytes() const { return bytes_; }
+  size_t in_flight() const { return q_.size(); }
+
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int in_port) override;
+
+ private:
+  struct Entry {
+    Time at;
+    Packet* p = nullptr;
+  };
+  void deliver(Packet* p);
+
+  // Hot fields first: on_event and send read these.
+  FabricContext* ctx_ = nullptr;
+  bool ev_pending_ = false;
+  bool alive_ = true;
+  uint32_t in_port_ = 0;
+  Duration delay_;
+  Switch* sw_ = nullptr;  ///< far end: a switch port, or (null) NIC port in_port_ of host_
+  double loss_ = 0;
+  uint64_t packets_ = 0;
+  uint64_t bytes_ = 0;
+  int64_t ps_per_byte_ = 0;  ///< 8e12 / rate when that is whole, else 0
+  Ring<Entry, 4> q_{4};      ///< in flight; a few entries inline
+  uint64_t rate_bps_ = 0;
+  Node* nic_ = nullptr;
+  uint32_t host_ = 0;
+  Prng rng_;
+};
+
+}  // namespace mrc::sim

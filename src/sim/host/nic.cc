@@ -1,0 +1,129 @@
+#include "sim/host/nic.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace mrc::sim {
+
+namespace {
+Class class_of(core::TrafficClass tc) {
+  return tc == core::TrafficClass::control ? Class::control : Class::data;
+}
+}  // namespace
+
+Nic::Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg)
+    : sim_(sim), fabric_(fabric), host_(host) {
+  cfg.ports.clear();
+  for (uint32_t p = 0; p < fabric.planes(); ++p)
+    cfg.ports.push_back(core::PortConfig{fabric.host_port_bps(host, p)});
+  std::string why;
+  auto ep = core::Endpoint::create(cfg, &why);
+  if (!ep) {
+    // The simulator validates its configuration before building NICs; an
+    // error here is a programming error, not a user error.
+    std::fprintf(stderr, "mrc-sim: endpoint configuration rejected: %s\n", why.c_str());
+    std::abort();
+  }
+  ep_ = std::move(ep.value());
+  in_flight_.assign(fabric.planes(), nullptr);
+  tx_payload_.assign(fabric.planes(), 0);
+  fabric.attach(host, this);
+}
+
+Nic::~Nic() {
+  for (Packet* p : in_flight_)
+    if (p) sim_.free_packet(p);
+}
+
+void Nic::kick() {
+  if (ep_->has_pending_transmit())
+    for (uint32_t p = 0; p < in_flight_.size(); ++p)
+      if (!in_flight_[p]) try_send(p);
+  arm_timer();
+  drain_events();
+}
+
+void Nic::carrier_changed(uint32_t plane) {
+  ep_->set_port_up(sim_.now(), static_cast<uint8_t>(plane), fabric_.host_port_up(host_, plane));
+  kick();
+}
+
+void Nic::try_send(uint32_t port) {
+  if (fabric_.host_port_paused(host_, port)) return;  // PFC: woken by the fabric
+  auto tx = ep_->poll_transmit(sim_.now(), 1u << port, hdr_);
+  if (!tx) return;
+  Packet* p = sim_.new_packet();
+  std::memcpy(p->hdr, hdr_, tx->header_len);
+  p->hdr_len = tx->header_len;
+  p->payload_len = tx->payload_len;
+  p->src = host_;
+  p->dst = static_cast<uint32_t>(tx->peer);
+  p->plane = tx->port;
+  p->entropy = tx->entropy;
+  p->cls = class_of(tx->tc);
+  p->trimmable = tx->trimmable;
+  p->ecn_capable = true;
+  p->ecn_ce = false;
+  p->trim = core::TrimMark::none;
+  p->hops = 0;
+  p->id = (uint64_t{host_} << 40) | next_packet_id_++;
+  p->sent_at = sim_.now();
+  fabric_.set_route(*p);
+  in_flight_[tx->port] = p;
+  tx_payload_[tx->port] += tx->payload_len;
+  const uint64_t bps = fabric_.host_port_bps(host_, tx->port);
+  sim_.schedule(sim_.now() + Duration::serialization(p->wire_bytes(), bps), this, tx->port);
+}
+
+void Nic::arm_timer() {
+  const Time t = ep_->next_timeout();
+  if (t == timer_at_) return;
+  timer_at_ = t;
+  ++timer_gen_;
+  if (!t.is_never()) sim_.schedule(t, this, kTimerTag | (timer_gen_ & 0xFFFFFFFF));
+}
+
+void Nic::drain_events() {
+  while (auto e = ep_->poll_event()) {
+    if (on_event_sink) on_event_sink(*this, *e);
+  }
+}
+
+void Nic::on_event(Simulator& sim, uint64_t tag) {
+  if (tag & kTimerTag) {
+    if ((tag & 0xFFFFFFFF) != (timer_gen_ & 0xFFFFFFFF)) return;  // superseded
+    timer_at_ = Time::never();
+    ep_->handle_timeout(sim.now());
+    kick();
+    return;
+  }
+  if (tag & kUnpauseTag) {
+    kick();
+    return;
+  }
+  // A port finished serializing its packet: it is on the wire now.
+  const uint32_t port = static_cast<uint32_t>(tag);
+  Packet* p = in_flight_[port];
+  in_flight_[port] = nullptr;
+  if (p) fabric_.inject(p);
+  try_send(port);
+  arm_timer();
+  drain_events();
+}
+
+void Nic::receive(Simulator& sim, Packet* p, int in_port) {
+  core::RxMeta m;
+  m.port = static_cast<uint8_t>(in_port);
+  m.peer = p->src;
+  m.entropy = p->entropy;
+  m.ecn_ce = p->ecn_ce;
+  m.trim = p->trim;
+  m.phantom_payload = p->payload_len;
+  rx_payload_ += p->payload_len;
+  ep_->handle_datagram(sim.now(), m, std::span<const uint8_t>(p->hdr, p->hdr_len));
+  sim.free_packet(p);
+  kick();
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,68 @@
+// Nic: a simulated NIC hosting one real protocol core (core::Endpoint).
+//
+// It owns the endpoint's ports: when a port is idle it asks the core for the
+// next packet (the core picks the EV and the port at send time), serializes
+// it at the port rate, and hands it to the fabric. Packets the fabric
+// delivers go straight into Endpoint::handle_datagram. The core's timers are
+// one pending simulator event. Completions and events go to a sink the
+// workload installs. No protocol logic lives here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/endpoint.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric.hpp"
+
+namespace mrc::sim {
+
+class Nic final : public Node {
+ public:
+  /// `cfg.ports` is replaced by the fabric's planes and port rates.
+  Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg);
+  ~Nic() override;
+
+  uint32_t host() const { return host_; }
+  core::Endpoint& ep() { return *ep_; }
+  const core::Endpoint& ep() const { return *ep_; }
+
+  /// Called for every completion and event the core produces, in order.
+  std::function<void(Nic&, const core::Event&)> on_event_sink;
+
+  /// Wakes idle ports and re-arms the timer; call after posting work or
+  /// changing the endpoint outside a Nic callback.
+  void kick();
+  /// The NIC-T0 link of `plane` changed state (carrier up/down): tells the core.
+  void carrier_changed(uint32_t plane);
+
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int in_port) override;
+
+  /// Data bytes (payload) this NIC has put on the wire, per plane.
+  const std::vector<uint64_t>& tx_payload_bytes() const { return tx_payload_; }
+  /// Payload bytes delivered to this NIC (untrimmed data packets).
+  uint64_t rx_payload_bytes() const { return rx_payload_; }
+
+ private:
+  static constexpr uint64_t kTimerTag = uint64_t{1} << 62;
+  void try_send(uint32_t port);
+  void arm_timer();
+  void drain_events();
+
+  Simulator& sim_;
+  Fabric& fabric_;
+  uint32_t host_;
+  std::unique_ptr<core::Endpoint> ep_;
+  std::vector<Packet*> in_flight_;   ///< per port: packet being serialized
+  std::vector<uint64_t> tx_payload_;
+  uint64_t rx_payload_ = 0;
+  Time timer_at_ = Time::never();
+  uint64_t timer_gen_ = 0;
+  uint8_t hdr_[wire::kMaxHeaderBytes];
+  uint64_t next_packet_id_ = 0;
+};
+
+}  // namespace mrc::sim

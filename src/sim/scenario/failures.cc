@@ -1,0 +1,243 @@
+#include "sim/scenario/failures.hpp"
+
+#include <map>
+#include <sstream>
+
+#include "sim/workload/cluster.hpp"
+
+namespace mrc::sim {
+
+Result<Duration> parse_duration(const std::string& t) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &pos);
+  } catch (...) {
+    return Errc::invalid_argument;
+  }
+  const std::string unit = t.substr(pos);
+  double scale = 0;
+  if (unit == "ps") scale = 1;
+  else if (unit == "ns") scale = 1e3;
+  else if (unit == "us") scale = 1e6;
+  else if (unit == "ms") scale = 1e9;
+  else if (unit == "s") scale = 1e12;
+  else return Errc::invalid_argument;
+  if (v < 0) return Errc::invalid_argument;
+  return Duration::ps(static_cast<int64_t>(v * scale));
+}
+
+Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
+  auto fail = [&](const std::string& msg) {
+    if (why) *why = "failure '" + text + "': " + msg;
+    return Errc::invalid_argument;
+  };
+  FailureSpec f;
+  f.text = text;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return fail("expected kind:key=value,...");
+  const std::string kind = text.substr(0, colon);
+  std::map<std::string, std::string> kv;
+  std::stringstream ss(text.substr(colon + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) return fail("'" + item + "' is not key=value");
+    kv[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  auto take_u = [&](const char* key, uint32_t* out, bool required) -> bool {
+    auto it = kv.find(key);
+    if (it == kv.end()) return !required;
+    try {
+      *out = static_cast<uint32_t>(std::stoul(it->second));
+    } catch (...) {
+      return false;
+    }
+    kv.erase(it);
+    return true;
+  };
+  auto take_time = [&](const char* key, Duration* out, bool required) -> bool {
+    auto it = kv.find(key);
+    if (it == kv.end()) return !required;
+    auto d = parse_duration(it->second);
+    if (!d) return false;
+    *out = *d;
+    kv.erase(it);
+    return true;
+  };
+  Duration at;
+  if (!take_time("at", &at, true)) return fail("needs at=<time> with a unit (e.g. at=2ms)");
+  f.at = Time::zero() + at;
+  Duration dur = Duration::infinite();
+  if (!take_time("for", &dur, false)) return fail("for= needs a time with a unit");
+  f.duration = dur;
+
+  auto parse_link = [&]() -> bool {
+    auto it = kv.find("tier");
+    if (it == kv.end()) return false;
+    const std::string tier = it->second;
+    kv.erase(it);
+    if (tier == "host") f.link.tier = LinkRef::Tier::host_t0;
+    else if (tier == "t0t1") f.link.tier = LinkRef::Tier::t0_t1;
+    else if (tier == "t1t2") f.link.tier = LinkRef::Tier::t1_t2;
+    else return false;
+    return take_u("plane", &f.link.plane, false) && take_u("a", &f.link.a, true) &&
+           take_u("b", &f.link.b, f.link.tier != LinkRef::Tier::host_t0);
+  };
+
+  if (kind == "link-down" || kind == "link-flap" || kind == "loss" || kind == "rate") {
+    if (!parse_link()) return fail("needs tier=host|t0t1|t1t2, plane=P, a=I (and b=J for t0t1/t1t2)");
+    if (kind == "link-down") {
+      f.kind = FailureSpec::Kind::link_down;
+    } else if (kind == "link-flap") {
+      f.kind = FailureSpec::Kind::link_flap;
+      Duration until;
+      if (!take_time("until", &until, true)) return fail("link-flap needs until=<time>");
+      f.until = Time::zero() + until;
+      if (!take_time("period", &f.period, true) || f.period <= Duration{})
+        return fail("link-flap needs period=<time> > 0");
+      if (auto it = kv.find("duty"); it != kv.end()) {
+        try {
+          f.duty = std::stod(it->second);
+        } catch (...) {
+          return fail("duty must be a number in (0,1)");
+        }
+        kv.erase(it);
+        if (f.duty <= 0 || f.duty >= 1) return fail("duty must be in (0,1)");
+      }
+    } else if (kind == "loss") {
+      f.kind = FailureSpec::Kind::loss;
+      auto it = kv.find("p");
+      if (it == kv.end()) return fail("loss needs p=<probability>");
+      try {
+        f.loss = std::stod(it->second);
+      } catch (...) {
+        return fail("p must be a number");
+      }
+      kv.erase(it);
+      if (f.loss < 0 || f.loss > 1) return fail("p must be in [0,1]");
+    } else {
+      f.kind = FailureSpec::Kind::rate;
+      auto it = kv.find("gbps");
+      if (it == kv.end()) return fail("rate needs gbps=<rate>");
+      double g = 0;
+      try {
+        g = std::stod(it->second);
+      } catch (...) {
+        return fail("gbps must be a number");
+      }
+      kv.erase(it);
+      if (g <= 0) return fail("gbps must be > 0");
+      f.rate_bps = static_cast<uint64_t>(g * 1e9);
+    }
+  } else if (kind == "switch-down") {
+    f.kind = FailureSpec::Kind::switch_down;
+    auto it = kv.find("tier");
+    if (it == kv.end()) return fail("switch-down needs tier=t0|t1|t2");
+    if (it->second == "t0") f.sw.tier = SwitchRef::Tier::t0;
+    else if (it->second == "t1") f.sw.tier = SwitchRef::Tier::t1;
+    else if (it->second == "t2") f.sw.tier = SwitchRef::Tier::t2;
+    else return fail("tier must be t0, t1 or t2");
+    kv.erase(it);
+    if (!take_u("plane", &f.sw.plane, false) || !take_u("index", &f.sw.index, true))
+      return fail("switch-down needs index=I (and plane=P)");
+  } else if (kind == "deny") {
+    f.kind = FailureSpec::Kind::deny;
+    if (!take_u("host", &f.host, true) || !take_u("ev", &f.ev, true)) return fail("deny needs host=H ev=V");
+  } else {
+    return fail("unknown kind '" + kind + "' (link-down, link-flap, switch-down, loss, rate, deny)");
+  }
+  if (!kv.empty()) return fail("unknown key '" + kv.begin()->first + "'");
+  return f;
+}
+
+Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fabric, std::string* why) {
+  for (const FailureSpec& f : specs) {
+    std::string detail;
+    Status s;
+    switch (f.kind) {
+      case FailureSpec::Kind::switch_down: s = fabric.check(f.sw, &detail); break;
+      case FailureSpec::Kind::deny:
+        if (f.host >= fabric.hosts()) {
+          detail = "host " + std::to_string(f.host) + " does not exist (" + std::to_string(fabric.hosts()) + " hosts)";
+          s = Errc::invalid_argument;
+        }
+        break;
+      default: s = fabric.check(f.link, &detail); break;
+    }
+    if (!s) {
+      if (why) *why = "failure '" + f.text + "': " + detail;
+      return s;
+    }
+  }
+  return {};
+}
+
+FailureSchedule::FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs)
+    : sim_(sim), fabric_(fabric), cluster_(cluster), specs_(std::move(specs)) {}
+
+// Tags: index << 1 | begin(1)/end(0).
+void FailureSchedule::start() {
+  for (size_t i = 0; i < specs_.size(); ++i) sim_.schedule(specs_[i].at, this, (i << 1) | 1);
+}
+
+void FailureSchedule::on_event(Simulator& sim, uint64_t tag) {
+  const size_t i = tag >> 1;
+  const bool begin = tag & 1;
+  const FailureSpec& f = specs_[i];
+  if (f.kind == FailureSpec::Kind::link_flap) {
+    // Alternate: down for duty x period, up for the rest, until `until`.
+    if (sim.now() >= f.until) {
+      if (!begin) return;
+      set_link(f.link, true);
+      log_.emplace_back(sim.now(), "end of " + f.text);
+      return;
+    }
+    set_link(f.link, !begin);
+    const Duration down = Duration::ps(static_cast<int64_t>(static_cast<double>(f.period.count_ps()) * f.duty));
+    const Time next = sim.now() + (begin ? down : f.period - down);
+    sim.schedule(min(next, f.until), this, (i << 1) | (begin ? 0 : 1));
+    if (begin) log_.emplace_back(sim.now(), f.text + " (down)");
+    return;
+  }
+  apply(f, begin);
+  log_.emplace_back(sim.now(), (begin ? "" : "end of ") + f.text);
+  if (begin && f.duration != Duration::infinite()) sim.schedule(sim.now() + f.duration, this, i << 1);
+}
+
+void FailureSchedule::set_link(const LinkRef& l, bool up) {
+  fabric_.set_link_up(l, up);
+  if (l.tier == LinkRef::Tier::host_t0 && l.a < cluster_.hosts()) cluster_.nic(l.a).carrier_changed(l.plane);
+}
+
+void FailureSchedule::apply(const FailureSpec& f, bool begin) {
+  switch (f.kind) {
+    case FailureSpec::Kind::link_down: set_link(f.link, !begin); break;
+    case FailureSpec::Kind::link_flap: break;  // handled in on_event
+    case FailureSpec::Kind::switch_down:
+      fabric_.set_switch_up(f.sw, !begin);
+      if (f.sw.tier == SwitchRef::Tier::t0) {
+        // Hosts under a T0 lose carrier on that plane with it.
+        for (uint32_t h = 0; h < cluster_.hosts(); ++h)
+          if (h / fabric_.config().t0_down == f.sw.index) cluster_.nic(h).carrier_changed(f.sw.plane);
+      }
+      break;
+    case FailureSpec::Kind::loss: fabric_.set_link_loss(f.link, begin ? f.loss : 0.0); break;
+    case FailureSpec::Kind::rate:
+      fabric_.set_link_rate(f.link, begin ? f.rate_bps
+                                          : (f.link.tier == LinkRef::Tier::host_t0
+                                                 ? fabric_.config().host_link_bps
+                                                 : (fabric_.config().fabric_link_bps ? fabric_.config().fabric_link_bps
+                                                                                      : fabric_.config().host_link_bps)));
+      break;
+    case FailureSpec::Kind::deny:
+      if (begin && f.host < cluster_.hosts()) {
+        core::Endpoint& ep = cluster_.nic(f.host).ep();
+        for (uint32_t qpn = core::Endpoint::kFirstQpn; ep.qp(qpn); ++qpn) (void)ep.set_ev_denied(sim_.now(), qpn, f.ev, true);
+        cluster_.nic(f.host).kick();
+      }
+      break;
+  }
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,73 @@
+// Failure schedules: what breaks when, parsed from a compact text form and
+// applied during a run (issue 3, "Failures, at any time during a run").
+//
+// One failure per string, "kind:key=value,key=value...". Times take a unit
+// (ps, ns, us, ms, s). Kinds:
+//   link-down   tier=host|t0t1|t1t2 plane=P a=I b=J at=T [for=D]
+//               (host tier: a = host; t0t1: a = T0, b = T1; t1t2: a = T1, b = T2)
+//   link-flap   same link keys, at=T until=T2 period=D [duty=0.5]  (down for duty x period each period)
+//   switch-down tier=t0|t1|t2 plane=P index=I at=T [for=D]         (for= is a reboot)
+//   loss        link keys, p=0.2 at=T [for=D]                       (gray failure)
+//   rate        link keys, gbps=R at=T [for=D]                      (degraded link)
+//   deny        host=H ev=V at=T                                    (controller DENY of EV V on H's QPs)
+// A host link going down or up also tells that NIC (carrier), so the core's
+// port-status handling runs (reference 4.7, 4.9).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric.hpp"
+#include "util/result.hpp"
+
+namespace mrc::sim {
+
+class Cluster;
+
+struct FailureSpec {
+  enum class Kind : uint8_t { link_down, link_flap, switch_down, loss, rate, deny } kind = Kind::link_down;
+  LinkRef link;
+  SwitchRef sw;
+  Time at;
+  Duration duration = Duration::infinite();  ///< for= (infinite: stays)
+  Time until = Time::never();                ///< link-flap end
+  Duration period;                           ///< link-flap period
+  double duty = 0.5;
+  double loss = 0;
+  uint64_t rate_bps = 0;
+  uint32_t host = 0;
+  uint32_t ev = 0;
+  std::string text;                          ///< as given, for output
+};
+
+/// Parses one failure string; the error names the key and what is wrong.
+Result<FailureSpec> parse_failure(const std::string& text, std::string* why);
+/// Checks that every link, switch and host a failure names exists in
+/// `fabric`; the message names the failure and what is wrong.
+Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fabric, std::string* why);
+
+/// Parses "12us", "3ms", "1.5s", "500ns".
+Result<Duration> parse_duration(const std::string& text);
+
+/// Applies a list of failures at their times.
+class FailureSchedule final : public Node {
+ public:
+  FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs);
+  void start();
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+  /// (time, text) of every action taken, for output and plots.
+  const std::vector<std::pair<Time, std::string>>& log() const { return log_; }
+
+ private:
+  void apply(const FailureSpec& f, bool begin);
+  void set_link(const LinkRef& l, bool up);
+  Simulator& sim_;
+  Fabric& fabric_;
+  Cluster& cluster_;
+  std::vector<FailureSpec> specs_;
+  std::vector<std::pair<Time, std::string>> log_;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,153 @@
+#include "sim/scenario/runner.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <numeric>
+#include <string>
+
+namespace mrc::sim {
+
+namespace {
+
+/// Samples delivered throughput and fabric queueing at a fixed interval.
+class Sampler final : public Node {
+ public:
+  Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out)
+      : sim_(sim), c_(c), f_(f), every_(every), out_(out) {}
+  void start() { sim_.schedule(sim_.now() + every_, this, 0); }
+  void on_event(Simulator& sim, uint64_t) override {
+    uint64_t rx = 0;
+    for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
+    out_->push_back(
+        Sample{sim.now(), static_cast<double>(rx - last_) * 8 / every_.to_s() / 1e9, f_.total_queued_bytes()});
+    last_ = rx;
+    sim.schedule(sim.now() + every_, this, 0);
+  }
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+
+ private:
+  Simulator& sim_;
+  Cluster& c_;
+  Fabric& f_;
+  Duration every_;
+  std::vector<Sample>* out_;
+  uint64_t last_ = 0;
+};
+
+size_t peak_rss_kb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+
+}  // namespace
+
+Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_per_plane, uint32_t qps_per_peer) {
+  TransportSpec t;
+  t.name = name;
+  t.qps_per_peer = qps_per_peer;
+  t.evs_per_plane = evs_per_plane;
+  t.active_per_plane = std::max<uint32_t>(1, evs_per_plane / 2);
+  if (name == "mrc") {
+    t.policy = core::PathPolicyKind::mrc;
+  } else if (name == "mrc-oblivious") {
+    t.policy = core::PathPolicyKind::oblivious;
+  } else if (name == "mrc-single-path") {
+    t.policy = core::PathPolicyKind::single_path;
+  } else if (name == "roce" || name == "roce-pfc") {
+    // RoCEv2 RC: one ECMP-hashed path per QP, go-back-N, DCQCN. PFC is a
+    // fabric setting; "roce-pfc" asks the runner to turn it on.
+    t.transport = core::Transport::roce_rc;
+    t.policy = core::PathPolicyKind::single_path;
+    t.cc.algorithm = core::kCcDcqcn;
+  } else {
+    return Errc::not_found;
+  }
+  return t;
+}
+
+RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
+  RunResult r;
+  r.transport = spec.name;
+  const auto wall0 = std::chrono::steady_clock::now();
+  Simulator sim(sc.seed);
+  TopologyConfig topo = sc.topology;
+  if (spec.name == "roce-pfc") topo.queue.pfc = true;  // lossless data class for the baseline
+  Fabric fabric(sim, topo);
+  core::EndpointConfig ec;
+  ec.protocol = sc.protocol;
+  if (sc.derive_base_rtt) {
+    ec.protocol.base_rtt = fabric.max_one_way_latency() * 2;
+    ec.protocol.reorder_allowance = ec.protocol.base_rtt / 2;
+  }
+  Cluster cluster(sim, fabric, ec, spec);
+  cluster.on_ev_event = [&](uint32_t, const core::EvEvent& e) {
+    if (r.ev_events.size() < 100000) r.ev_events.emplace_back(sim.now(), e);
+  };
+  FailureSchedule sched(sim, fabric, cluster, sc.failures);
+  sched.start();
+  Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series);
+  sampler.start();
+
+  uint64_t host_bps = 0;
+  for (uint32_t p = 0; p < fabric.planes(); ++p) host_bps += fabric.host_port_bps(0, p);
+  std::unique_ptr<RingTraining> train;
+  std::unique_ptr<FlowWorkload> flows;
+  Prng wrng = sim.rng_for(0x77);
+  switch (sc.workload) {
+    case WorkloadKind::train:
+    case WorkloadKind::allreduce: {
+      std::vector<uint32_t> ring(fabric.hosts());
+      std::iota(ring.begin(), ring.end(), 0);
+      const bool training = sc.workload == WorkloadKind::train;
+      train = std::make_unique<RingTraining>(sim, cluster, ring, sc.bytes, training ? sc.steps : 1,
+                                             training ? sc.compute : Duration{});
+      r.ideal_collective = train->ideal_collective();
+      train->start();
+      break;
+    }
+    default: {
+      std::vector<FlowSpec> fs;
+      if (sc.workload == WorkloadKind::permutation) fs = permutation_flows(fabric.hosts(), sc.bytes, wrng);
+      else if (sc.workload == WorkloadKind::incast)
+        fs = incast_flows(fabric.hosts(), sc.fan_in, sc.incast_target, sc.bytes, sc.victim, sc.topology.t0_down,
+                          nullptr);
+      else if (sc.workload == WorkloadKind::alltoall) fs = all_to_all_flows(fabric.hosts(), sc.bytes);
+      else fs = sc.flows;
+      flows = std::make_unique<FlowWorkload>(sim, cluster, fs, fabric.max_one_way_latency(), host_bps);
+      flows->start();
+    }
+  }
+  const Time limit = Time::zero() + sc.time_limit;
+  while (sim.now() < limit) {
+    sim.run_until(min(limit, sim.now() + Duration::us(200)));
+    const bool done = train ? train->done() : flows->done();
+    if (sc.progress) sc.progress(sim.now(), sim.events_processed(), train ? train->step_times().size() : 0);
+    if (done) break;
+  }
+  r.end = sim.now();
+  r.completed = train ? train->done() : flows->done();
+  if (train) {
+    r.steps = train->step_times();
+    r.collectives = train->collective_times();
+  }
+  if (flows) r.flows = flows->records();
+  r.fabric = fabric.stats();
+  r.retransmissions = cluster.sum_qp_stats([](const core::QpStats& s) { return s.retransmissions; });
+  r.timeouts = cluster.sum_qp_stats([](const core::QpStats& s) { return s.timeouts; });
+  r.losses_rule = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_rule; });
+  r.losses_nack = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_nack; });
+  r.probes = cluster.sum_qp_stats([](const core::QpStats& s) { return s.probes_sent; });
+  r.evs_retired = cluster.evs_retired();
+  r.evs_resurrected = cluster.evs_resurrected();
+  r.qp_failures = cluster.qp_failures();
+  r.events = sim.events_processed();
+  r.failure_log = sched.log();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.peak_rss_kb = peak_rss_kb();
+  return r;
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,74 @@
+// Scenario runner: builds a simulation (fabric, NICs with the real core,
+// workload, failure schedule, samplers), runs it for one transport, and
+// returns everything the outputs need. mrc-sim and the scenario tests share it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/fabric/fabric.hpp"
+#include "sim/scenario/failures.hpp"
+#include "sim/workload/cluster.hpp"
+#include "sim/workload/workload.hpp"
+
+namespace mrc::sim {
+
+enum class WorkloadKind : uint8_t { train, allreduce, permutation, incast, alltoall, matrix };
+
+struct Scenario {
+  TopologyConfig topology;
+  WorkloadKind workload = WorkloadKind::train;
+  uint64_t bytes = 16ull << 20;      ///< all-reduce size, or bytes per flow
+  uint32_t steps = 8;                ///< training steps
+  Duration compute = Duration::us(150);
+  uint32_t fan_in = 8;               ///< incast senders
+  uint32_t incast_target = 0;
+  bool victim = false;               ///< incast: add a victim flow
+  std::vector<FlowSpec> flows;       ///< matrix workload (or any explicit flow list)
+  std::vector<FailureSpec> failures;
+  uint64_t seed = 1;
+  Duration time_limit = Duration::ms(200);
+  Duration sample_every = Duration::us(20);
+  /// Protocol knobs for every endpoint; base_rtt 0 = twice the fabric's
+  /// longest one-way latency.
+  core::ProtocolConfig protocol;
+  bool derive_base_rtt = true;
+  /// Called between chunks of simulated time (progress display).
+  std::function<void(Time now, uint64_t events, size_t steps_done)> progress;
+};
+
+struct Sample {
+  Time at;
+  double goodput_gbps = 0;   ///< payload delivered to all NICs in the interval
+  uint64_t queued_bytes = 0; ///< sum over switch egress queues at the sample
+};
+
+struct RunResult {
+  std::string transport;
+  bool completed = false;
+  std::vector<Duration> steps;        ///< training step times
+  std::vector<Duration> collectives;  ///< all-reduce times
+  Duration ideal_collective;
+  std::vector<FlowRecord> flows;
+  FabricStats fabric;
+  uint64_t retransmissions = 0, timeouts = 0, losses_rule = 0, losses_nack = 0, probes = 0;
+  uint64_t evs_retired = 0, evs_resurrected = 0, qp_failures = 0;
+  uint64_t events = 0;
+  Time end;
+  double wall_s = 0;
+  size_t peak_rss_kb = 0;
+  std::vector<Sample> series;
+  std::vector<std::pair<Time, std::string>> failure_log;
+  std::vector<std::pair<Time, core::EvEvent>> ev_events;  ///< capped at 100k
+};
+
+/// Runs `sc` once with transport `t`.
+RunResult run_scenario(const Scenario& sc, const TransportSpec& t);
+
+/// The transports mrc-sim knows by name ("mrc", "mrc-oblivious",
+/// "mrc-single-path"); Errc::not_found for others.
+Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_per_plane, uint32_t qps_per_peer);
+
+}  // namespace mrc::sim

@@ -1,0 +1,153 @@
+#include "sim/workload/cluster.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace mrc::sim {
+
+namespace {
+constexpr uint64_t kMemBase = uint64_t{1} << 32;
+constexpr uint64_t kMemSize = uint64_t{1} << 40;  // simulated: nothing is stored
+
+[[noreturn]] void fatal(const char* what, Errc e) {
+  std::fprintf(stderr, "mrc-sim: %s failed: %s\n", what, std::string(to_string(e)).c_str());
+  std::abort();
+}
+}  // namespace
+
+Cluster::Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t)
+    : sim_(sim), fabric_(fabric), spec_(t), rng_(sim.rng_for(0xC1)) {
+  for (uint32_t h = 0; h < fabric.hosts(); ++h) {
+    core::EndpointConfig cfg = ep_cfg;
+    cfg.seed = sim.rng_for(0x1000 + h).next_u64();
+    nics_.push_back(std::make_unique<Nic>(sim, fabric, h, cfg));
+    Nic& n = *nics_.back();
+    n.on_event_sink = [this](Nic& nic, const core::Event& e) { on_nic_event(nic, e); };
+    auto mr = n.ep().reg_mr(kMemBase, kMemSize, core::access::kLocalWrite | core::access::kRemoteWrite, false);
+    if (!mr) fatal("reg_mr", mr.error());
+    mrs_.push_back(*mr);
+    if (Status s = n.ep().set_cc_profile(1, spec_.cc); !s) fatal("set_cc_profile", s.error());
+  }
+  send_cb_.resize(fabric.hosts());
+  recv_cb_.resize(fabric.hosts());
+}
+
+Cluster::~Cluster() = default;
+
+const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
+  const Key key{src, dst, lane};
+  auto it = qps_.find(key);
+  if (it != qps_.end()) return it->second;
+  // Both directions of a connection: src's QP sends data, dst's QP answers
+  // (and uses its own EV set, towards src, for control packets).
+  using namespace core::qp_attr;
+  core::Endpoint& a = nics_[src]->ep();
+  core::Endpoint& b = nics_[dst]->ep();
+  auto make_profile = [&](core::Endpoint& e, uint32_t from, uint32_t to) {
+    core::EvProfile p;
+    p.policy = spec_.policy;
+    p.explicit_evs = fabric_.make_evs(from, to, spec_.evs_per_plane, rng_);
+    if (spec_.transport == core::Transport::roce_rc) {
+      // A RoCE QP lives on one NIC port: QP `lane` of a pair uses plane
+      // lane % planes (one QP per port, as a collective library opens them),
+      // and its single path within the plane is an ECMP-style hash pick.
+      const uint8_t plane = static_cast<uint8_t>(lane % fabric_.planes());
+      std::erase_if(p.explicit_evs, [plane](const core::EvEntry& ev) { return ev.port != plane; });
+    }
+    p.active_count = std::min<uint32_t>(spec_.active_per_plane * fabric_.planes(),
+                                        static_cast<uint32_t>(p.explicit_evs.size()));
+    p.ev_min_active = std::max<uint32_t>(1, p.active_count * spec_.ev_min_active_pct / 100);
+    const uint64_t id = next_profile_++;  // one EV profile per QP: its EV set is its own
+    std::string why;
+    if (Status s = e.set_ev_profile(id, p, &why); !s) {
+      std::fprintf(stderr, "mrc-sim: EV profile rejected: %s\n", why.c_str());
+      std::abort();
+    }
+    return id;
+  };
+  const uint64_t pa = make_profile(a, src, dst);
+  const uint64_t pb = make_profile(b, dst, src);
+  core::QpInit init;
+  init.transport = spec_.transport;
+  const uint32_t qa = a.create_qp(init).value();
+  const uint32_t qb = b.create_qp(init).value();
+  auto bring_up = [&](core::Endpoint& e, uint32_t qpn, uint64_t prof, uint32_t peer, uint32_t peer_qpn,
+                      uint32_t my_psn, uint32_t peer_psn) {
+    core::QpAttr at;
+    at.state = core::QpState::init;
+    at.ev_profile_id = prof;
+    at.cc_profile_id = 1;
+    if (Status s = e.modify_qp(sim_.now(), qpn, at, kState | kEvProfileId | kCcProfileId); !s)
+      fatal("modify_qp(INIT)", s.error());
+    at.state = core::QpState::rtr;
+    at.dest_qpn = peer_qpn;
+    at.rq_psn = peer_psn;
+    at.peer = peer;
+    at.mpr_dest = spec_.mpr;
+    at.max_wimm_dest = 1024;
+    if (Status s = e.modify_qp(sim_.now(), qpn, at,
+                               kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest);
+        !s)
+      fatal("modify_qp(RTR)", s.error());
+    at.state = core::QpState::rts;
+    at.sq_psn = my_psn;
+    at.mpr = spec_.mpr;
+    at.max_wimm = 1024;
+    at.timeout = spec_.timeout;
+    if (Status s = e.modify_qp(sim_.now(), qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout); !s)
+      fatal("modify_qp(RTS)", s.error());
+  };
+  const uint32_t psn_a = a.random_psn(), psn_b = b.random_psn();
+  bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
+  bring_up(b, qb, pb, src, qa, psn_b, psn_a);
+  return qps_.emplace(key, QpInfo{qa, qb}).first->second;
+}
+
+void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
+                    uint32_t lane, const uint32_t* imm, std::function<void(const Done&)> on_recv) {
+  const QpInfo& q = qp(src, dst, lane % std::max<uint32_t>(1, spec_.qps_per_peer));
+  core::SendWr wr;
+  wr.wr_id = next_wr_++;
+  wr.local_addr = kMemBase;
+  wr.lkey = mrs_[src].lkey;
+  wr.length = static_cast<uint32_t>(bytes);
+  wr.remote_addr = kMemBase;
+  wr.rkey = mrs_[dst].rkey;
+  if (imm) {
+    wr.opcode = core::WrOpcode::rdma_write_with_imm;
+    wr.imm = *imm;
+    (void)nics_[dst]->ep().post_recv(q.remote, core::RecvWr{wr.wr_id});
+    recv_cb_[dst][(uint64_t{q.remote} << 32) | *imm] = std::move(on_recv);
+  }
+  send_cb_[src][wr.wr_id] = std::move(done);
+  if (Status s = nics_[src]->ep().post_send(sim_.now(), q.local, wr); !s) fatal("post_send", s.error());
+  nics_[src]->kick();
+}
+
+void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
+  const uint32_t h = nic.host();
+  if (auto* wc = std::get_if<core::WorkCompletion>(&e)) {
+    if (wc->opcode == core::WcOpcode::recv_rdma_with_imm) {
+      if (wc->status != core::WcStatus::success) return;
+      auto it = recv_cb_[h].find((uint64_t{wc->qpn} << 32) | wc->imm);
+      if (it == recv_cb_[h].end()) return;
+      auto cb = std::move(it->second);
+      recv_cb_[h].erase(it);
+      if (cb) cb(Done{sim_.now(), wc->status});
+      return;
+    }
+    auto it = send_cb_[h].find(wc->wr_id);
+    if (it == send_cb_[h].end()) return;
+    auto cb = std::move(it->second);
+    send_cb_[h].erase(it);
+    if (cb) cb(Done{sim_.now(), wc->status});
+  } else if (std::get_if<core::QpErrorEvent>(&e)) {
+    ++qp_failures_;
+  } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {
+    if (ev->to == core::EvState::assumed_bad) ++evs_retired_;
+    if (ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good) ++evs_resurrected_;
+    if (on_ev_event) on_ev_event(h, *ev);
+  }
+}
+
+}  // namespace mrc::sim

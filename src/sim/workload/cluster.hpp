@@ -1,0 +1,108 @@
+// Cluster: the hosts of a simulation, their NICs, and the QPs between them.
+//
+// Workloads ask the cluster for a connected QP between two hosts and post
+// WRITE / WRITE_WITH_IMM on it; the cluster routes every completion back to
+// the callback given with the work request. Each host registers one large
+// simulated (unbacked) memory region, so payload travels as a length only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric.hpp"
+#include "sim/host/nic.hpp"
+
+namespace mrc::sim {
+
+/// How a transport under test is configured on every host.
+struct TransportSpec {
+  std::string name = "mrc";
+  core::Transport transport = core::Transport::mrc;  ///< roce_rc: the RoCEv2 baseline
+  core::PathPolicyKind policy = core::PathPolicyKind::mrc;
+  uint32_t evs_per_plane = 32;        ///< EV set per QP and plane (active + backup)
+  uint32_t active_per_plane = 16;
+  uint32_t ev_min_active_pct = 25;    ///< of the active set
+  uint32_t qps_per_peer = 1;          ///< QPs opened per host pair (work is spread over them)
+  core::CcProfile cc;
+  uint8_t timeout = 6;                ///< ACK timeout exponent (1.024 us x 2^t)
+  uint8_t mpr = 16;                   ///< 128-PSN units
+};
+
+/// Completion of one posted work request.
+struct Done {
+  Time at;
+  core::WcStatus status = core::WcStatus::success;
+};
+
+class Cluster {
+ public:
+  Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t);
+  ~Cluster();
+
+  uint32_t hosts() const { return static_cast<uint32_t>(nics_.size()); }
+  Nic& nic(uint32_t h) { return *nics_[h]; }
+  const TransportSpec& transport() const { return spec_; }
+
+  /// WRITE `bytes` from `src` to `dst` (QP `lane` of that pair, created on
+  /// first use); `done` runs at the send completion. With `imm`, a
+  /// WRITE_WITH_IMM whose receive completion runs `on_recv` at dst.
+  void write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
+             uint32_t lane = 0, const uint32_t* imm = nullptr,
+             std::function<void(const Done&)> on_recv = {});
+
+  /// Every QP that failed (entered ERROR), for the summary.
+  uint64_t qp_failures() const { return qp_failures_; }
+  /// EV events seen (retired / resurrected), over all hosts.
+  uint64_t evs_retired() const { return evs_retired_; }
+  uint64_t evs_resurrected() const { return evs_resurrected_; }
+  /// Time series hook: called for every EV event (time, host, event).
+  std::function<void(uint32_t host, const core::EvEvent&)> on_ev_event;
+
+  /// Sums a QpStats field over every QP of every host.
+  template <class F>
+  uint64_t sum_qp_stats(F&& field) const {
+    uint64_t s = 0;
+    for (const auto& [key, qp] : qps_) {
+      if (const core::Qp* q = nics_[key.src]->ep().qp(qp.local)) s += field(q->stats());
+    }
+    return s;
+  }
+
+ private:
+  struct Key {
+    uint32_t src, dst, lane;
+    bool operator<(const Key& o) const {
+      return src != o.src ? src < o.src : dst != o.dst ? dst < o.dst : lane < o.lane;
+    }
+  };
+  struct QpInfo {
+    uint32_t local = 0;   ///< QPN at src
+    uint32_t remote = 0;  ///< QPN at dst
+  };
+  const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
+  void on_nic_event(Nic& nic, const core::Event& e);
+
+  Simulator& sim_;
+  Fabric& fabric_;
+  TransportSpec spec_;
+  std::vector<std::unique_ptr<Nic>> nics_;
+  std::vector<core::MemoryRegion> mrs_;
+  std::map<Key, QpInfo> qps_;
+  // Completion callbacks by (host, wr_id).
+  std::vector<std::map<uint64_t, std::function<void(const Done&)>>> send_cb_;
+  std::vector<std::map<uint64_t, std::function<void(const Done&)>>> recv_cb_;  ///< by (qpn<<32 | imm)
+  uint64_t next_wr_ = 1;
+  uint64_t next_profile_ = 1;
+  uint64_t qp_failures_ = 0;
+  uint64_t evs_retired_ = 0;
+  uint64_t evs_resurrected_ = 0;
+  Prng rng_;
+};
+
+}  // namespace mrc::sim

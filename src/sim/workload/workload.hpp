@@ -1,0 +1,117 @@
+// Workloads: flow sets (permutation, incast, all-to-all, connection
+// matrices) and collectives (ring all-reduce, training-step loops), driven
+// over a Cluster.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/workload/cluster.hpp"
+#include "util/result.hpp"
+
+namespace mrc::sim {
+
+struct FlowSpec {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  uint64_t bytes = 0;
+  Time start;
+};
+
+struct FlowRecord {
+  FlowSpec spec;
+  bool done = false;
+  core::WcStatus status = core::WcStatus::success;
+  Time finish;
+  Duration ideal;  ///< alone on an idle fabric at the sender's full NIC rate
+  Duration fct() const { return finish - spec.start; }
+  double slowdown() const { return done ? static_cast<double>(fct().count_ps()) / static_cast<double>(ideal.count_ps()) : 0; }
+};
+
+/// Each host sends `bytes` to a distinct other host (a random derangement).
+std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, Prng& rng);
+/// `fan_in` senders (hosts other than `target`) send `bytes` to `target`;
+/// with a victim, one more host sends `bytes` to a host under the same T0 as
+/// the target (its own receiver is otherwise idle).
+std::vector<FlowSpec> incast_flows(uint32_t hosts, uint32_t fan_in, uint32_t target, uint64_t bytes,
+                                   bool victim, uint32_t hosts_per_t0, uint32_t* victim_index);
+/// Every host sends `bytes` to every other host.
+std::vector<FlowSpec> all_to_all_flows(uint32_t hosts, uint64_t bytes);
+/// htsim-style connection matrix: "Nodes N", "Connections M", then lines
+/// "src->dst start T size B" (T in microseconds, B in bytes; extra
+/// "id"/"start"/"size" keyword pairs accepted in any order). Errors name the
+/// line and what is wrong.
+Result<std::vector<FlowSpec>> read_connection_matrix(const std::string& path, uint32_t hosts,
+                                                     std::string* why);
+
+/// Runs a set of flows: each starts at its start time as one WRITE per QP of
+/// the host pair (TransportSpec::qps_per_peer), splitting the bytes evenly,
+/// as a collective library spreads a transfer over its QPs; the flow ends when
+/// the last piece completes.
+class FlowWorkload final : public Node {
+ public:
+  FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpec> flows, Duration base_latency,
+               uint64_t host_bps);
+  void start();
+  bool done() const { return finished_ == recs_.size(); }
+  const std::vector<FlowRecord>& records() const { return recs_; }
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+
+ private:
+  Simulator& sim_;
+  Cluster& cluster_;
+  std::vector<FlowRecord> recs_;
+  std::vector<uint32_t> pieces_left_;
+  size_t finished_ = 0;
+};
+
+/// A training loop: `steps` times, every host computes for `compute`, then
+/// the ring all-reduces `bytes` (reduce-scatter + all-gather: 2(N-1) chunks
+/// of bytes/N per host, each WRITE_WITH_IMM to the next host in the ring; a
+/// host forwards step k+1 when it has received step k).
+class RingTraining final : public Node {
+ public:
+  /// `step_latency` is the unloaded time for one ring step's first byte to
+  /// reach the next host (used only for the ideal collective time).
+  RingTraining(Simulator& sim, Cluster& cluster, std::vector<uint32_t> ring, uint64_t bytes, uint32_t steps,
+               Duration compute, Duration step_latency = Duration{});
+  void start();
+  bool done() const { return step_times_.size() == steps_; }
+  /// Wall time of each completed training step (compute + all-reduce).
+  const std::vector<Duration>& step_times() const { return step_times_; }
+  /// Time each all-reduce took (without compute).
+  const std::vector<Duration>& collective_times() const { return coll_times_; }
+  /// 2(N-1) ring steps, each a chunk at the host's full NIC rate, plus
+  /// `step_latency` per step: with the default 0, a bandwidth lower bound.
+  Duration ideal_collective() const;
+  uint64_t failed_writes() const { return failed_; }
+  void on_event(Simulator& sim, uint64_t tag) override;
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+
+ private:
+  void begin_collective();
+  void send_step(uint32_t pos, uint32_t k);
+  void on_received(uint32_t pos, uint32_t k);
+
+  Simulator& sim_;
+  Cluster& cluster_;
+  std::vector<uint32_t> ring_;
+  uint64_t bytes_;
+  uint32_t steps_;
+  Duration compute_;
+  Duration step_latency_;
+  uint32_t step_ = 0;
+  Time step_start_;
+  Time coll_start_;
+  std::vector<uint32_t> received_;  ///< per ring position: chunks received this collective
+  std::vector<uint32_t> pieces_left_;  ///< [position][step]: pieces still due
+  uint32_t hosts_done_ = 0;
+  std::vector<Duration> step_times_;
+  std::vector<Duration> coll_times_;
+  uint64_t failed_ = 0;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,161 @@
+// Simulator scenario tests (issue 3): small, fast runs of mrc-sim's runner
+// with the real core on every NIC, each asserting a claim with bounds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sim/scenario/runner.hpp"
+
+namespace mrc::sim {
+namespace {
+
+TopologyConfig clos(uint32_t planes, uint32_t hosts, uint32_t per_t0) {
+  TopologyConfig t;
+  t.kind = planes > 1 ? TopologyKind::clos2_multiplane : TopologyKind::fattree2;
+  t.planes = planes;
+  t.hosts = hosts;
+  t.t0_down = per_t0;
+  t.t0_up = per_t0;
+  t.t1_count = per_t0;
+  t.host_link_bps = 100'000'000'000ull;
+  return t;
+}
+
+TransportSpec transport(const char* name, uint32_t qps = 1) {
+  return transport_by_name(name, 16, qps).value();
+}
+
+double max_slowdown(const RunResult& r) {
+  double m = 0;
+  for (const auto& f : r.flows) m = std::max(m, f.done ? f.slowdown() : 1e9);
+  return m;
+}
+
+TEST(Scenario, PermutationOnANonBlockingClosIsNearIdealWithMrc) {
+  Scenario sc;
+  sc.topology = clos(1, 32, 8);
+  sc.workload = WorkloadKind::permutation;
+  sc.bytes = 4 << 20;
+  sc.seed = 3;
+  const RunResult mrc = run_scenario(sc, transport("mrc", 1));
+  ASSERT_TRUE(mrc.completed);
+  const RunResult ecmp = run_scenario(sc, transport("mrc-single-path", 1));
+  ASSERT_TRUE(ecmp.completed);
+  std::printf("[ info ] permutation slowest flow: MRC %.3f x ideal, single ECMP path %.3f x ideal\n",
+              max_slowdown(mrc), max_slowdown(ecmp));
+  EXPECT_LE(max_slowdown(mrc), 1.15);
+  EXPECT_GE(max_slowdown(ecmp), 1.5) << "flow collisions on ECMP-hashed paths";
+  EXPECT_EQ(mrc.qp_failures, 0u);
+}
+
+TEST(Scenario, T1FailureMidTransferLosesNoQp) {
+  Scenario sc;
+  sc.topology = clos(4, 16, 4);
+  sc.workload = WorkloadKind::permutation;
+  sc.bytes = 8 << 20;
+  sc.seed = 4;
+  std::string why;
+  sc.failures.push_back(parse_failure("switch-down:tier=t1,plane=1,index=2,at=40us", &why).value());
+  const RunResult r = run_scenario(sc, transport("mrc"));
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.qp_failures, 0u);
+  EXPECT_GT(r.fabric.drops_link_down, 0u) << "the failure must have hit traffic";
+  EXPECT_GT(r.evs_retired, 0u);
+  std::printf("[ info ] T1 down: slowest flow %.3f x ideal, %llu packets lost on it, %llu EVs retired, "
+              "%llu retransmissions, %llu ACK timeouts, %llu trims\n",
+              max_slowdown(r), static_cast<unsigned long long>(r.fabric.drops_link_down),
+              static_cast<unsigned long long>(r.evs_retired), static_cast<unsigned long long>(r.retransmissions),
+              static_cast<unsigned long long>(r.timeouts), static_cast<unsigned long long>(r.fabric.trims));
+  EXPECT_LE(max_slowdown(r), 1.3) << "the dip is bounded and recovers on the remaining paths";
+}
+
+TEST(Scenario, NicPortDownContinuesAtTheRemainingPlanesRate) {
+  Scenario sc;
+  sc.topology = clos(4, 8, 4);
+  sc.workload = WorkloadKind::matrix;
+  sc.flows = {FlowSpec{0, 5, 32 << 20, Time::zero()}};
+  sc.seed = 5;
+  std::string why;
+  sc.failures.push_back(parse_failure("link-down:tier=host,plane=2,a=0,at=20us", &why).value());
+  const RunResult r = run_scenario(sc, transport("mrc"));
+  ASSERT_TRUE(r.completed);
+  ASSERT_EQ(r.flows.size(), 1u);
+  // 20 us at 4 planes, the rest at 3: 3/4 of the rate.
+  const Duration ideal4 = r.flows[0].ideal;
+  const double expected = 20.0 + (ideal4.to_us() - 20.0) * 4.0 / 3.0;
+  std::printf("[ info ] NIC port down: FCT %.1f us, 3-plane expectation %.1f us\n", r.flows[0].fct().to_us(), expected);
+  EXPECT_LE(r.flows[0].fct().to_us(), expected * 1.1);
+  EXPECT_GE(r.flows[0].fct().to_us(), ideal4.to_us() * 1.2) << "it cannot have kept 4 planes";
+  EXPECT_EQ(r.qp_failures, 0u);
+}
+
+TEST(Scenario, LossyLinkEvsAreRetiredAndTheQpKeepsLineRate) {
+  Scenario sc;
+  sc.topology = clos(4, 8, 4);
+  sc.workload = WorkloadKind::matrix;
+  sc.flows = {FlowSpec{0, 5, 32 << 20, Time::zero()}};  // host 0 (T0 0) -> host 5 (T0 1): crosses T1s
+  sc.seed = 6;
+  std::string why;
+  sc.failures.push_back(parse_failure("loss:tier=t0t1,plane=1,a=0,b=2,p=0.2,at=10us", &why).value());
+  const RunResult r = run_scenario(sc, transport("mrc"));
+  ASSERT_TRUE(r.completed);
+  EXPECT_GT(r.evs_retired, 0u);
+  EXPECT_GT(r.fabric.drops_random, 0u);
+  std::printf("[ info ] 20%% loss on one T0-T1 link: FCT %.3f x ideal, %llu lost, %llu EVs retired\n",
+              r.flows[0].slowdown(), static_cast<unsigned long long>(r.fabric.drops_random),
+              static_cast<unsigned long long>(r.evs_retired));
+  EXPECT_LE(r.flows[0].slowdown(), 1.1);
+  EXPECT_LE(r.fabric.drops_random, 60u) << "a few losses per EV on that link, then none";
+}
+
+TEST(Scenario, TrainingStepsBarelyNoticeAT1RebootAndALinkFlap) {
+  Scenario sc;
+  sc.topology = clos(4, 16, 4);
+  sc.workload = WorkloadKind::train;
+  sc.bytes = 4 << 20;
+  sc.steps = 6;
+  sc.compute = Duration::us(50);
+  sc.seed = 7;
+  std::string why;
+  sc.failures.push_back(parse_failure("switch-down:tier=t1,plane=0,index=1,at=300us,for=200us", &why).value());
+  sc.failures.push_back(
+      parse_failure("link-flap:tier=host,plane=3,a=5,at=400us,until=700us,period=100us,duty=0.5", &why).value());
+  const RunResult r = run_scenario(sc, transport("mrc"));
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.qp_failures, 0u);
+  const auto [mn, mx] = std::minmax_element(r.steps.begin(), r.steps.end());
+  std::printf("[ info ] training steps: min %.1f us, max %.1f us\n", mn->to_us(), mx->to_us());
+  EXPECT_LE(mx->to_us(), mn->to_us() * 1.5);
+}
+
+TEST(Scenario, SameSeedSameResult) {
+  Scenario sc;
+  sc.topology = clos(2, 8, 4);
+  sc.workload = WorkloadKind::permutation;
+  sc.bytes = 1 << 20;
+  std::string why;
+  sc.failures.push_back(parse_failure("loss:tier=t0t1,plane=0,a=0,b=1,p=0.1,at=5us", &why).value());
+  const RunResult a = run_scenario(sc, transport("mrc"));
+  const RunResult b = run_scenario(sc, transport("mrc"));
+  ASSERT_EQ(a.flows.size(), b.flows.size());
+  for (size_t i = 0; i < a.flows.size(); ++i) EXPECT_EQ(a.flows[i].finish, b.flows[i].finish);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.fabric.drops_random, b.fabric.drops_random);
+}
+
+TEST(Failures, ParseErrorsNameTheProblem) {
+  std::string why;
+  EXPECT_FALSE(parse_failure("switch-down:tier=t1,index=2", &why));
+  EXPECT_NE(why.find("at="), std::string::npos) << why;
+  EXPECT_FALSE(parse_failure("link-down:tier=t0t1,plane=0,a=1,b=2,at=5xs", &why));
+  EXPECT_FALSE(parse_failure("meteor:at=1ms", &why));
+  EXPECT_NE(why.find("unknown kind"), std::string::npos) << why;
+  EXPECT_FALSE(parse_failure("loss:tier=host,plane=0,a=1,p=2,at=1ms", &why));
+  EXPECT_NE(why.find("p must be"), std::string::npos) << why;
+  EXPECT_FALSE(parse_failure("switch-down:tier=t1,index=2,at=1ms,colour=red", &why));
+  EXPECT_NE(why.find("colour"), std::string::npos) << why;
+  EXPECT_TRUE(parse_failure("link-flap:tier=host,plane=3,a=5,at=1ms,until=2ms,period=100us", &why)) << why;
+}
+
+}  // namespace
+}  // namespace mrc::sim

@@ -1,0 +1,126 @@
+// Tests for sim/engine/event_queue.hpp: the 4-ary heap pops events in time
+// order, ties in insertion order, exactly as a reference priority queue.
+#include "sim/engine/event_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "util/prng.hpp"
+
+namespace mrc::sim {
+namespace {
+
+struct Ref {
+  int64_t at;
+  uint64_t seq;
+  uint64_t tag;
+  bool operator>(const Ref& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+};
+
+// Pushes and pops 100k events with random times drawn from a small range (so
+// many share a time) in random interleaving, comparing every pop.
+TEST(EventQueue, MatchesReferenceOrderOn100kRandomEvents) {
+  Prng rng(42);
+  EventQueue q;
+  std::priority_queue<Ref, std::vector<Ref>, std::greater<>> ref;
+  uint64_t seq = 0;
+  size_t pushed = 0, popped = 0;
+  int64_t floor_ps = 0;  // a simulator never schedules before the last pop
+  while (pushed < 100'000 || !ref.empty()) {
+    const bool push = pushed < 100'000 && (ref.empty() || rng.below(100) < 55);
+    if (push) {
+      const int64_t at = floor_ps + static_cast<int64_t>(rng.below(64));
+      q.push(Time::from_ps(at), nullptr, pushed);
+      ref.push(Ref{at, seq++, pushed});
+      ++pushed;
+    } else {
+      ASSERT_FALSE(q.empty());
+      ASSERT_EQ(q.size(), ref.size());
+      EXPECT_EQ(q.top().tag, ref.top().tag);
+      const Event e = q.pop();
+      ASSERT_EQ(e.tag, ref.top().tag) << "pop " << popped;
+      ASSERT_EQ(e.at.ps(), ref.top().at);
+      floor_ps = e.at.ps();
+      ref.pop();
+      ++popped;
+    }
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(popped, 100'000u);
+}
+
+// Times spread from picoseconds to milliseconds ahead, some far beyond
+// anything queued, with the queue often nearly empty: every bucket of the
+// radix heap is used and refilled.
+TEST(EventQueue, MatchesReferenceAcrossTimeScales) {
+  Prng rng(7);
+  EventQueue q;
+  std::priority_queue<Ref, std::vector<Ref>, std::greater<>> ref;
+  uint64_t seq = 0, tag = 0;
+  int64_t floor_ps = 0;
+  for (int round = 0; round < 200'000; ++round) {
+    const uint64_t r = rng.below(100);
+    if (r < 20 && !ref.empty()) {
+      // Peeking (as run_until does) must not disturb later pushes.
+      ASSERT_EQ(q.top().tag, ref.top().tag);
+      continue;
+    }
+    if (r < 62 || ref.empty()) {
+      static const int64_t kScale[] = {0, 1, 1'000, 100'000, 10'000'000, 1'000'000'000};
+      const int64_t scale = kScale[rng.below(6)];
+      const int64_t at = floor_ps + (scale ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(scale))) : 0);
+      q.push(Time::from_ps(at), nullptr, tag);
+      ref.push(Ref{at, seq++, tag++});
+    } else {
+      const Event e = q.pop();
+      ASSERT_EQ(e.tag, ref.top().tag) << "round " << round;
+      ASSERT_EQ(e.at.ps(), ref.top().at);
+      floor_ps = e.at.ps();
+      ref.pop();
+    }
+  }
+  while (!ref.empty()) {
+    ASSERT_EQ(q.pop().tag, ref.top().tag);
+    ref.pop();
+  }
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(EventQueue, PushAfterPeekingAheadStillOrders) {
+  EventQueue q;
+  q.push(Time::from_ps(100), nullptr, 1);
+  q.push(Time::from_ps(1'000'000), nullptr, 2);
+  EXPECT_EQ(q.pop().tag, 1u);
+  EXPECT_EQ(q.top().tag, 2u);  // looks ahead to 1 us
+  q.push(Time::from_ps(500), nullptr, 3);
+  q.push(Time::from_ps(500), nullptr, 4);
+  q.push(Time::from_ps(200), nullptr, 5);
+  q.push(Time::from_ps(1'000'000), nullptr, 6);
+  std::vector<uint64_t> order;
+  while (!q.empty()) order.push_back(q.pop().tag);
+  EXPECT_EQ(order, (std::vector<uint64_t>{5, 3, 4, 2, 6}));
+}
+
+TEST(EventQueue, EqualTimesPopInInsertionOrder) {
+  EventQueue q;
+  for (uint64_t i = 0; i < 1000; ++i) q.push(Time::from_ps(7), nullptr, i);
+  for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(q.pop().tag, i);
+}
+
+TEST(EventQueue, SequenceBreaksTiesAcrossInterleavedTimes) {
+  EventQueue q;
+  q.push(Time::from_ps(5), nullptr, 1);
+  q.push(Time::from_ps(3), nullptr, 2);
+  q.push(Time::from_ps(5), nullptr, 3);
+  q.push(Time::from_ps(3), nullptr, 4);
+  std::vector<uint64_t> order;
+  while (!q.empty()) order.push_back(q.pop().tag);
+  EXPECT_EQ(order, (std::vector<uint64_t>{2, 4, 1, 3}));
+}
+
+}  // namespace
+}  // namespace mrc::sim
