@@ -32,7 +32,7 @@ struct Options {
   std::string topology = "clos2";
   std::string routing = "srv6";
   uint32_t planes = 8;
-  uint32_t hosts = 32;
+  uint32_t hosts = 64;
   uint32_t t0_down = 8;
   uint32_t t0_up = 8;
   uint32_t t1 = 8;
@@ -41,7 +41,7 @@ struct Options {
   double switch_latency_ns = 400;
   // workload
   std::string workload = "train";
-  uint64_t bytes = 16ull << 20;
+  uint64_t bytes = 32ull << 20;
   uint32_t steps = 8;
   double compute_us = 150;
   uint32_t fan_in = 8;
@@ -229,8 +229,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> fail_text = o.failures;
   if (fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane) {
     // The default scenario: a T1 switch reboots and a NIC-T0 link flaps mid-run.
-    fail_text = {"switch-down:tier=t1,plane=0,index=1,at=600us,for=400us",
-                 "link-flap:tier=host,plane=3,a=5,at=900us,until=1500us,period=200us,duty=0.5"};
+    fail_text = {"switch-down:tier=t1,plane=0,index=1,at=3ms,for=1ms",
+                 "link-flap:tier=host,plane=3,a=5,at=5ms,until=6500us,period=300us,duty=0.5"};
   }
   std::vector<FailureSpec> failures;
   for (const auto& t : fail_text) {
