@@ -128,11 +128,7 @@ void Qp::rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool 
   const bool first = index == 0;
   const bool last = index + 1 == m.npkts;
   const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
-  Opcode op;
-  if (first && last) op = imm ? Opcode::rc_write_only_imm : Opcode::rc_write_only;
-  else if (first) op = Opcode::rc_write_first;
-  else if (last) op = imm ? Opcode::rc_write_last_imm : Opcode::rc_write_last;
-  else op = Opcode::rc_write_middle;
+  const Opcode op = wire::write_opcode(first, last, imm, true);
   const uint64_t offset = uint64_t{index} * mtu_;
   const auto len = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m.wr.length - offset));
 

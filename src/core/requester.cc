@@ -39,11 +39,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   const bool first = index == 0;
   const bool last = index + 1 == m.npkts;
   const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
-  Opcode op;
-  if (first && last) op = imm ? Opcode::write_only_imm : Opcode::write_only;
-  else if (first) op = Opcode::write_first;
-  else if (last) op = imm ? Opcode::write_last_imm : Opcode::write_last;
-  else op = Opcode::write_middle;
+  const Opcode op = wire::write_opcode(first, last, imm, false);
   const uint64_t offset = uint64_t{index} * mtu_;
   const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m.wr.length - offset));
 

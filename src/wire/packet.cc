@@ -182,3 +182,17 @@ Status parse_into(std::span<const uint8_t> in, Parsed& p) {
 }
 
 }  // namespace mrc::wire
+
+namespace mrc::wire {
+// write_opcode() relies on both WRITE families keeping the IBTA order.
+static_assert(write_opcode(true, false, false, false) == Opcode::write_first);
+static_assert(write_opcode(false, false, false, false) == Opcode::write_middle);
+static_assert(write_opcode(false, true, false, false) == Opcode::write_last);
+static_assert(write_opcode(false, true, true, false) == Opcode::write_last_imm);
+static_assert(write_opcode(true, true, false, false) == Opcode::write_only);
+static_assert(write_opcode(true, true, true, false) == Opcode::write_only_imm);
+static_assert(write_opcode(true, false, false, true) == Opcode::rc_write_first);
+static_assert(write_opcode(false, false, false, true) == Opcode::rc_write_middle);
+static_assert(write_opcode(false, true, true, true) == Opcode::rc_write_last_imm);
+static_assert(write_opcode(true, true, true, true) == Opcode::rc_write_only_imm);
+}  // namespace mrc::wire

@@ -52,6 +52,19 @@ enum class Opcode : uint8_t {
   cnp = 0x81,
 };
 
+/// The WRITE opcode for a packet at this position of a message: MRC's
+/// (0xC6..0xCB) or, with `rc`, IBTA RC's (0x06..0x0B), which differ only by
+/// the 0xC0 manufacturer range.
+constexpr Opcode write_opcode(bool first, bool last, bool imm, bool rc) {
+  const uint8_t base = rc ? 0x06 : 0xC6;  // FIRST
+  uint8_t off;
+  if (first && last) off = imm ? 5 : 4;   // ONLY / ONLY_WITH_IMM
+  else if (first) off = 0;                // FIRST
+  else if (last) off = imm ? 3 : 2;       // LAST / LAST_WITH_IMM
+  else off = 1;                           // MIDDLE
+  return static_cast<Opcode>(base + off);
+}
+
 /// Which extension header follows BTH for a non-data opcode.
 enum class ExtHeader : uint8_t { none, aeth, seth, neth, peth, erth, eeth, cnp };
 

@@ -79,40 +79,46 @@ void print_table(const std::vector<RunResult>& rs, const Options& o) {
     fmt::print("\n");
   };
   row("completed", [](const RunResult& r) { return r.completed ? std::string("yes") : std::string("NO"); });
+  // Percentile rows over a per-run sample (p = 0 is the minimum, 100 the maximum).
+  auto stat_row = [&](const std::string& name, auto sample, double p, const char* fmt_str) {
+    row(name, [&](const RunResult& r) { return fmt::format(fmt::runtime(fmt_str), percentile(sample(r), p)); });
+  };
+  auto us_of = [](const std::vector<Duration>& ds) {
+    std::vector<double> v;
+    for (Duration d : ds) v.push_back(d.to_us());
+    return v;
+  };
   if (steps) {
-    auto us = [](Duration d) { return d.to_us(); };
-    row("step time min", [&](const RunResult& r) {
-      std::vector<double> v; for (auto d : r.steps) v.push_back(us(d));
-      return fmt::format("{:.1f} us", v.empty() ? 0 : *std::min_element(v.begin(), v.end())); });
-    row("step time p50", [&](const RunResult& r) {
-      std::vector<double> v; for (auto d : r.steps) v.push_back(us(d));
-      return fmt::format("{:.1f} us", percentile(v, 50)); });
-    row("step time max", [&](const RunResult& r) {
-      std::vector<double> v; for (auto d : r.steps) v.push_back(us(d));
-      return fmt::format("{:.1f} us", v.empty() ? 0 : *std::max_element(v.begin(), v.end())); });
-    row("all-reduce ideal", [&](const RunResult& r) { return fmt::format("{:.1f} us", r.ideal_collective.to_us()); });
-    row("all-reduce p50", [&](const RunResult& r) {
-      std::vector<double> v; for (auto d : r.collectives) v.push_back(us(d));
-      return fmt::format("{:.1f} us", percentile(v, 50)); });
-    row("all-reduce max", [&](const RunResult& r) {
-      std::vector<double> v; for (auto d : r.collectives) v.push_back(us(d));
-      return fmt::format("{:.1f} us", v.empty() ? 0 : *std::max_element(v.begin(), v.end())); });
+    auto step_us = [&](const RunResult& r) { return us_of(r.steps); };
+    auto coll_us = [&](const RunResult& r) { return us_of(r.collectives); };
+    stat_row("step time min", step_us, 0, "{:.1f} us");
+    stat_row("step time p50", step_us, 50, "{:.1f} us");
+    stat_row("step time max", step_us, 100, "{:.1f} us");
+    row("all-reduce ideal", [](const RunResult& r) { return fmt::format("{:.1f} us", r.ideal_collective.to_us()); });
+    stat_row("all-reduce p50", coll_us, 50, "{:.1f} us");
+    stat_row("all-reduce max", coll_us, 100, "{:.1f} us");
   } else {
-    auto fct = [](const RunResult& r, double p) {
-      std::vector<double> v; for (auto& f : r.flows) if (f.done) v.push_back(f.fct().to_us());
-      return percentile(v, p); };
-    auto slow = [](const RunResult& r, double p) {
-      std::vector<double> v; for (auto& f : r.flows) if (f.done) v.push_back(f.slowdown());
-      return percentile(v, p); };
+    auto fct_us = [](const RunResult& r) {
+      std::vector<double> v;
+      for (const auto& f : r.flows)
+        if (f.done) v.push_back(f.fct().to_us());
+      return v;
+    };
+    auto slowdown = [](const RunResult& r) {
+      std::vector<double> v;
+      for (const auto& f : r.flows)
+        if (f.done) v.push_back(f.slowdown());
+      return v;
+    };
     row("flows done", [](const RunResult& r) {
-      size_t n = 0; for (auto& f : r.flows) n += f.done;
-      return fmt::format("{}/{}", n, r.flows.size()); });
-    row("FCT min", [&](const RunResult& r) { return fmt::format("{:.1f} us", fct(r, 0)); });
-    row("FCT p50", [&](const RunResult& r) { return fmt::format("{:.1f} us", fct(r, 50)); });
-    row("FCT p99", [&](const RunResult& r) { return fmt::format("{:.1f} us", fct(r, 99)); });
-    row("FCT max", [&](const RunResult& r) { return fmt::format("{:.1f} us", fct(r, 100)); });
-    row("slowdown p50", [&](const RunResult& r) { return fmt::format("{:.2f}", slow(r, 50)); });
-    row("slowdown max", [&](const RunResult& r) { return fmt::format("{:.2f}", slow(r, 100)); });
+      size_t n = 0;
+      for (const auto& f : r.flows) n += f.done;
+      return fmt::format("{}/{}", n, r.flows.size());
+    });
+    for (double p : {0.0, 50.0, 99.0, 100.0})
+      stat_row(p == 0 ? "FCT min" : p == 100 ? "FCT max" : fmt::format("FCT p{:.0f}", p), fct_us, p, "{:.1f} us");
+    stat_row("slowdown p50", slowdown, 50, "{:.2f}");
+    stat_row("slowdown max", slowdown, 100, "{:.2f}");
   }
   row("drops", [](const RunResult& r) {
     return fmt::format("{}", r.fabric.drops_queue + r.fabric.drops_link_down + r.fabric.drops_random + r.fabric.drops_no_route); });
