@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   app.add_flag("--victim", o.victim, "incast: add a victim flow to the target's T0 neighbour");
   app.add_option("--cm", o.cm_file, "connection matrix file (workload cm)");
   app.add_option("--transports", o.transports,
-                 "transports side by side: mrc, mrc-oblivious, mrc-single-path, roce (RoCEv2 RC + DCQCN), roce-pfc")
+                 "transports side by side: mrc, mrc-nscc, mrc-oblivious, mrc-single-path, roce (RoCEv2 RC + DCQCN), roce-pfc")
       ->delimiter(',');
   app.add_option("--fail", o.failures, "failure, e.g. switch-down:tier=t1,plane=0,index=2,at=1ms,for=2ms (repeatable)");
   app.add_flag("!--no-default-failures", o.default_failures, "without --fail, run the default scenario's failures? (default: yes)");
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     const uint32_t qps = o.qps_per_peer ? o.qps_per_peer : (roce ? topo.num_planes() : 1);
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) {
-      fmt::print(stderr, "mrc-sim: unknown transport '{}' (mrc, mrc-oblivious, mrc-single-path, roce, roce-pfc)\n", t);
+      fmt::print(stderr, "mrc-sim: unknown transport '{}' (mrc, mrc-nscc, mrc-oblivious, mrc-single-path, roce, roce-pfc)\n", t);
       return 2;
     }
     specs.push_back(*s);

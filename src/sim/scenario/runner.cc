@@ -52,6 +52,9 @@ Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_pe
   t.active_per_plane = std::max<uint32_t>(1, evs_per_plane / 2);
   if (name == "mrc") {
     t.policy = core::PathPolicyKind::mrc;
+  } else if (name == "mrc-nscc") {
+    t.policy = core::PathPolicyKind::mrc;
+    t.cc.algorithm = core::kCcNscc;
   } else if (name == "mrc-oblivious") {
     t.policy = core::PathPolicyKind::oblivious;
   } else if (name == "mrc-single-path") {

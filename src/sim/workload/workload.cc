@@ -141,18 +141,16 @@ void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
   const uint32_t pieces = static_cast<uint32_t>(std::min<uint64_t>(lanes, f.bytes));
   if (pieces_left_.size() < recs_.size()) pieces_left_.assign(recs_.size(), 0);
   pieces_left_[i] = pieces;
-  recs_[i].done = true;
+  recs_[i].status = core::WcStatus::success;
   uint64_t off = 0;
   for (uint32_t k = 0; k < pieces; ++k) {
     const uint64_t len = f.bytes / pieces + (k < f.bytes % pieces ? 1 : 0);
     off += len;
     cluster_.write(f.src, f.dst, len, [this, i, &sim](const Done& d) {
       FlowRecord& r = recs_[i];
-      if (d.status != core::WcStatus::success) {
-        r.done = false;
-        r.status = d.status;
-      }
+      if (d.status != core::WcStatus::success) r.status = d.status;
       if (--pieces_left_[i] > 0) return;
+      r.done = r.status == core::WcStatus::success;  // every piece completed successfully
       r.finish = d.at;
       ++finished_;
       if (done()) sim.stop();
