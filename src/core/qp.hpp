@@ -188,6 +188,7 @@ class Qp {
   void on_nack(Time now, const wire::Headers& h);
   void on_aeth(Time now, const wire::Headers& h);
   void ack_psn(Time now, uint64_t psn);
+  void note_delivered_tx(uint64_t tx_seq);
   void advance_una(Time now);
   void declare_lost(Time now, uint64_t psn, int why);
   void note_rtt(Duration rtt);

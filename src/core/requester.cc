@@ -186,27 +186,29 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
 
 // ----------------------------------------------------------------- feedback
 
+// Keeps the three largest transmission sequence numbers known to have been
+// delivered, ascending (the loss rule's reference points).
+void Qp::note_delivered_tx(uint64_t s) {
+  auto& t = top_acked_tx_;
+  if (s > t[2]) {
+    t[0] = t[1];
+    t[1] = t[2];
+    t[2] = s;
+  } else if (s > t[1]) {
+    t[0] = t[1];
+    t[1] = s;
+  } else if (s > t[0]) {
+    t[0] = s;
+  }
+}
+
 void Qp::ack_psn(Time now, uint64_t psn) {
   (void)now;
   if (!acked_.set(psn)) return;
   SendRecord& r = rec(psn);
   // Only an unambiguous delivery (sent once) tells the loss rule which
   // transmission got through.
-  if (r.tx_count == 1 && r.state == PktState::inflight) {
-    // Keep the three largest, ascending: insert s and drop the smallest.
-    const uint64_t s = r.tx_seq;
-    auto& t = top_acked_tx_;
-    if (s > t[2]) {
-      t[0] = t[1];
-      t[1] = t[2];
-      t[2] = s;
-    } else if (s > t[1]) {
-      t[0] = t[1];
-      t[1] = s;
-    } else if (s > t[0]) {
-      t[0] = s;
-    }
-  }
+  if (r.tx_count == 1 && r.state == PktState::inflight) note_delivered_tx(r.tx_seq);
   if (r.state == PktState::lost) {
     // Declared lost but arrived after all: the retransmission queued for it is
     // skipped (its bytes were already taken out of flight).
@@ -275,10 +277,14 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
     if (trig >= snd_una_ && trig < next_psn_ && !acked_.test(trig)) {
       const SendRecord& r = rec(trig);
       if (r.ts == h.cc.reflected_ts) {
-        // The echo names this transmission: exact RTT from the send record.
+        // The echo names this transmission: exact RTT from the send record,
+        // and an unambiguous delivery for the loss rule even when the packet
+        // was resent (bitmap deliveries of resent packets are ambiguous; under
+        // heavy retransmission they would starve the rule).
         slot = r.ev;
         rtt = now - r.sent_at;
         rtt_valid = true;
+        note_delivered_tx(r.tx_seq);
       } else {
         // The responder folded its service time into the echo (reference 8,
         // item 11): timestamp arithmetic gives the RTT without it. It can
