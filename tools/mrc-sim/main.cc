@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
                  "transports side by side: mrc, mrc-nscc, mrc-oblivious, mrc-single-path, roce (RoCEv2 RC + DCQCN), roce-pfc")
       ->delimiter(',');
   app.add_option("--fail", o.failures, "failure, e.g. switch-down:tier=t1,plane=0,index=2,at=1ms,for=2ms (repeatable)");
-  app.add_flag("!--no-default-failures", o.default_failures, "without --fail, run the default scenario's failures? (default: yes)");
+  app.add_flag("!--no-default-failures", o.default_failures,
+               "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)");
   app.add_option("--qps-per-peer", o.qps_per_peer, "QPs per host pair (default: 1 for MRC, one per plane for RoCE)");
   app.add_option("--evs-per-plane", o.evs_per_plane, "EVs per QP and plane (half active)");
   app.add_option("--seed", o.seed, "seed; same configuration + seed = byte-identical output");
