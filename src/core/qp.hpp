@@ -19,6 +19,7 @@
 // first PSN maps to 2^24 + its 24-bit value so arithmetic never goes below 0.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -180,6 +181,18 @@ class Qp {
     uint64_t tx_seq;
   };
   SendRecord& rec(uint64_t psn) { return records_[psn & rec_mask_]; }
+  /// Where packet `index` of message `m` sits: its position flags, the
+  /// payload offset and length (shared by the MRC and RC packet builders).
+  struct Segment {
+    bool first, last, imm;
+    uint64_t offset;
+    uint32_t len;
+  };
+  Segment segment(const SendMsg& m, uint32_t index) const {
+    const uint64_t offset = uint64_t{index} * mtu_;
+    return Segment{index == 0, index + 1 == m.npkts, m.wr.opcode == WrOpcode::rdma_write_with_imm, offset,
+                   static_cast<uint32_t>(std::min<uint64_t>(mtu_, m.wr.length - offset))};
+  }
   uint64_t window_psns() const;
   void build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
                   Transmit& tx);

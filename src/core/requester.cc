@@ -35,13 +35,9 @@ bool Qp::wants_data() const {
 
 void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
                     Transmit& tx) {
-  using wire::Opcode;
-  const bool first = index == 0;
-  const bool last = index + 1 == m.npkts;
-  const bool imm = m.wr.opcode == WrOpcode::rdma_write_with_imm;
-  const Opcode op = wire::write_opcode(first, last, imm, false);
-  const uint64_t offset = uint64_t{index} * mtu_;
-  const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m.wr.length - offset));
+  const Segment seg = segment(m, index);
+  const auto [first, last, imm, offset, len] = seg;
+  const wire::Opcode op = wire::write_opcode(first, last, imm, false);
 
   wire::Headers h;
   h.bth.opcode = static_cast<uint8_t>(op);
