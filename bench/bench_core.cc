@@ -43,6 +43,7 @@ struct Pair {
     cfg.seed = 2;
     b = std::move(Endpoint::create(cfg).value());
     CcProfile cc;
+    cc.algorithm = kCcFixed;  // the per-packet cost without CC dynamics
     cc.fixed.window_bytes = 4 << 20;
     a->set_cc_profile(1, cc).ok();
     b->set_cc_profile(1, cc).ok();

@@ -48,6 +48,9 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.rc_ack_delay: must be > 0 (default 1 us)");
   if (p.cnp_interval < Duration{})
     return reject(why, "protocol.cnp_interval: must be >= 0 (default 50 us; 0 = a CNP per marked packet)");
+  const IncastGuardConfig& ig = p.incast_guard;
+  if (ig.interval < Duration{})
+    return reject(why, "protocol.incast_guard.interval: must be >= 0 (0 = one base_rtt)");
   return {};
 }
 
@@ -125,6 +128,7 @@ Status CcProfile::validate(std::string* why) const {
   if (bad_nscc_double(n.eta)) return bad_double("eta", n.eta);
   if (bad_nscc_double(n.fi)) return bad_double("fi", n.fi);
   if (bad_nscc_double(n.fi_scale)) return bad_double("fi_scale", n.fi_scale);
+  if (bad_nscc_double(n.max_fulfill_growth)) return bad_double("max_fulfill_growth", n.max_fulfill_growth);
   if (bad_nscc_double(n.gamma) || n.gamma > 1)
     return reject(why, "cc_profile.nscc.gamma: must be in (0, 1] (0 = default 0.8); got " + std::to_string(n.gamma));
   if (bad_nscc_double(n.max_md_jump) || n.max_md_jump >= 1)

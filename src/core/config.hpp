@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "util/result.hpp"
+#include "core/incast_guard.hpp"
 #include "util/time.hpp"
 
 namespace mrc::core {
@@ -45,6 +46,10 @@ struct ProtocolConfig {
   /// endpoint operations are not retransmitted (reference 4.7).
   uint32_t port_status_repeats = 3;
   Duration port_status_interval = Duration::us(50);
+  /// Destination flow control (reference 5.7): the responder's incast guard
+  /// puts rcv_cwnd_pen on its SACKs (incast_guard.hpp). An interval of 0
+  /// means one base_rtt.
+  IncastGuardConfig incast_guard;
 
   // RoCEv2 RC baseline (QpInit::transport = Transport::roce_rc) -----------
   /// The responder ACKs once this many in-order packets are unacknowledged
@@ -171,6 +176,14 @@ struct NsccConfig {
   /// Target queueing delay. Default 0.75 x base RTT with trimming, 1.0 x
   /// without.
   Duration target_delay{};
+  /// Not an OCP field: the most one batched update (fulfill) may add, as a
+  /// fraction of the window. Default 1.0: the window at most doubles per
+  /// update. The reference's rule adds inc_bytes / cwnd uncapped, so a
+  /// window of one packet gains a whole fair increase (fi, ~11 packets at
+  /// 400 Gb/s) from one SACK; in a 64-to-1 incast that made every sender
+  /// overshoot each RTT (docs/congestion-control.md). A large value (1e9)
+  /// restores the uncapped rule.
+  double max_fulfill_growth = 0;
 };
 
 /// DCQCN reaction-point parameters (Zhu et al., "Congestion Control for
@@ -227,8 +240,10 @@ inline constexpr const char* kCcDcqcn = "dcqcn";
 
 /// CC profile (reference 5.1, 6.3.5).
 struct CcProfile {
-  /// kCcFixed (the default for now), kCcNscc or kCcDcqcn.
-  std::string algorithm = kCcFixed;
+  /// kCcNscc (the default, MRC's congestion control, reference 5), kCcFixed
+  /// (a constant window, for ablations and tests) or kCcDcqcn (the RoCEv2
+  /// baseline).
+  std::string algorithm = kCcNscc;
   FixedWindowConfig fixed;  ///< used when algorithm is "fixed"
   NsccConfig nscc;          ///< used when algorithm is "uet-1.0-nscc"
   DcqcnConfig dcqcn;        ///< used when algorithm is "dcqcn"

@@ -17,7 +17,11 @@ Endpoint::Endpoint(const EndpointConfig& cfg)
   cc_profiles_.emplace(0, CcProfile{});
   const uint32_t n = num_ports();
   local_up_ = n >= 32 ? ~0u : ((1u << n) - 1);
+  IncastGuardConfig ig = cfg.protocol.incast_guard;
+  if (ig.interval == Duration{}) ig.interval = cfg.protocol.base_rtt;
+  incast_.configure(ig);
 }
+
 
 Endpoint::~Endpoint() = default;
 

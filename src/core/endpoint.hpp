@@ -135,6 +135,7 @@ class Endpoint {
   void set_port_up(Time now, uint8_t port, bool up);
   uint32_t local_port_mask() const { return local_up_; }
 
+
   // ---------------------------------------------------------------- controller
   /// DENY (or restore) EV `value` on QP `qpn` (reference 4.6, DENIED).
   Status set_ev_denied(Time now, uint32_t qpn, uint32_t value, bool denied);
@@ -196,6 +197,7 @@ class Endpoint {
   std::vector<PendingProbe> probes_;
   std::unordered_map<uint64_t, uint32_t> peer_up_;   ///< peer -> its last reported port mask
   uint32_t local_up_ = 0;
+  IncastGuard incast_;
   uint32_t port_status_left_ = 0;  ///< repeats still to send
   Time port_status_next_ = Time::never();
   uint16_t ep_req_id_ = 1;

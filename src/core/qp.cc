@@ -189,7 +189,7 @@ void Qp::reset_state() {
   ev_events_.clear();
   timers_.fill(Time::never());
   top_acked_tx_ = {};
-  retry_count_ = imm_inflight_ = wimm_stash_ = 0;
+  retry_count_ = timeout_streak_ = imm_inflight_ = wimm_stash_ = 0;
   next_msn_ = 1;
   next_rqmsn_ = 0;
   msgs_completed_ = aeth_sent_msn_ = 0;
@@ -364,9 +364,13 @@ uint16_t Qp::ts_now(Time now) const {
 Duration Qp::rto() const {
   // 1.024 us x 2^timeout (reference 3.8); linear retries use it as is, then it
   // doubles per retry, capped at 2^24 x 1.024 us (reference 8, item 6).
+  // Only ACK timeouts back it off: retriable NACKs prove the peer and a path
+  // alive, and under a heavy incast they are routine congestion feedback, so
+  // counting them here would push the timer out to seconds just when the
+  // last packets in flight are the ones that get lost.
   const uint32_t base_exp = attr_.timeout;
   uint32_t exp = base_exp;
-  if (retry_count_ > attr_.retry_linear) exp += retry_count_ - attr_.retry_linear;
+  if (timeout_streak_ > attr_.retry_linear) exp += timeout_streak_ - attr_.retry_linear;
   exp = std::min<uint32_t>(exp, 24);
   return Duration::ps(int64_t{1'024'000} << exp);
 }

@@ -95,6 +95,11 @@ class Qp {
   const cc::Controller* controller() const { return cc_.get(); }
   /// Attributes as last set (query).
   const QpAttr& attr() const { return attr_; }
+  /// One line of internal state for diagnostics (a stalled QP in a
+  /// simulation, a test failure): state, PSN window, losses awaiting
+  /// retransmission, window and inflight bytes, pending timers, EV states.
+  /// Not a stable format.
+  std::string describe(Time now) const;
 
   Status modify(Time now, const QpAttr& attr, uint32_t mask);
   Status post_send(Time now, const SendWr& wr);
@@ -272,7 +277,8 @@ class Qp {
   std::deque<FifoEntry> fifo_;   ///< transmissions in send order
   std::deque<uint64_t> rtx_q_;   ///< PSNs declared lost, awaiting retransmission
   std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
-  uint32_t retry_count_ = 0;
+  uint32_t retry_count_ = 0;     ///< timeouts + retriable NACKs since the last delivery
+  uint32_t timeout_streak_ = 0;  ///< ACK timeouts since the last delivery (RTO backoff)
   Time last_send_;               ///< last data transmission
   bool tail_probe_sent_ = false; ///< one tail probe per stall (cleared on progress)
   Duration srtt_;                ///< smoothed RTT (0 until the first sample)
@@ -291,6 +297,7 @@ class Qp {
   uint64_t rx_slot_mask_ = 0;
   uint8_t mpr_dest_cur_ = 0;
   uint64_t rcvd_bytes_total_ = 0;
+  IncastGuardQp incast_;         ///< arrivals counted by the endpoint's incast guard
   uint32_t ooo_count_ = 0;
   uint32_t bytes_since_sack_ = 0;
   uint64_t msgs_completed_ = 0;  ///< messages fully placed (AETH MSN)

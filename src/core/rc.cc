@@ -226,7 +226,7 @@ void Qp::rc_ack_to(Time now, uint64_t una) {
   ai.rtt = now - newest.sent_at;
   snd_una_ = una;
   rc_resend_ = std::max(rc_resend_, una);
-  retry_count_ = 0;  // progress resets the retry counter
+  retry_count_ = timeout_streak_ = 0;  // progress resets the retry counter and the RTO
   complete_acked_messages();
   cc_->on_ack(ai);
   set_timer(QpTimer::recovery, snd_una_ < next_psn_ ? now + rto() : Time::never());
@@ -256,6 +256,7 @@ void Qp::rc_on_recovery_timer(Time now) {
   if (snd_una_ >= next_psn_) return;
   ++stats_.timeouts;
   ++retry_count_;
+  ++timeout_streak_;
   if (retry_exhausted()) {
     fail(now, WcStatus::retry_exc_err, 0);
     return;

@@ -10,7 +10,9 @@
 namespace mrc::core {
 
 namespace {
-enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2 };
+// kLossFlight: in flight when the ACK timeout fired, but not itself older
+// than the timeout; lost for recovery and CC, no evidence against its path.
+enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2, kLossFlight = 3 };
 }
 
 uint64_t Qp::window_psns() const {
@@ -201,6 +203,11 @@ void Qp::note_delivered_tx(uint64_t s) {
 void Qp::ack_psn(Time now, uint64_t psn) {
   (void)now;
   if (!acked_.set(psn)) return;
+  // A new delivery proves the peer and a path alive: the retry counter, the
+  // RTO backoff and the tail probe start over.
+  retry_count_ = 0;
+  timeout_streak_ = 0;
+  tail_probe_sent_ = false;
   SendRecord& r = rec(psn);
   // Only an unambiguous delivery (sent once) tells the loss rule which
   // transmission got through.
@@ -219,8 +226,6 @@ void Qp::advance_una(Time now) {
   acked_.advance();
   snd_una_ = acked_.base();
   if (snd_una_ == before) return;
-  retry_count_ = 0;  // progress resets the retry counter
-  tail_probe_sent_ = false;
   complete_acked_messages();
 }
 
@@ -422,9 +427,12 @@ Duration Qp::tail_probe_timeout() const {
   return std::min(pto, rto() / 2);
 }
 
-bool Qp::tail_probe_due() const {
-  return !tail_probe_sent_ && sq_next_ >= sq_.size() && rtx_q_.empty() && !fifo_.empty();
-}
+// A probe is due once per silence: packets are in flight and no delivery
+// has been seen since. It fires only when nothing left for a probe timeout,
+// which happens at the tail of a transfer, or when the window is full of
+// packets that were all lost (a heavy incast drops the trimmed headers of a
+// window's last packets): without it such a QP waits for the ACK timeout.
+bool Qp::tail_probe_due() const { return !tail_probe_sent_ && !fifo_.empty(); }
 
 // Smoothed RTT and its variation (RFC 6298 gains), for the loss rule only.
 void Qp::note_rtt(Duration rtt) {
@@ -462,7 +470,7 @@ void Qp::declare_lost(Time now, uint64_t psn, int why) {
   if (why == kLossRule) ++stats_.losses_rule;
   else ++stats_.losses_timeout;
   // Untrimmed loss: assume the path failed (reference 3.11).
-  if (r.ev != path::PathPolicy::kNone) path_->on_lost(now, r.ev);
+  if (r.ev != path::PathPolicy::kNone && why != kLossFlight) path_->on_lost(now, r.ev);
   cc_->on_inferred_loss(now, r.nominal);
 }
 
@@ -543,6 +551,22 @@ void Qp::on_recovery_timer(Time now) {
     declare_lost(now, e.psn, kLossTimeout);
     expired = true;
   }
+  if (expired) {
+    // The rest of the flight is presumed lost too (as RFC 8985 does on an
+    // RTO): a timeout means nothing has come back for a whole RTO, so the
+    // packets sent just after the expired ones are almost surely gone as
+    // well. Waiting for each of them to expire under the backed-off timer
+    // would recover one per doubling RTO, which under a heavy incast (the
+    // trimmed headers of a burst dropped together) took milliseconds. Only
+    // the expired packets count against their EVs.
+    while (!fifo_.empty()) {
+      const FifoEntry e = fifo_.front();
+      fifo_.pop_front();
+      const SendRecord& r = rec(e.psn);
+      if (e.psn < snd_una_ || acked_.test(e.psn) || r.tx_seq != e.tx_seq || r.state != PktState::inflight) continue;
+      declare_lost(now, e.psn, kLossFlight);
+    }
+  }
   if (!expired && tail_probe_due() && now >= last_send_ + tail_probe_timeout()) {
     // Tail loss probe: nothing new to send and nothing heard for two loss
     // ages. Resend the newest packet on another EV; its SACK (immediate,
@@ -566,6 +590,7 @@ void Qp::on_recovery_timer(Time now) {
   if (expired) {
     ++stats_.timeouts;
     ++retry_count_;
+    ++timeout_streak_;
     if (retry_exhausted()) {
       fail(now, WcStatus::retry_exc_err, 0);
       return;

@@ -54,6 +54,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
     // Trimmed by a switch: payload gone, headers intact. NACK at once so the
     // requester retransmits without waiting (reference 3.7, 3.9).
     ++stats_.trims_received;
+    ep_.incast_.on_arrival(now, incast_, meta.trim == TrimMark::trimmed_lasthop);
     if (ep_.cfg_.cap_trim_nack) {
       PendingCtrl n = trig;
       n.kind = PendingCtrl::nack;
@@ -100,6 +101,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   ++stats_.data_packets_received;
   const uint32_t nom = nominal(static_cast<uint32_t>(p.header_len), static_cast<uint32_t>(len));
   rcvd_bytes_total_ += nom;
+  ep_.incast_.on_arrival(now, incast_, false);
   if (psn != rx_.base()) {
     ++ooo_count_;
     ++stats_.ooo_received;
@@ -261,6 +263,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
       h.cc.reflected_ts = ts;
       h.cc.ooo_count = static_cast<uint16_t>(ooo_count_ & 0x7FFF);
       h.cc.rcvd_bytes = static_cast<uint32_t>(((rcvd_bytes_total_ + 255) / 256) & wire::kPsnMask);
+      h.cc.rcv_cwnd_pen = ep_.incast_.penalty(now, incast_);
       break;
     }
     case PendingCtrl::nack: {

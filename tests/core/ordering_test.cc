@@ -157,6 +157,7 @@ harness::FabricConfig long_fabric(uint64_t seed) {
 Duration run_with_mpr(uint8_t mpr, bool dynamic, uint8_t dyn_mpr, uint64_t* max_span, uint64_t* oor) {
   Fabric f(long_fabric(25));
   core::CcProfile big;
+  big.algorithm = core::kCcFixed;
   big.fixed.window_bytes = 16 << 20;
   for (int h = 0; h < 2; ++h) EXPECT_TRUE(f.ep(h).set_cc_profile(1, big).ok());
   auto opt = testing::default_qp();

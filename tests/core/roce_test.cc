@@ -376,6 +376,7 @@ TEST(RoceOrdering, RequesterHonoursMpr) {
   fc.path_delay = Duration::us(20);
   Fabric f(fc);
   core::CcProfile big;
+  big.algorithm = core::kCcFixed;
   big.fixed.window_bytes = 64 << 20;
   for (int h = 0; h < 2; ++h) ASSERT_TRUE(f.ep(h).set_cc_profile(1, big).ok());
   auto opt = roce_qp();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "sim/scenario/runner.hpp"
 
@@ -129,7 +130,7 @@ TEST(Scenario, TrainingStepsBarelyNoticeAT1RebootAndALinkFlap) {
 }
 
 TEST(Scenario, HeavyIncastCompletesWithoutStallingAndSparesTheVictim) {
-  // 15 -> 1 incast with trimming: most packets are trimmed and resent, so
+  // 15 -> 1 incast with trimming: many packets are trimmed and resent, so
   // nearly every delivery is of a retransmission. The loss rule must still
   // find holes (a regression: it once starved and the QPs stalled on an
   // ACK timeout that NACKs had backed off to seconds).
@@ -141,7 +142,7 @@ TEST(Scenario, HeavyIncastCompletesWithoutStallingAndSparesTheVictim) {
   sc.bytes = 4 << 20;
   sc.seed = 8;
   sc.time_limit = Duration::ms(20);
-  for (const char* name : {"mrc", "mrc-nscc"}) {
+  for (const char* name : {"mrc", "mrc-fixed"}) {
     const RunResult r = run_scenario(sc, transport(name));
     ASSERT_TRUE(r.completed) << name;
     EXPECT_EQ(r.timeouts, 0u) << name;
@@ -152,9 +153,13 @@ TEST(Scenario, HeavyIncastCompletesWithoutStallingAndSparesTheVictim) {
     std::printf("[ info ] %s: incast done at %.0f us (1258 us at line rate), victim %.2f x ideal\n", name, worst,
                 r.flows.back().slowdown());
     EXPECT_LT(worst, 2500.0) << name;
-    // The victim shares the target's T0 but not its downlink: MRC keeps it
-    // near its own line rate (issue 3, incast with a victim flow).
-    EXPECT_LE(r.flows.back().slowdown(), 1.15) << name;
+    // The victim shares the target's T0 but not its downlink: MRC with NSCC
+    // keeps it near its own line rate (issue 3, incast with a victim flow).
+    // A constant window does not back off, so its trimmed headers crowd the
+    // shared T0's queues; only NSCC is held to this.
+    if (std::string(name) == "mrc") {
+      EXPECT_LE(r.flows.back().slowdown(), 1.15) << name;
+    }
   }
 }
 

@@ -7,10 +7,10 @@
 namespace mrc::core::cc {
 
 std::unique_ptr<Controller> make_controller(const CcProfile& profile, const CcContext& ctx) {
-  // validate() admits only algorithms built here; "fixed" is the default.
-  if (profile.algorithm == kCcNscc) return std::make_unique<Nscc>(profile.nscc, ctx);
+  // validate() admits only the algorithms built here.
+  if (profile.algorithm == kCcFixed) return std::make_unique<FixedWindow>(profile.fixed, ctx);
   if (profile.algorithm == kCcDcqcn) return std::make_unique<Dcqcn>(profile.dcqcn, ctx);
-  return std::make_unique<FixedWindow>(profile.fixed, ctx);
+  return std::make_unique<Nscc>(profile.nscc, ctx);
 }
 
 }  // namespace mrc::core::cc

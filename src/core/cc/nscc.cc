@@ -61,6 +61,7 @@ NsccParams derive_nscc_params(const NsccConfig& cfg, const CcContext& ctx) {
   p.disable_qa = cfg.disable_qa;
   p.adjust_bytes_threshold = cfg.adjust_bytes_threshold > 0 ? cfg.adjust_bytes_threshold : uint64_t{8} * ctx.mtu_bytes;
   p.adjust_period_threshold = cfg.adjust_period_threshold > Duration{} ? cfg.adjust_period_threshold : p.base_rtt;
+  p.max_fulfill_growth = cfg.max_fulfill_growth > 0 ? cfg.max_fulfill_growth : 1.0;
   return p;
 }
 
@@ -205,7 +206,8 @@ void Nscc::multiplicative_decrease(Time now) {
 }
 
 void Nscc::fulfill(Time now) {
-  double next = static_cast<double>(cwnd_) + inc_bytes_ / static_cast<double>(cwnd_);
+  const double w = static_cast<double>(cwnd_);
+  double next = w + std::min(inc_bytes_ / w, w * p_.max_fulfill_growth);
   if (now - last_adjust_time_ >= p_.adjust_period_threshold) {
     next += p_.eta;
     last_adjust_time_ = now;

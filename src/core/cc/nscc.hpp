@@ -82,6 +82,7 @@ struct NsccParams {
   bool disable_qa = false;
   uint64_t adjust_bytes_threshold = 0;  ///< 8 x MTU
   Duration adjust_period_threshold;     ///< 1 x base_rtt
+  double max_fulfill_growth = 0;        ///< 1.0: a window update at most doubles the window
 };
 
 /// Resolves `cfg` against the QP's link facts (reference 5.5). `cfg` must have

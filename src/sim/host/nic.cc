@@ -37,11 +37,16 @@ Nic::~Nic() {
 }
 
 void Nic::kick() {
-  if (ep_->has_pending_transmit())
-    for (uint32_t p = 0; p < in_flight_.size(); ++p)
-      if (!in_flight_[p]) try_send(p);
+  if (ep_->has_pending_transmit()) send_on_idle_ports();
   arm_timer();
   drain_events();
+}
+
+uint32_t Nic::idle_ports() const {
+  uint32_t mask = 0;
+  for (uint32_t p = 0; p < in_flight_.size(); ++p)
+    if (!in_flight_[p] && !fabric_.host_port_paused(host_, p)) mask |= 1u << p;
+  return mask;
 }
 
 void Nic::carrier_changed(uint32_t plane) {
@@ -49,31 +54,36 @@ void Nic::carrier_changed(uint32_t plane) {
   kick();
 }
 
-void Nic::try_send(uint32_t port) {
-  if (fabric_.host_port_paused(host_, port)) return;  // PFC: woken by the fabric
-  auto tx = ep_->poll_transmit(sim_.now(), 1u << port, hdr_);
-  if (!tx) return;
-  Packet* p = sim_.new_packet();
-  std::memcpy(p->hdr, hdr_, tx->header_len);
-  p->hdr_len = tx->header_len;
-  p->payload_len = tx->payload_len;
-  p->src = host_;
-  p->dst = static_cast<uint32_t>(tx->peer);
-  p->plane = tx->port;
-  p->entropy = tx->entropy;
-  p->cls = class_of(tx->tc);
-  p->trimmable = tx->trimmable;
-  p->ecn_capable = true;
-  p->ecn_ce = false;
-  p->trim = core::TrimMark::none;
-  p->hops = 0;
-  p->id = (uint64_t{host_} << 40) | next_packet_id_++;
-  p->sent_at = sim_.now();
-  fabric_.set_route(*p);
-  in_flight_[tx->port] = p;
-  tx_payload_[tx->port] += tx->payload_len;
-  const uint64_t bps = fabric_.host_port_bps(host_, tx->port);
-  sim_.schedule(sim_.now() + Duration::serialization(p->wire_bytes(), bps), this, tx->port);
+void Nic::send_on_idle_ports() {
+  // All idle ports at once, not one port at a time in index order: a QP
+  // whose window allows one packet would otherwise always be offered port 0
+  // first and put all its traffic on plane 0. (PFC-paused ports are woken by
+  // the fabric.)
+  for (uint32_t mask = idle_ports(); mask != 0; mask = idle_ports()) {
+    auto tx = ep_->poll_transmit(sim_.now(), mask, hdr_);
+    if (!tx) return;
+    Packet* p = sim_.new_packet();
+    std::memcpy(p->hdr, hdr_, tx->header_len);
+    p->hdr_len = tx->header_len;
+    p->payload_len = tx->payload_len;
+    p->src = host_;
+    p->dst = static_cast<uint32_t>(tx->peer);
+    p->plane = tx->port;
+    p->entropy = tx->entropy;
+    p->cls = class_of(tx->tc);
+    p->trimmable = tx->trimmable;
+    p->ecn_capable = true;
+    p->ecn_ce = false;
+    p->trim = core::TrimMark::none;
+    p->hops = 0;
+    p->id = (uint64_t{host_} << 40) | next_packet_id_++;
+    p->sent_at = sim_.now();
+    fabric_.set_route(*p);
+    in_flight_[tx->port] = p;
+    tx_payload_[tx->port] += tx->payload_len;
+    const uint64_t bps = fabric_.host_port_bps(host_, tx->port);
+    sim_.schedule(sim_.now() + Duration::serialization(p->wire_bytes(), bps), this, tx->port);
+  }
 }
 
 void Nic::arm_timer() {
@@ -107,7 +117,7 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
   Packet* p = in_flight_[port];
   in_flight_[port] = nullptr;
   if (p) fabric_.inject(p);
-  try_send(port);
+  send_on_idle_ports();
   arm_timer();
   drain_events();
 }

@@ -48,7 +48,11 @@ class Nic final : public Node {
 
  private:
   static constexpr uint64_t kTimerTag = uint64_t{1} << 62;
-  void try_send(uint32_t port);
+  /// Ports neither serializing a packet nor paused by PFC (bit i = port i).
+  uint32_t idle_ports() const;
+  /// Fills idle ports with packets from the core, letting it choose the
+  /// port of each (its EV rotation spreads them over the planes).
+  void send_on_idle_ports();
   void arm_timer();
   void drain_events();
 

@@ -50,11 +50,11 @@ Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_pe
   t.qps_per_peer = qps_per_peer;
   t.evs_per_plane = evs_per_plane;
   t.active_per_plane = std::max<uint32_t>(1, evs_per_plane / 2);
-  if (name == "mrc") {
+  if (name == "mrc" || name == "mrc-nscc") {
+    t.policy = core::PathPolicyKind::mrc;  // NSCC, the default CC profile
+  } else if (name == "mrc-fixed") {
     t.policy = core::PathPolicyKind::mrc;
-  } else if (name == "mrc-nscc") {
-    t.policy = core::PathPolicyKind::mrc;
-    t.cc.algorithm = core::kCcNscc;
+    t.cc.algorithm = core::kCcFixed;
   } else if (name == "mrc-oblivious") {
     t.policy = core::PathPolicyKind::oblivious;
   } else if (name == "mrc-single-path") {

@@ -67,9 +67,11 @@ struct RunResult {
 /// Runs `sc` once with transport `t`.
 RunResult run_scenario(const Scenario& sc, const TransportSpec& t);
 
-/// The transports mrc-sim knows by name: "mrc" (fixed window), "mrc-nscc",
-/// "mrc-oblivious", "mrc-single-path", "roce" and "roce-pfc" (RoCEv2 RC with
-/// DCQCN, without/with PFC); Errc::not_found for others.
+/// The transports mrc-sim knows by name: "mrc" (MRC with NSCC; "mrc-nscc"
+/// is the same), "mrc-fixed" (MRC with a constant window), "mrc-oblivious"
+/// (spraying without EV management), "mrc-single-path" (one ECMP path per
+/// QP), "roce" and "roce-pfc" (RoCEv2 RC with DCQCN, without/with PFC);
+/// Errc::not_found for others.
 Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_per_plane, uint32_t qps_per_peer);
 
 }  // namespace mrc::sim

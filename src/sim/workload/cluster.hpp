@@ -64,6 +64,16 @@ class Cluster {
   /// Time series hook: called for every EV event (time, host, event).
   std::function<void(uint32_t host, const core::EvEvent&)> on_ev_event;
 
+  /// Calls f(src, dst, lane, sender, receiver) for every QP pair the
+  /// workload opened (the receiver is its peer QP at dst, or null).
+  template <class F>
+  void for_each_qp(F&& f) const {
+    for (const auto& [key, qp] : qps_) {
+      if (const core::Qp* q = nics_[key.src]->ep().qp(qp.local))
+        f(key.src, key.dst, key.lane, *q, nics_[key.dst]->ep().qp(qp.remote));
+    }
+  }
+
   /// Sums a QpStats field over every QP of every host.
   template <class F>
   uint64_t sum_qp_stats(F&& field) const {

@@ -192,7 +192,7 @@ TEST(CcProfileValidate, DefaultIsValidUnknownAlgorithmRejected) {
   CcProfile c;
   std::string why;
   EXPECT_TRUE(c.validate(&why).ok());
-  EXPECT_EQ(c.algorithm, "fixed");
+  EXPECT_EQ(c.algorithm, "uet-1.0-nscc");
   for (const char* bad : {"", "nscc-typo", "FIXED", "DCQCN"}) {
     c.algorithm = bad;
     EXPECT_EQ(c.validate(&why), Errc::invalid_argument) << bad;

@@ -410,6 +410,28 @@ TEST(NsccFulfill, ClampedToMaxWnd) {
   EXPECT_EQ(cc.cwnd_bytes(), 225'000u);
 }
 
+TEST(NsccFulfill, OneUpdateAtMostDoublesTheWindowByDefault) {
+  // A one-packet window (the MTU floor) and 9 SACKs of 4096 B at RTT 22 us:
+  // the fair increase accumulates 9 x 20,480 x 4096 = 754,974,720, which the
+  // reference's rule would add as / 4096 = 184,320 bytes (45 times the
+  // window). max_fulfill_growth 1.0 caps it at doubling: 4096 -> 8192.
+  {
+    Nscc cc(NsccConfig{}, ref_context());
+    shrink(cc, 4096);
+    for (int i = 1; i <= 9; ++i) cc.on_ack(ack(at_us(i), 4096, Duration::us(22)));
+    EXPECT_EQ(cc.cwnd_bytes(), 8192u);
+  }
+  // A huge cap restores the uncapped rule (clamped to MaxWnd, 225,000).
+  {
+    NsccConfig cfg;
+    cfg.max_fulfill_growth = 1e9;
+    Nscc cc(cfg, ref_context());
+    shrink(cc, 4096);
+    for (int i = 1; i <= 9; ++i) cc.on_ack(ack(at_us(i), 4096, Duration::us(22)));
+    EXPECT_EQ(cc.cwnd_bytes(), 4096u + 184'320u);
+  }
+}
+
 // ----------------------------------------------------------------- quick adapt (5.4)
 
 TEST(NsccQuickAdapt, TrimNackTriggersAtWindowEndThenIgnoresInflight) {
@@ -837,10 +859,9 @@ TEST(NsccProperty, RandomEventsKeepWindowWithinMtuAndMaxWnd) {
 
 // ----------------------------------------------------------------- profile and factory
 
-TEST(NsccProfile, ValidateAcceptsNsccAndKeepsFixedDefault) {
+TEST(NsccProfile, NsccIsTheDefaultAndValidates) {
   CcProfile p;
-  EXPECT_EQ(p.algorithm, "fixed");
-  p.algorithm = "uet-1.0-nscc";
+  EXPECT_EQ(p.algorithm, "uet-1.0-nscc");
   std::string why;
   EXPECT_TRUE(p.validate(&why).ok()) << why;
   p.nscc.gamma = 1.0;
@@ -870,6 +891,7 @@ TEST(NsccProfile, ValidateRejectsEachBadFieldByName) {
       {"base_rtt", [](NsccConfig& c) { c.base_rtt = Duration::us(-10); }},
       {"qa_threshold", [](NsccConfig& c) { c.qa_threshold = Duration::ns(-5); }},
       {"target_delay", [](NsccConfig& c) { c.target_delay = Duration::ns(-5); }},
+      {"max_fulfill_growth", [](NsccConfig& c) { c.max_fulfill_growth = -1; }},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     CcProfile p;
@@ -891,8 +913,10 @@ TEST(NsccProfile, MakeControllerBuildsNscc) {
   EXPECT_EQ(c->name(), "uet-1.0-nscc");
   EXPECT_EQ(c->cwnd_bytes(), 64'000u);
   EXPECT_TRUE(c->can_send(4136));
-  auto f = make_controller(CcProfile{}, context(400, Duration::us(10)));
-  EXPECT_EQ(f->name(), "fixed");
+  EXPECT_EQ(make_controller(CcProfile{}, context(400, Duration::us(10)))->name(), "uet-1.0-nscc");
+  CcProfile fixed;
+  fixed.algorithm = kCcFixed;
+  EXPECT_EQ(make_controller(fixed, context(400, Duration::us(10)))->name(), "fixed");
 }
 
 }  // namespace
