@@ -14,6 +14,8 @@ namespace {
 // Unwrapped sequence numbers start at 2^24 + the wire value so that
 // "one before the first PSN" is still a valid positive number.
 constexpr uint64_t kSeqBase = uint64_t{1} << 24;
+// Initial size of the send-record and receive-slot rings (they grow on demand).
+constexpr uint64_t kInitialRing = 16;
 constexpr uint32_t kMaxMessageBytes = 1u << 31;
 }  // namespace
 
@@ -144,13 +146,39 @@ void Qp::enter_rtr(Time) {
   mpr_dest_cur_ = attr_.mpr_dest;
   const uint64_t window = uint64_t{attr_.mpr_dest} * kMprUnit;
   rx_.reset(window, kSeqBase + attr_.rq_psn);
-  rx_slots_.assign(std::bit_ceil(rx_.capacity()), RxSlot{});
+  // The slot ring grows with the PSNs actually placed ahead of the base
+  // (rx_slot_for), up to bit_ceil(rx_.capacity()).
+  rx_slots_.assign(std::min<uint64_t>(kInitialRing, std::bit_ceil(rx_.capacity())), RxSlot{});
   rx_slot_mask_ = rx_slots_.size() - 1;
+}
+
+void Qp::grow_rx_slots(uint64_t psn) {
+  const uint64_t base = rx_.base();
+  const uint64_t size = std::bit_ceil(psn - base + 1);
+  std::vector<RxSlot> bigger(size);
+  const uint64_t mask = size - 1;
+  // Only PSNs in [base, base + old size) can hold a slot: every other slot is clear.
+  for (uint64_t q = base; q < base + rx_slots_.size(); ++q) bigger[q & mask] = rx_slots_[q & rx_slot_mask_];
+  rx_slots_ = std::move(bigger);
+  rx_slot_mask_ = mask;
+}
+
+void Qp::grow_records(uint64_t psn) {
+  const uint64_t size = std::bit_ceil(psn - snd_una_ + 1);
+  std::vector<SendRecord> bigger(size);
+  const uint64_t mask = size - 1;
+  // Records are read only for PSNs in [snd_una_, next_psn_).
+  const uint64_t end = std::min(next_psn_, snd_una_ + records_.size());
+  for (uint64_t q = snd_una_; q < end; ++q) bigger[q & mask] = records_[q & rec_mask_];
+  records_ = std::move(bigger);
+  rec_mask_ = mask;
 }
 
 void Qp::enter_rts(Time now) {
   const uint64_t window = uint64_t{attr_.mpr} * kMprUnit;
-  records_.assign(std::bit_ceil(window), SendRecord{});
+  // The record ring grows with the PSNs in flight (rec_for_send), up to
+  // bit_ceil(window).
+  records_.assign(std::min<uint64_t>(kInitialRing, std::bit_ceil(window)), SendRecord{});
   rec_mask_ = records_.size() - 1;
   next_psn_ = snd_una_ = kSeqBase + attr_.sq_psn;
   acked_.reset(window, snd_una_);

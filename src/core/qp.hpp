@@ -186,6 +186,15 @@ class Qp {
     uint64_t tx_seq;
   };
   SendRecord& rec(uint64_t psn) { return records_[psn & rec_mask_]; }
+  /// rec(psn) for a PSN about to be (re)sent: grows the ring first if psn is
+  /// further than it reaches from snd_una_. The ring starts small and grows
+  /// (doubling, at most to the MPR window) with the PSNs actually in flight,
+  /// so a QP that never sends, or sends little, costs little memory.
+  SendRecord& rec_for_send(uint64_t psn) {
+    if (psn - snd_una_ > rec_mask_) grow_records(psn);
+    return rec(psn);
+  }
+  void grow_records(uint64_t psn);
   /// Where packet `index` of message `m` sits: its position flags, the
   /// payload offset and length (shared by the MRC and RC packet builders).
   struct Segment {
@@ -229,6 +238,14 @@ class Qp {
   void on_probe(Time now, const RxMeta& meta, const wire::Headers& h);
   void deliver_completions(Time now, uint64_t from, uint64_t to);
   void want_sack(Time now, const PendingCtrl& trigger, bool immediate);
+  /// The slot of a PSN about to be placed: grows the slot ring (doubling, at
+  /// most to the tracking window) if psn is further than it reaches from the
+  /// window base.
+  RxSlot& rx_slot_for(uint64_t psn) {
+    if (psn - rx_.base() > rx_slot_mask_) grow_rx_slots(psn);
+    return rx_slots_[psn & rx_slot_mask_];
+  }
+  void grow_rx_slots(uint64_t psn);
   void build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hdr, Transmit& tx);
 
   // ---- RoCEv2 RC baseline (rc.cc) ----

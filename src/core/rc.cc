@@ -157,7 +157,7 @@ void Qp::rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool 
   tx.payload = len ? reinterpret_cast<const uint8_t*>(m.wr.local_addr + offset) : nullptr;
   tx.payload_len = len;
 
-  SendRecord& r = rec(psn);
+  SendRecord& r = rec_for_send(psn);
   if (!rtx) {
     r = SendRecord{};
     r.msn = m.msn;

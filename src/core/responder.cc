@@ -93,7 +93,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
     std::memcpy(reinterpret_cast<void*>(h.reth.va), payload, p.payload_len);
   rx_.set(psn);
-  RxSlot& slot = rx_slots_[psn & rx_slot_mask_];
+  RxSlot& slot = rx_slot_for(psn);
   slot.flags = static_cast<uint8_t>((info.last ? kRxLast : 0) | (info.imm ? kRxImm : 0));
   slot.imm = h.imm.imm;
   slot.len = h.reth.dma_length;

@@ -1,5 +1,5 @@
-// Tests for sim/engine/event_queue.hpp: the 4-ary heap pops events in time
-// order, ties in insertion order, exactly as a reference priority queue.
+// Tests for sim/engine/event_queue.hpp: the timing wheel (with its heap for far
+// events) pops events in time order, ties in insertion order, exactly as a reference priority queue.
 #include "sim/engine/event_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -54,8 +54,8 @@ TEST(EventQueue, MatchesReferenceOrderOn100kRandomEvents) {
 }
 
 // Times spread from picoseconds to milliseconds ahead, some far beyond
-// anything queued, with the queue often nearly empty: every bucket of the
-// radix heap is used and refilled.
+// anything queued, with the queue often nearly empty: wheel buckets, wrap-around
+// and the far-event heap are all used and refilled.
 TEST(EventQueue, MatchesReferenceAcrossTimeScales) {
   Prng rng(7);
   EventQueue q;
