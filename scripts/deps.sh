@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   clang libclang-rt-14-dev   # libFuzzer targets and their bounded run
 )
 

@@ -127,16 +127,23 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   while (sim.now() < limit) {
     sim.run_until(min(limit, sim.now() + Duration::us(200)));
     const bool done = train ? train->done() : flows->done();
-    if (sc.progress) sc.progress(sim.now(), sim.events_processed(), train ? train->step_times().size() : 0);
+    if (sc.progress)
+      sc.progress(Progress{sim.now(), sc.time_limit, sim.events_processed(), train ? train->step_times().size() : 0,
+                           train ? train->steps() : 0, flows ? flows->finished() : 0,
+                           flows ? flows->records().size() : 0});
     if (done) break;
   }
   r.end = sim.now();
+  if (sc.at_end) sc.at_end(sim.now(), cluster);
   r.completed = train ? train->done() : flows->done();
   if (train) {
     r.steps = train->step_times();
     r.collectives = train->collective_times();
   }
-  if (flows) r.flows = flows->records();
+  if (flows) {
+    flows->count_unfinished();
+    r.flows = flows->records();
+  }
   r.fabric = fabric.stats();
   r.retransmissions = cluster.sum_qp_stats([](const core::QpStats& s) { return s.retransmissions; });
   r.timeouts = cluster.sum_qp_stats([](const core::QpStats& s) { return s.timeouts; });

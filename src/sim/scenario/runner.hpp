@@ -17,6 +17,18 @@ namespace mrc::sim {
 
 enum class WorkloadKind : uint8_t { train, allreduce, permutation, incast, alltoall, matrix };
 
+/// Where a run stands, for a progress display. Passed to Scenario::progress
+/// between chunks of simulated time.
+struct Progress {
+  Time now;                 ///< simulated time reached
+  Duration time_limit;      ///< the run stops here at the latest (Scenario::time_limit)
+  uint64_t events = 0;      ///< simulator events processed so far
+  size_t steps_done = 0;    ///< train/allreduce: collectives completed
+  size_t steps_total = 0;   ///< train/allreduce: collectives to run; 0 for flow workloads
+  size_t flows_done = 0;    ///< flow workloads: flows ended (successfully or not)
+  size_t flows_total = 0;   ///< flow workloads: flows to run; 0 for collectives
+};
+
 struct Scenario {
   TopologyConfig topology;
   WorkloadKind workload = WorkloadKind::train;
@@ -35,8 +47,12 @@ struct Scenario {
   /// longest one-way latency.
   core::ProtocolConfig protocol;
   bool derive_base_rtt = true;
-  /// Called between chunks of simulated time (progress display).
-  std::function<void(Time now, uint64_t events, size_t steps_done)> progress;
+  /// Called between chunks of simulated time (every 200 us simulated), for a
+  /// progress display; must not change the simulation.
+  std::function<void(const Progress&)> progress;
+  /// Called once at the end of the run, before teardown (diagnostics: the
+  /// state of QPs that did not finish).
+  std::function<void(Time now, const Cluster& cluster)> at_end;
 };
 
 struct Sample {

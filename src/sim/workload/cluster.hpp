@@ -84,6 +84,22 @@ class Cluster {
     return s;
   }
 
+  /// Sums a QpStats field over the connections from `src` to `dst` (every
+  /// lane of that host pair): over the sender's QPs when `at_sender`, else
+  /// over the receiver's QPs of the same connections. Connections not opened
+  /// yet count 0. The reverse direction (dst to src) is a different set of
+  /// connections and is not included.
+  template <class F>
+  uint64_t sum_pair_qp_stats(uint32_t src, uint32_t dst, bool at_sender, F&& field) const {
+    uint64_t s = 0;
+    for (auto it = qps_.lower_bound(Key{src, dst, 0}); it != qps_.end() && it->first.src == src && it->first.dst == dst;
+         ++it) {
+      const core::Qp* q = at_sender ? nics_[src]->ep().qp(it->second.local) : nics_[dst]->ep().qp(it->second.remote);
+      if (q) s += field(q->stats());
+    }
+    return s;
+  }
+
  private:
   struct Key {
     uint32_t src, dst, lane;

@@ -128,6 +128,25 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
     r.ideal = base_latency + Duration::serialization(f.bytes + pkts * (kWireOverhead + 40 + 40), host_bps);
     recs_.push_back(r);
   }
+  started_.assign(recs_.size(), false);
+  retransmits_at_start_.assign(recs_.size(), 0);
+  trims_at_start_.assign(recs_.size(), 0);
+}
+
+uint64_t FlowWorkload::pair_retransmissions(const FlowSpec& f) const {
+  return cluster_.sum_pair_qp_stats(f.src, f.dst, true, [](const core::QpStats& s) { return s.retransmissions; });
+}
+
+uint64_t FlowWorkload::pair_trims(const FlowSpec& f) const {
+  return cluster_.sum_pair_qp_stats(f.src, f.dst, false, [](const core::QpStats& s) { return s.trims_received; });
+}
+
+void FlowWorkload::count_unfinished() {
+  for (size_t i = 0; i < recs_.size(); ++i) {
+    if (!started_[i] || pieces_left_[i] == 0) continue;  // started => pieces_left_ is sized
+    recs_[i].retransmits = pair_retransmissions(recs_[i].spec) - retransmits_at_start_[i];
+    recs_[i].trims = pair_trims(recs_[i].spec) - trims_at_start_[i];
+  }
 }
 
 void FlowWorkload::start() {
@@ -142,6 +161,11 @@ void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
   if (pieces_left_.size() < recs_.size()) pieces_left_.assign(recs_.size(), 0);
   pieces_left_[i] = pieces;
   recs_[i].status = core::WcStatus::success;
+  // The pair's QPs may already exist (an earlier flow of the same pair): the
+  // flow's share is the growth of their counters from here on.
+  started_[i] = true;
+  retransmits_at_start_[i] = pair_retransmissions(f);
+  trims_at_start_[i] = pair_trims(f);
   uint64_t off = 0;
   for (uint32_t k = 0; k < pieces; ++k) {
     const uint64_t len = f.bytes / pieces + (k < f.bytes % pieces ? 1 : 0);
@@ -152,6 +176,8 @@ void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
       if (--pieces_left_[i] > 0) return;
       r.done = r.status == core::WcStatus::success;  // every piece completed successfully
       r.finish = d.at;
+      r.retransmits = pair_retransmissions(r.spec) - retransmits_at_start_[i];
+      r.trims = pair_trims(r.spec) - trims_at_start_[i];
       ++finished_;
       if (done()) sim.stop();
     }, k);

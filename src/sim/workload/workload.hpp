@@ -26,6 +26,18 @@ struct FlowRecord {
   core::WcStatus status = core::WcStatus::success;
   Time finish;
   Duration ideal;  ///< alone on an idle fabric at the sender's full NIC rate
+  /// Data packets the sender's QPs of this host pair retransmitted while the
+  /// flow ran: the growth of core::QpStats::retransmissions, summed over the
+  /// pair's QPs (every lane), from the flow's start to its finish, or to the
+  /// end of the run if it never finished. Counted per QP, not per flow: flows
+  /// of the same (src, dst) pair that overlap in time share those QPs, so
+  /// each of them also counts the others' retransmissions.
+  uint64_t retransmits = 0;
+  /// Trimmed packets (payload cut by a switch, header delivered) that the
+  /// receiver's QPs of this host pair got while the flow ran: the growth of
+  /// core::QpStats::trims_received over the same interval and with the same
+  /// sharing between overlapping flows as `retransmits`.
+  uint64_t trims = 0;
   Duration fct() const { return finish - spec.start; }
   double slowdown() const { return done ? static_cast<double>(fct().count_ps()) / static_cast<double>(ideal.count_ps()) : 0; }
 };
@@ -56,15 +68,27 @@ class FlowWorkload final : public Node {
                uint64_t host_bps);
   void start();
   bool done() const { return finished_ == recs_.size(); }
+  /// Flows that ended (successfully or not) so far.
+  size_t finished() const { return finished_; }
   const std::vector<FlowRecord>& records() const { return recs_; }
+  /// Sets `retransmits` and `trims` of flows that started but have not
+  /// ended to their counts so far. Call once when the run stops; flows that
+  /// never started keep 0.
+  void count_unfinished();
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 
  private:
+  uint64_t pair_retransmissions(const FlowSpec& f) const;
+  uint64_t pair_trims(const FlowSpec& f) const;
+
   Simulator& sim_;
   Cluster& cluster_;
   std::vector<FlowRecord> recs_;
   std::vector<uint32_t> pieces_left_;
+  std::vector<bool> started_;
+  std::vector<uint64_t> retransmits_at_start_;  ///< pair counters when each flow started
+  std::vector<uint64_t> trims_at_start_;
   size_t finished_ = 0;
 };
 
@@ -80,6 +104,8 @@ class RingTraining final : public Node {
                Duration compute, Duration step_latency = Duration{});
   void start();
   bool done() const { return step_times_.size() == steps_; }
+  /// Training steps the loop runs in total.
+  uint32_t steps() const { return steps_; }
   /// Wall time of each completed training step (compute + all-reduce).
   const std::vector<Duration>& step_times() const { return step_times_; }
   /// Time each all-reduce took (without compute).

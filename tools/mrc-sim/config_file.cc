@@ -1,0 +1,433 @@
+#include "mrc-sim/config_file.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <variant>
+
+#include "sim/scenario/failures.hpp"
+
+namespace mrc::sim::tool {
+
+namespace {
+
+using Target = std::variant<uint32_t*, uint64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
+
+/// One key of a section and the setting it writes. `choices`, when given,
+/// lists the values a string key accepts.
+struct Field {
+  const char* key;
+  Target target;
+  std::vector<std::string> choices = {};
+};
+
+struct Section {
+  const char* name;  ///< as written in the file's header, e.g. "topology.queue"
+  std::vector<Field> fields;
+};
+
+// Failure keys in the order parse_failure's text form writes them, so a
+// failure given as keys reads like the same failure given as `spec`.
+const std::vector<std::string> kFailureKeys = {"kind", "tier", "plane", "a",   "b",     "index",  "host", "ev",
+                                               "p",    "gbps", "at",    "for", "until", "period", "duty"};
+const std::vector<std::string> kFailureTimeKeys = {"at", "for", "until", "period"};
+const std::vector<std::string> kFailureIntKeys = {"plane", "a", "b", "index", "host", "ev"};
+const std::vector<std::string> kFailureNumberKeys = {"p", "gbps", "duty"};
+const std::vector<std::string> kFailureKinds = {"link-down", "link-flap", "switch-down", "loss", "rate", "deny"};
+
+std::vector<Section> sections(SimOptions& o) {
+  return {
+      {"topology",
+       {{"kind", &o.topology, {"clos2", "fattree2", "fattree3"}},
+        {"routing", &o.routing, {"srv6", "ecmp"}},
+        {"planes", &o.planes},
+        {"hosts", &o.hosts},
+        {"t0_down", &o.t0_down},
+        {"t0_up", &o.t0_up},
+        {"t1", &o.t1},
+        {"pods", &o.pods},
+        {"t2", &o.t2},
+        {"rate_gbps", &o.rate_gbps},
+        {"fabric_rate_gbps", &o.fabric_rate_gbps},
+        {"link_delay_ns", &o.link_delay_ns},
+        {"switch_latency_ns", &o.switch_latency_ns}}},
+      {"topology.queue",
+       {{"data_bytes", &o.queue.data_bytes},
+        {"ecn_kmin_bytes", &o.queue.ecn_kmin_bytes},
+        {"ecn_kmax_bytes", &o.queue.ecn_kmax_bytes},
+        {"ecn_last_hop", &o.queue.ecn_last_hop},
+        {"trimming", &o.queue.trimming},
+        {"trimmed_weight_pct", &o.queue.trimmed_weight_pct},
+        {"trimmed_bytes", &o.queue.trimmed_bytes},
+        {"control_bytes", &o.queue.control_bytes},
+        {"pfc", &o.queue.pfc},
+        {"pfc_xoff_bytes", &o.queue.pfc_xoff_bytes},
+        {"pfc_xon_bytes", &o.queue.pfc_xon_bytes}}},
+      {"workload",
+       {{"kind", &o.workload, {"train", "allreduce", "permutation", "incast", "alltoall", "cm"}},
+        {"bytes", &o.bytes},
+        {"steps", &o.steps},
+        {"compute_us", &o.compute_us},
+        {"fan_in", &o.fan_in},
+        {"victim", &o.victim},
+        {"cm", &o.cm_file}}},
+      {"run",
+       {{"transports", &o.transports},
+        {"seed", &o.seed},
+        {"time_limit_ms", &o.time_limit_ms},
+        {"sample_us", &o.sample_us},
+        {"qps_per_peer", &o.qps_per_peer},
+        {"evs_per_plane", &o.evs_per_plane},
+        {"default_failures", &o.default_failures}}},
+      {"output", {{"json", &o.json_out}, {"csv", &o.csv_dir}, {"svg", &o.svg_dir}, {"quiet", &o.quiet}}},
+  };
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// " (did you mean 'x'?)" for the closest candidate within two edits (and
+/// closer than the name's own length), else "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(name, c);
+    if (d < best_d && d < name.size()) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+const char* type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a floating-point number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date/time";
+  }
+}
+
+/// Collects the first error with its line; later checks are skipped.
+class Loader {
+ public:
+  Loader(std::string path, SimOptions* o) : path_(std::move(path)), o_(o) {}
+
+  bool load(const toml::table& root) {
+    auto secs = sections(*o_);
+    std::vector<std::string> section_names;
+    for (const auto& s : secs)
+      if (std::string(s.name).find('.') == std::string::npos) section_names.push_back(s.name);
+    section_names.push_back("failure");
+    for (auto&& [k, v] : root) {
+      const std::string key(k.str());
+      if (key == "failure") {
+        if (!load_failures(v)) return false;
+        continue;
+      }
+      const Section* sec = find_section(secs, key);
+      if (!sec) {
+        if (!v.is_table()) {
+          const std::string home = section_of(secs, key);
+          return error(k.source(), fmt::format("'{}' must be inside a section{}", key,
+                                               home.empty() ? fmt::format(" ({})", sections_list(section_names))
+                                                            : " (it belongs in [" + home + "])"));
+        }
+        const std::string hint = did_you_mean(key, section_names);
+        return error(k.source(), fmt::format("unknown section [{}]{}", key,
+                                             hint.empty() ? fmt::format(" ({})", sections_list(section_names)) : hint));
+      }
+      if (!v.is_table()) return error(v.source(), fmt::format("'{}' must be a section: [{}]", key, key));
+      if (!load_section(secs, *sec, *v.as_table())) return false;
+    }
+    return true;
+  }
+
+  const std::string& why() const { return why_; }
+
+ private:
+  static const Section* find_section(const std::vector<Section>& secs, const std::string& name) {
+    for (const auto& s : secs)
+      if (name == s.name) return &s;
+    return nullptr;
+  }
+
+  static std::string sections_list(const std::vector<std::string>& names) {
+    std::vector<std::string> shown;
+    for (const auto& n : names) shown.push_back(n == "failure" ? "[[failure]]" : "[" + n + "]");
+    return fmt::format("sections: {}", fmt::join(shown, ", "));
+  }
+
+  /// The section that has `key`, for a key written in the wrong place.
+  static std::string section_of(const std::vector<Section>& secs, const std::string& key) {
+    for (const auto& s : secs)
+      for (const auto& f : s.fields)
+        if (key == f.key) return s.name;
+    return {};
+  }
+
+  /// Records the error at `at`'s line; returns false for `return error(...)`.
+  bool error(const toml::source_region& at, const std::string& msg) {
+    why_ = fmt::format("{}:{}: {}", path_, at.begin.line, msg);
+    return false;
+  }
+
+  bool load_section(const std::vector<Section>& secs, const Section& sec, const toml::table& t) {
+    std::vector<std::string> keys;
+    for (const auto& f : sec.fields) keys.push_back(f.key);
+    const std::string sub_prefix = std::string(sec.name) + ".";
+    for (const auto& s : secs)
+      if (std::string(s.name).rfind(sub_prefix, 0) == 0) keys.push_back(std::string(s.name).substr(sub_prefix.size()));
+    for (auto&& [k, v] : t) {
+      const std::string key(k.str());
+      if (const Section* sub = find_section(secs, sub_prefix + key)) {
+        if (!v.is_table())
+          return error(v.source(), fmt::format("[{}] '{}' must be a table: [{}.{}]", sec.name, key, sec.name, key));
+        if (!load_section(secs, *sub, *v.as_table())) return false;
+        continue;
+      }
+      const auto f = std::find_if(sec.fields.begin(), sec.fields.end(), [&](const Field& x) { return key == x.key; });
+      if (f == sec.fields.end()) {
+        std::string hint = did_you_mean(key, keys);
+        if (hint.empty()) {
+          const std::string home = section_of(secs, key);
+          hint = home.empty() ? fmt::format(" (keys: {})", fmt::join(keys, ", ")) : " (it belongs in [" + home + "])";
+        }
+        return error(k.source(), fmt::format("[{}] unknown key '{}'{}", sec.name, key, hint));
+      }
+      if (!set(sec, *f, v)) return false;
+    }
+    return true;
+  }
+
+  /// "(e.g. key = <current value>)": the setting's value before the file,
+  /// written as TOML, as a template for the fix.
+  static std::string example(const Field& f) {
+    return std::visit(
+        [&](auto* p) -> std::string {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            return fmt::format("{} = \"{}\"", f.key, f.choices.empty() ? *p : f.choices.front());
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            std::vector<std::string> q;
+            for (const auto& s : *p) q.push_back("\"" + s + "\"");
+            return fmt::format("{} = [{}]", f.key, fmt::join(q, ", "));
+          } else if constexpr (std::is_same_v<T, bool>) {
+            return fmt::format("{} = {}", f.key, *p ? "true" : "false");
+          } else {
+            return fmt::format("{} = {}", f.key, *p);
+          }
+        },
+        f.target);
+  }
+
+  bool wrong_type(const Section& sec, const Field& f, const toml::node& v, const char* want) {
+    return error(v.source(), fmt::format("[{}] '{}' must be {}, not {} (e.g. {})", sec.name, f.key, want, type_name(v),
+                                         example(f)));
+  }
+
+  template <class U>
+  bool set_unsigned(const Section& sec, const Field& f, const toml::node& v, U* out) {
+    if (!v.is_integer()) return wrong_type(sec, f, v, "an integer");
+    const int64_t x = v.as_integer()->get();
+    if (x < 0 || static_cast<uint64_t>(x) > std::numeric_limits<U>::max())
+      return error(v.source(), fmt::format("[{}] '{}' = {} is out of range (0 to {})", sec.name, f.key, x,
+                                           std::numeric_limits<U>::max()));
+    *out = static_cast<U>(x);
+    return true;
+  }
+
+  bool set(const Section& sec, const Field& f, const toml::node& v) {
+    return std::visit(
+        [&](auto* p) -> bool {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+            return set_unsigned(sec, f, v, p);
+          } else if constexpr (std::is_same_v<T, double>) {
+            double x = 0;
+            if (v.is_integer()) x = static_cast<double>(v.as_integer()->get());
+            else if (v.is_floating_point()) x = v.as_floating_point()->get();
+            else return wrong_type(sec, f, v, "a number");
+            if (!(x >= 0) || !std::isfinite(x))
+              return error(v.source(), fmt::format("[{}] '{}' must be a finite number >= 0", sec.name, f.key));
+            *p = x;
+            return true;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            if (!v.is_boolean()) return wrong_type(sec, f, v, "true or false");
+            *p = v.as_boolean()->get();
+            return true;
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            if (!v.is_string()) return wrong_type(sec, f, v, "a string");
+            std::string s = v.as_string()->get();
+            if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), s) == f.choices.end())
+              return error(v.source(), fmt::format("[{}] {} = \"{}\" is not one of {}{}", sec.name, f.key, s,
+                                                   fmt::join(f.choices, ", "), did_you_mean(s, f.choices)));
+            if (std::string_view(f.key) == "cm" && !s.empty() && std::filesystem::path(s).is_relative())
+              s = (std::filesystem::path(path_).parent_path() / s).string();  // beside the scenario file
+            *p = s;
+            return true;
+          } else {
+            if (!v.is_array()) return wrong_type(sec, f, v, "an array of strings");
+            std::vector<std::string> out;
+            for (const toml::node& e : *v.as_array()) {
+              if (!e.is_string()) return wrong_type(sec, f, e, "an array of strings");
+              out.push_back(e.as_string()->get());
+              if (std::string_view(f.key) == "transports" && !transport_by_name(out.back(), 1, 1))
+                return error(e.source(),
+                             fmt::format("[{}] unknown transport '{}' ({})", sec.name, out.back(), kTransportNames));
+            }
+            *p = std::move(out);
+            return true;
+          }
+        },
+        f.target);
+  }
+
+  bool load_failures(const toml::node& v) {
+    if (!v.is_array_of_tables())
+      return error(v.source(), "'failure' must be an array of tables: write each failure as [[failure]]");
+    std::vector<std::string> texts;
+    size_t n = 0;
+    for (const toml::node& e : *v.as_array()) {
+      ++n;
+      const toml::table& t = *e.as_table();
+      std::string text;
+      if (!failure_text(t, n, &text)) return false;
+      std::string msg;
+      if (!parse_failure(text, &msg)) return error(t.source(), fmt::format("[[failure]] {}: {}", n, msg));
+      texts.push_back(text);
+    }
+    o_->failures = texts;
+    return true;
+  }
+
+  /// The parse_failure text of one [[failure]] table.
+  bool failure_text(const toml::table& t, size_t n, std::string* text) {
+    const std::string where = fmt::format("[[failure]] {}", n);
+    if (const toml::node* spec = t.get("spec")) {
+      if (!spec->is_string())
+        return error(spec->source(), fmt::format("{}: 'spec' must be a string, not {} (e.g. spec = "
+                                                 "\"switch-down:tier=t1,plane=0,index=1,at=3ms,for=1ms\")",
+                                                 where, type_name(*spec)));
+      if (t.size() > 1)
+        return error(t.source(), fmt::format("{}: give either spec = \"...\" or kind = \"...\" with its keys, "
+                                             "not both",
+                                             where));
+      *text = spec->as_string()->get();
+      return true;
+    }
+    for (auto&& [k, v] : t) {
+      const std::string key(k.str());
+      if (std::find(kFailureKeys.begin(), kFailureKeys.end(), key) == kFailureKeys.end()) {
+        std::vector<std::string> keys = kFailureKeys;
+        keys.insert(keys.begin(), "spec");
+        std::string hint = did_you_mean(key, keys);
+        if (hint.empty()) hint = fmt::format(" (keys: {})", fmt::join(keys, ", "));
+        return error(k.source(), fmt::format("{}: unknown key '{}'{}", where, key, hint));
+      }
+    }
+    const toml::node* kind = t.get("kind");
+    if (!kind)
+      return error(t.source(), fmt::format("{}: needs kind = \"...\" ({}) or spec = \"...\"", where,
+                                           fmt::join(kFailureKinds, ", ")));
+    if (!kind->is_string())
+      return error(kind->source(), fmt::format("{}: 'kind' must be a string, not {} (e.g. kind = \"switch-down\")",
+                                               where, type_name(*kind)));
+    std::string out = std::string(kind->as_string()->get()) + ":";
+    bool first = true;
+    for (const auto& key : kFailureKeys) {
+      if (key == "kind") continue;
+      const toml::node* v = t.get(key);
+      if (!v) continue;
+      std::string value;
+      auto is = [&](const std::vector<std::string>& set) {
+        return std::find(set.begin(), set.end(), key) != set.end();
+      };
+      if (is(kFailureTimeKeys)) {
+        if (!v->is_string())
+          return error(v->source(), fmt::format("{}: '{}' is a time: write it as a string with a unit, e.g. "
+                                                "{} = \"3ms\" (ps, ns, us, ms, s)",
+                                                where, key, key));
+        value = v->as_string()->get();
+      } else if (is(kFailureIntKeys)) {
+        if (!v->is_integer() || v->as_integer()->get() < 0)
+          return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0, not {} (e.g. {} = 1)", where, key,
+                                                type_name(*v), key));
+        value = fmt::format("{}", v->as_integer()->get());
+      } else if (is(kFailureNumberKeys)) {
+        if (v->is_integer()) value = fmt::format("{}", v->as_integer()->get());
+        else if (v->is_floating_point()) value = fmt::format("{}", v->as_floating_point()->get());
+        else
+          return error(v->source(), fmt::format("{}: '{}' must be a number, not {} (e.g. {} = 0.5)", where, key,
+                                                type_name(*v), key));
+      } else {  // tier
+        if (!v->is_string())
+          return error(v->source(), fmt::format("{}: '{}' must be a string, not {} (e.g. {} = \"t1\")", where, key,
+                                                type_name(*v), key));
+        value = v->as_string()->get();
+      }
+      out += (first ? "" : ",") + key + "=" + value;
+      first = false;
+    }
+    *text = out;
+    return true;
+  }
+
+  std::string path_;
+  SimOptions* o_;
+  std::string why_;
+};
+
+}  // namespace
+
+Status load_config_text(const std::string& text, const std::string& path, SimOptions* o, std::string* why) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    if (why) *why = fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description());
+    return Errc::invalid_argument;
+  }
+  Loader loader(path, o);
+  if (!loader.load(root)) {
+    if (why) *why = loader.why();
+    return Errc::invalid_argument;
+  }
+  return {};
+}
+
+Status load_config_file(const std::string& path, SimOptions* o, std::string* why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (why) *why = path + ": cannot open the scenario file";
+    return Errc::not_found;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path, o, why);
+}
+
+}  // namespace mrc::sim::tool

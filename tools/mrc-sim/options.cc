@@ -1,0 +1,216 @@
+#include "mrc-sim/options.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <iterator>
+
+#include "mrc-sim/config_file.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/fabric/fabric.hpp"
+#include "sim/scenario/failures.hpp"
+
+namespace mrc::sim::tool {
+
+namespace {
+
+/// Appends fmt output to `out` (format string checked at compile time).
+template <class... Args>
+void append(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+}
+
+void add_flags(CLI::App& app, SimOptions& o) {
+  app.add_option("--config", o.config_file,
+                 "TOML scenario file (docs/mrc-sim.md); flags given as well override its values")
+      ->check(CLI::ExistingFile);
+  app.add_option("--topology", o.topology, "clos2 (multi-plane 2-tier), fattree2, fattree3")
+      ->check(CLI::IsMember({"clos2", "fattree2", "fattree3"}));
+  app.add_option("--routing", o.routing, "srv6 (static uSID source routing) or ecmp")
+      ->check(CLI::IsMember({"srv6", "ecmp"}));
+  app.add_option("--planes", o.planes, "network planes = NIC ports (clos2)");
+  app.add_option("--hosts", o.hosts, "NICs");
+  app.add_option("--t0-down", o.t0_down, "host ports per T0");
+  app.add_option("--t0-up", o.t0_up, "uplinks per T0");
+  app.add_option("--t1", o.t1, "T1 switches per plane (per pod in fattree3)");
+  app.add_option("--pods", o.pods, "fattree3: pods (0 = derived)");
+  app.add_option("--t2", o.t2, "fattree3: core (T2) switches (0 = derived)");
+  app.add_option("--rate-gbps", o.rate_gbps, "rate of every NIC port and host link (per plane), Gb/s");
+  app.add_option("--fabric-rate-gbps", o.fabric_rate_gbps, "rate of T0-T1 and T1-T2 links, Gb/s (0 = --rate-gbps)");
+  app.add_option("--link-delay-ns", o.link_delay_ns, "propagation delay per link");
+  app.add_option("--switch-latency-ns", o.switch_latency_ns, "latency per switch");
+  app.add_option("--workload", o.workload, "train, allreduce, permutation, incast, alltoall, cm")
+      ->check(CLI::IsMember({"train", "allreduce", "permutation", "incast", "alltoall", "cm"}));
+  app.add_option("--bytes", o.bytes, "all-reduce size (train/allreduce) or bytes per flow");
+  app.add_option("--steps", o.steps, "training steps");
+  app.add_option("--compute-us", o.compute_us, "compute time per training step");
+  app.add_option("--fan-in", o.fan_in, "incast senders");
+  app.add_flag("--victim", o.victim, "incast: add a victim flow to the target's T0 neighbour");
+  app.add_option("--cm", o.cm_file, "connection matrix file (workload cm)");
+  app.add_option("--transports", o.transports,
+                 std::string("transports side by side (docs/mrc-sim.md): ") + kTransportNames)
+      ->delimiter(',');
+  app.add_option("--fail", o.failures,
+                 "failure, e.g. switch-down:tier=t1,plane=0,index=2,at=1ms,for=2ms (repeatable; replaces the "
+                 "scenario file's failures)");
+  app.add_flag("!--no-default-failures", o.default_failures,
+               "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)");
+  app.add_option("--qps-per-peer", o.qps_per_peer, "QPs per host pair (default: 1 for MRC, one per plane for RoCE)");
+  app.add_option("--evs-per-plane", o.evs_per_plane, "EVs per QP and plane (half active)");
+  app.add_option("--seed", o.seed, "seed; same configuration + seed = byte-identical output");
+  app.add_option("--time-limit-ms", o.time_limit_ms, "stop after this much simulated time");
+  app.add_option("--sample-us", o.sample_us, "time-series sample interval");
+  app.add_option("--json", o.json_out, "write results as JSON to this file");
+  app.add_option("--csv", o.csv_dir, "write results as CSV files into this directory (created if missing)");
+  app.add_option("--svg", o.svg_dir, "write SVG plots into this directory (created if missing)");
+  app.add_flag("--quiet", o.quiet, "no progress bar on stderr");
+}
+
+Duration from_units(double v, double ps_per_unit) { return Duration::ps(static_cast<int64_t>(v * ps_per_unit)); }
+
+// Only the fields a user can set, in the order the scenario file lists them;
+// printed when any differs from the built-in defaults.
+std::string queue_text(const QueueConfig& q) {
+  return fmt::format("data {} B, ECN {}-{} B{}, trimming {} ({}% weight, {} B), control {} B, PFC {}{}", q.data_bytes,
+                     q.ecn_kmin_bytes, q.ecn_kmax_bytes, q.ecn_last_hop ? " (last hop too)" : "",
+                     q.trimming ? "on" : "off", q.trimmed_weight_pct, q.trimmed_bytes, q.control_bytes,
+                     q.pfc ? "on" : "off",
+                     q.pfc ? fmt::format(" (XOFF {} B, XON {} B)", q.pfc_xoff_bytes, q.pfc_xon_bytes) : "");
+}
+
+}  // namespace
+
+int parse_command_line(int argc, const char* const* argv, SimOptions* o) {
+  CLI::App app{"mrc-sim: packet-level simulation of multi-plane AI fabrics with the real MRC core on every NIC"};
+  const SimOptions base = *o;
+  add_flags(app, *o);
+  try {
+    app.parse(argc, argv);
+    if (!o->config_file.empty()) {
+      // Load the file over the defaults, then parse again: CLI11 assigns only
+      // the options present on the command line, so those win.
+      const std::string path = o->config_file;
+      *o = base;
+      std::string why;
+      if (!load_config_file(path, o, &why)) {
+        fmt::print(stderr, "mrc-sim: {}\n", why);
+        return 2;
+      }
+      app.parse(argc, argv);
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return -1;
+}
+
+Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
+  auto fail = [&](Errc e, const std::string& msg) {
+    if (why) *why = msg;
+    return e;
+  };
+  TopologyConfig topo;
+  if (o.topology == "clos2") topo.kind = TopologyKind::clos2_multiplane;
+  else if (o.topology == "fattree2") topo.kind = TopologyKind::fattree2;
+  else if (o.topology == "fattree3") topo.kind = TopologyKind::fattree3;
+  else return fail(Errc::invalid_argument, "unknown topology '" + o.topology + "' (clos2, fattree2, fattree3)");
+  if (o.routing == "srv6") topo.routing = Routing::srv6;
+  else if (o.routing == "ecmp") topo.routing = Routing::ecmp;
+  else return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
+  topo.planes = o.planes;
+  topo.hosts = o.hosts;
+  topo.t0_down = o.t0_down;
+  topo.t0_up = o.t0_up;
+  topo.t1_count = o.t1;
+  topo.pods = o.pods;
+  topo.t2_count = o.t2;
+  topo.host_link_bps = static_cast<uint64_t>(o.rate_gbps * 1e9);
+  topo.fabric_link_bps = static_cast<uint64_t>(o.fabric_rate_gbps * 1e9);
+  topo.link_delay = from_units(o.link_delay_ns, 1e3);
+  topo.switch_latency = from_units(o.switch_latency_ns, 1e3);
+  topo.queue = o.queue;
+  std::string msg;
+  if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
+
+  std::vector<std::string> fail_text = o.failures;
+  if (fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane) {
+    // The default scenario: a T1 switch reboots and a NIC-T0 link flaps mid-run.
+    fail_text = {"switch-down:tier=t1,plane=0,index=1,at=3ms,for=1ms",
+                 "link-flap:tier=host,plane=3,a=5,at=5ms,until=6500us,period=300us,duty=0.5"};
+  }
+  ResolvedRun run;
+  Scenario& sc = run.scenario;
+  for (const auto& t : fail_text) {
+    auto f = parse_failure(t, &msg);
+    if (!f) return fail(Errc::invalid_argument, msg);
+    sc.failures.push_back(*f);
+  }
+  {
+    Simulator probe(o.seed);
+    Fabric probe_fabric(probe, topo);
+    if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return fail(Errc::invalid_argument, msg);
+  }
+  for (const auto& t : o.transports) {
+    const bool roce = t.rfind("roce", 0) == 0;
+    const uint32_t qps = o.qps_per_peer ? o.qps_per_peer : (roce ? topo.num_planes() : 1);
+    auto s = transport_by_name(t, o.evs_per_plane, qps);
+    if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
+    run.transports.push_back(*s);
+  }
+  sc.topology = topo;
+  if (o.workload == "train") sc.workload = WorkloadKind::train;
+  else if (o.workload == "allreduce") sc.workload = WorkloadKind::allreduce;
+  else if (o.workload == "permutation") sc.workload = WorkloadKind::permutation;
+  else if (o.workload == "incast") sc.workload = WorkloadKind::incast;
+  else if (o.workload == "alltoall") sc.workload = WorkloadKind::alltoall;
+  else if (o.workload == "cm") sc.workload = WorkloadKind::matrix;
+  else
+    return fail(Errc::invalid_argument,
+                "unknown workload '" + o.workload + "' (train, allreduce, permutation, incast, alltoall, cm)");
+  sc.bytes = o.bytes;
+  sc.steps = o.steps;
+  sc.compute = from_units(o.compute_us, 1e6);
+  sc.fan_in = o.fan_in;
+  sc.victim = o.victim;
+  sc.seed = o.seed;
+  sc.time_limit = from_units(o.time_limit_ms, 1e9);
+  sc.sample_every = from_units(o.sample_us, 1e6);
+  if (sc.sample_every <= Duration{}) return fail(Errc::invalid_argument, "the sample interval must be > 0 (sample_us)");
+  sc.protocol.probe_interval = Duration::us(100);
+  sc.protocol.probe_interval_max = Duration::ms(2);
+  if (sc.workload == WorkloadKind::matrix) {
+    if (o.cm_file.empty()) return fail(Errc::invalid_argument, "workload cm needs a connection matrix (--cm FILE)");
+    auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);
+    if (!cm) return fail(cm.error(), msg);
+    sc.flows = *cm;
+  }
+  return run;
+}
+
+std::string describe(const SimOptions& o, const ResolvedRun& run) {
+  const Scenario& sc = run.scenario;
+  std::string out;
+  append(out, "mrc-sim configuration\n");
+  append(
+      out,
+      "  topology    {} ({} routing): {} hosts, {} plane(s), {} hosts/T0, {} up/T0, {} T1/plane, {:.0f} Gb/s links\n",
+      o.topology, o.routing, o.hosts, sc.topology.num_planes(), o.t0_down, o.t0_up, o.t1, o.rate_gbps);
+  // Lines for settings the default scenario leaves alone appear only when set,
+  // so the default printout stays as it was.
+  if (o.pods || o.t2) append(out, "  core        {} pods, {} T2 switches (0 = derived)\n", o.pods, o.t2);
+  if (o.fabric_rate_gbps > 0 && o.fabric_rate_gbps != o.rate_gbps)
+    append(out, "  fabric      {:.0f} Gb/s T0-T1 (and T1-T2) links\n", o.fabric_rate_gbps);
+  if (queue_text(o.queue) != queue_text(QueueConfig{})) append(out, "  queues      {}\n", queue_text(o.queue));
+  append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch\n", o.link_delay_ns, o.switch_latency_ns);
+  if (o.workload == "train")
+    append(out, "  workload    {} training steps: {:.0f} us compute + ring all-reduce of {} MiB over {} hosts\n",
+           o.steps, o.compute_us, o.bytes >> 20, o.hosts);
+  else append(out, "  workload    {} ({} bytes per flow)\n", o.workload, o.bytes);
+  for (const auto& f : sc.failures) append(out, "  failure     {}\n", f.text);
+  append(out, "  transports  {}\n", fmt::join(o.transports, ", "));
+  append(out, "  seed        {}\n", o.seed);
+  return out;
+}
+
+}  // namespace mrc::sim::tool

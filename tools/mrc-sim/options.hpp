@@ -1,0 +1,92 @@
+// mrc-sim's settings as a user gives them (flags or a TOML scenario file,
+// in the units the flags use), and their resolution into a Scenario and the
+// transports to run. docs/mrc-sim.md lists every setting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/runner.hpp"
+#include "util/result.hpp"
+
+namespace mrc::sim::tool {
+
+/// Everything mrc-sim can be told. The defaults are the default scenario
+/// (README, docs/mrc-sim.md). Each field is one flag and one key of the
+/// scenario file ([section] key in the comments).
+struct SimOptions {
+  // [topology]
+  std::string topology = "clos2";  ///< kind: clos2, fattree2, fattree3
+  std::string routing = "srv6";    ///< routing: srv6 or ecmp
+  uint32_t planes = 8;             ///< planes (clos2)
+  uint32_t hosts = 64;             ///< hosts
+  uint32_t t0_down = 8;            ///< t0_down: host ports per T0
+  uint32_t t0_up = 8;              ///< t0_up: uplinks per T0
+  uint32_t t1 = 8;                 ///< t1: T1 switches per plane (per pod in fattree3)
+  uint32_t pods = 0;               ///< pods (fattree3; 0 = derived)
+  uint32_t t2 = 0;                 ///< t2: core switches (fattree3; 0 = derived)
+  double rate_gbps = 100;          ///< rate_gbps: NIC port / host link rate
+  double fabric_rate_gbps = 0;     ///< fabric_rate_gbps: T0-T1 and T1-T2 links (0 = rate_gbps)
+  double link_delay_ns = 500;      ///< link_delay_ns: propagation per link
+  double switch_latency_ns = 400;  ///< switch_latency_ns: per switch traversal
+  QueueConfig queue;               ///< [topology.queue]: switch egress queues (file only)
+  // [workload]
+  std::string workload = "train";  ///< kind: train, allreduce, permutation, incast, alltoall, cm
+  uint64_t bytes = 32ull << 20;    ///< bytes: all-reduce size (train/allreduce) or bytes per flow
+  uint32_t steps = 8;              ///< steps: training steps
+  double compute_us = 150;         ///< compute_us: compute time per training step
+  uint32_t fan_in = 8;             ///< fan_in: incast senders
+  bool victim = false;             ///< victim: incast victim flow
+  std::string cm_file;             ///< cm: connection matrix file (workload cm)
+  // [[failure]]
+  std::vector<std::string> failures;  ///< parse_failure() texts; empty = defaults (if default_failures)
+  // [run]
+  bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
+  std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
+  uint64_t seed = 1;                                      ///< seed
+  double time_limit_ms = 200;                             ///< time_limit_ms: simulated time limit
+  double sample_us = 20;                                  ///< sample_us: time-series sample interval
+  uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
+  uint32_t evs_per_plane = 32;                            ///< evs_per_plane: EVs per QP and plane (half active)
+  // [output]
+  std::string json_out;  ///< json: JSON results file
+  std::string csv_dir;   ///< csv: directory for the CSV files
+  std::string svg_dir;   ///< svg: directory for the SVG plots
+  bool quiet = false;    ///< quiet: no progress bar
+  /// --config: the scenario file these options were loaded from (flag only).
+  std::string config_file;
+};
+
+/// The transport names transport_by_name() knows, for messages and help
+/// (keep in step with it).
+inline constexpr const char* kTransportNames =
+    "mrc, mrc-fixed, mrc-nscc, mrc-oblivious, mrc-single-path, roce, roce-pfc";
+
+/// Parses mrc-sim's command line into `o` (whose values are the defaults
+/// for anything not given). With --config FILE, `o` is first loaded from the
+/// file and then every flag given explicitly overrides it. Returns -1 to go
+/// on with the run, or the exit code to leave with: 0 after --help, 2 after
+/// a usage or scenario-file error (the message is already on stderr).
+int parse_command_line(int argc, const char* const* argv, SimOptions* o);
+
+/// A scenario ready to run: the Scenario (without a progress callback) and
+/// one TransportSpec per transport, in the order given.
+struct ResolvedRun {
+  Scenario scenario;
+  std::vector<TransportSpec> transports;
+};
+
+/// Turns options into a runnable scenario: builds and validates the
+/// topology (TopologyConfig::validate), parses and validates the failures
+/// against the fabric, reads the connection matrix of the cm workload and
+/// looks up the transports. On error `why` says what is wrong and how to fix
+/// it; the error code is Errc::invalid_argument (or not_found for a missing
+/// matrix file or an unknown transport).
+Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
+
+/// The resolved configuration as mrc-sim prints it before running
+/// ("mrc-sim configuration" and one indented line per aspect).
+std::string describe(const SimOptions& o, const ResolvedRun& run);
+
+}  // namespace mrc::sim::tool
