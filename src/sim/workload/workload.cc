@@ -166,10 +166,8 @@ void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
   started_[i] = true;
   retransmits_at_start_[i] = pair_retransmissions(f);
   trims_at_start_[i] = pair_trims(f);
-  uint64_t off = 0;
   for (uint32_t k = 0; k < pieces; ++k) {
     const uint64_t len = f.bytes / pieces + (k < f.bytes % pieces ? 1 : 0);
-    off += len;
     cluster_.write(f.src, f.dst, len, [this, i, &sim](const Done& d) {
       FlowRecord& r = recs_[i];
       if (d.status != core::WcStatus::success) r.status = d.status;
