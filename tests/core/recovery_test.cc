@@ -286,6 +286,36 @@ TEST(RetryExhaustion, FailsTheQpAndFlushesEverything) {
   EXPECT_EQ(f.ep(0).qp(qp.a)->stats().timeouts, 5u);
 }
 
+TEST(AckTimeout, OneExpiryRecoversTheWholeSilentFlight) {
+  // Everything is black-holed from 10 to 40 us: a whole window of packets
+  // vanishes and nothing comes back. The first ACK timeout after the outage
+  // must resend the flight at once (RFC 8985 on an RTO), not one packet per
+  // doubling timer; and since trim NACKs are absent here, the backoff is the
+  // timeouts' alone.
+  Fabric f(testing::small_fabric(23));
+  Rule r;
+  r.match.from = at_us(10);
+  r.match.until = at_us(40);
+  f.add_rule(r);
+  auto opt = testing::default_qp();
+  opt.attr.timeout = 3;  // 8.2 us
+  opt.attr.retry_linear = 7;
+  const auto qp = f.connect(0, 1, opt);
+  const auto res = harness::write_and_wait(f, qp, 0, 1, 2 << 20, at_ms(20));
+  ASSERT_TRUE(res.completed);
+  EXPECT_TRUE(res.data_ok);
+  const core::QpStats& st = f.ep(0).qp(qp.a)->stats();
+  // Expiries while the fabric was dark (30 us / 8.2 us) and the one after.
+  EXPECT_LE(st.timeouts, 5u);
+  EXPECT_GT(st.losses_timeout, 20u) << "the flight was declared lost together";
+  // 2 MiB at 4 x 100 Gb/s takes 43 us; the outage and one RTO on top.
+  const Duration fct = res.finish - Time::zero();
+  std::printf("[ info ] 30 us outage: done at %.1f us (%.1f us ideal), %llu timeouts, %llu packets lost by timeout\n",
+              fct.to_us(), ideal(2 << 20, 4).to_us(), static_cast<unsigned long long>(st.timeouts),
+              static_cast<unsigned long long>(st.losses_timeout));
+  EXPECT_LE(fct, ideal(2 << 20, 4) + Duration::us(30) + Duration::us(30));
+}
+
 TEST(Ports, LocalPortDownMovesTrafficAndTellsThePeer) {
   Fabric f(testing::small_fabric(19));
   const auto qp = f.connect(0, 1, testing::default_qp());
