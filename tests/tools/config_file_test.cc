@@ -251,6 +251,19 @@ TEST(ConfigFile, InvalidTopologyIsRejectedByValidate) {
   EXPECT_EQ(why.rfind("invalid topology: hosts: 60 is not a multiple of t0_down (8)", 0), 0u) << why;
 }
 
+TEST(ConfigFile, ReconvergenceOnlyForTheEcmpBaseline) {
+  SimOptions o;
+  std::string why;
+  ASSERT_TRUE(load("[topology]\nrouting = \"ecmp\"\nreconverge_ms = 2.5\n", &o, &why)) << why;
+  auto r = resolve(o, &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->scenario.topology.reconverge_after, Duration::us(2500));
+  SimOptions srv6;
+  ASSERT_TRUE(load("[topology]\nreconverge_ms = 1\n", &srv6, &why)) << why;
+  EXPECT_FALSE(resolve(srv6, &why));
+  EXPECT_NE(why.find("only the ECMP baseline reconverges"), std::string::npos) << why;
+}
+
 TEST(ConfigFile, FailureOnAMissingSwitchIsRejectedByResolve) {
   SimOptions o;
   std::string why;

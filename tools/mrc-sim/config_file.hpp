@@ -3,7 +3,7 @@
 //
 //   [topology]        kind, routing, planes, hosts, t0_down, t0_up, t1, pods,
 //                     t2, rate_gbps, fabric_rate_gbps, link_delay_ns,
-//                     switch_latency_ns
+//                     switch_latency_ns, reconverge_ms
 //   [topology.queue]  the QueueConfig fields (data_bytes, ecn_kmin_bytes, ...)
 //   [workload]        kind, bytes, steps, compute_us, fan_in, victim, cm
 //   [[failure]]       one table per failure: spec = "<parse_failure text>",

@@ -40,6 +40,9 @@ void add_flags(CLI::App& app, SimOptions& o) {
   app.add_option("--fabric-rate-gbps", o.fabric_rate_gbps, "rate of T0-T1 and T1-T2 links, Gb/s (0 = --rate-gbps)");
   app.add_option("--link-delay-ns", o.link_delay_ns, "propagation delay per link");
   app.add_option("--switch-latency-ns", o.switch_latency_ns, "latency per switch");
+  app.add_option("--reconverge-ms", o.reconverge_ms,
+                 "routing reconverges this long after a failure (ECMP fabrics with BGP); 0 = static routes")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--workload", o.workload, "train, allreduce, permutation, incast, alltoall, cm")
       ->check(CLI::IsMember({"train", "allreduce", "permutation", "incast", "alltoall", "cm"}));
   app.add_option("--bytes", o.bytes, "all-reduce size (train/allreduce) or bytes per flow");
@@ -129,6 +132,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   topo.fabric_link_bps = static_cast<uint64_t>(o.fabric_rate_gbps * 1e9);
   topo.link_delay = from_units(o.link_delay_ns, 1e3);
   topo.switch_latency = from_units(o.switch_latency_ns, 1e3);
+  topo.reconverge_after = from_units(o.reconverge_ms, 1e9);
   topo.queue = o.queue;
   std::string msg;
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
@@ -203,6 +207,7 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  fabric      {:.0f} Gb/s T0-T1 (and T1-T2) links\n", o.fabric_rate_gbps);
   if (queue_text(o.queue) != queue_text(QueueConfig{})) append(out, "  queues      {}\n", queue_text(o.queue));
   append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch\n", o.link_delay_ns, o.switch_latency_ns);
+  if (o.reconverge_ms > 0) append(out, "  routing     reconverges {} ms after each failure\n", o.reconverge_ms);
   if (o.workload == "train")
     append(out, "  workload    {} training steps: {:.0f} us compute + ring all-reduce of {} MiB over {} hosts\n",
            o.steps, o.compute_us, o.bytes >> 20, o.hosts);

@@ -30,6 +30,9 @@ struct SimOptions {
   double fabric_rate_gbps = 0;     ///< fabric_rate_gbps: T0-T1 and T1-T2 links (0 = rate_gbps)
   double link_delay_ns = 500;      ///< link_delay_ns: propagation per link
   double switch_latency_ns = 400;  ///< switch_latency_ns: per switch traversal
+  /// reconverge_ms: routing reconverges this long after a failure (the ECMP
+  /// baseline with BGP); 0 = static routes forever, as MRC fabrics run.
+  double reconverge_ms = 0;
   QueueConfig queue;               ///< [topology.queue]: switch egress queues (file only)
   // [workload]
   std::string workload = "train";  ///< kind: train, allreduce, permutation, incast, alltoall, cm
