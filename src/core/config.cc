@@ -38,6 +38,8 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.probe_interval: must be > 0 and <= probe_interval_max");
   if (p.probe_resurrect_count == 0 || p.probe_resurrect_count > 255)
     return reject(why, "protocol.probe_resurrect_count: must be 1..255 (default 2)");
+  if (p.ev_swap_marks > 255)
+    return reject(why, "protocol.ev_swap_marks: must be 0..255 (default 3; 0 = never swap, SKIP only)");
   if (p.reverse_evs_per_port == 0 || p.reverse_evs_per_port > 64)
     return reject(why, "protocol.reverse_evs_per_port: must be 1..64 (default 4)");
   if (p.reverse_probe_interval <= Duration{})

@@ -37,6 +37,12 @@ struct ProtocolConfig {
   Duration probe_interval_max = Duration::ms(10);
   /// Consecutive good probes that bring an ASSUMED_BAD EV back (item 8).
   uint32_t probe_resurrect_count = 2;
+  /// An active EV whose deliveries come back ECN-marked this many times in a
+  /// row (no unmarked one between) trades places with the oldest backup of
+  /// its port, as does the first marked EV when a port's whole active set is
+  /// SKIP: persistent marks move traffic off a path (reference 5.6), where
+  /// SKIP alone only passes an EV over once. 0 = never (SKIP only).
+  uint32_t ev_swap_marks = 3;
   /// A QP that receives data but gets no deliveries confirmed on its own EVs
   /// probes for a fresh reverse EV this often (reference 4.8).
   Duration reverse_probe_interval = Duration::us(100);

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+
+#include "core/qp.hpp"
 
 #include "sim/scenario/runner.hpp"
 
@@ -161,6 +164,103 @@ TEST(Scenario, HeavyIncastCompletesWithoutStallingAndSparesTheVictim) {
       EXPECT_LE(r.flows.back().slowdown(), 1.15) << name;
     }
   }
+}
+
+// Two flows pinned to one path: ECN moves one of them away; both stay near
+// line rate (issue 3; reference 4.6 and 5.6: without delay, a mark is a
+// load-balancing signal that moves traffic off the marked EV).
+//
+// One plane, two T0s of four hosts each. Hosts 0 and 1 (under T0 0) each
+// send 8 MiB to hosts 4 and 5 (under T0 1), starting together. Each QP's two
+// active EVs both leave T0 0 on uplink 0 (TransportSpec::pin_t0_uplink); its
+// 14 backups are spread over all four uplinks. Two 100 Gb/s flows into one
+// 100 Gb/s uplink: its egress queue builds and ECN-marks (mid-fabric
+// marking; last hops do not mark), and MRC must move traffic onto other
+// EVs. The control run pins the same way with nowhere else to go (pin_only,
+// single path: an ECMP collision), so both flows share the uplink to the end.
+struct PinnedPair {
+  RunResult run;
+  uint64_t skips = 0, swaps = 0;
+  uint64_t sent[2] = {0, 0};         ///< data packets flow i sent
+  uint64_t sent_pinned[2] = {0, 0};  ///< ... of which on T0 0's uplink 0
+
+  double pinned_share(int i) const { return static_cast<double>(sent_pinned[i]) / static_cast<double>(sent[i]); }
+};
+
+PinnedPair run_pinned_pair(const char* name, bool pin_only, uint32_t swap_marks = core::ProtocolConfig{}.ev_swap_marks) {
+  Scenario sc;
+  sc.topology = clos(1, 8, 4);
+  sc.workload = WorkloadKind::matrix;
+  sc.flows = {FlowSpec{0, 4, 8 << 20, Time::zero()}, FlowSpec{1, 5, 8 << 20, Time::zero()}};
+  sc.seed = 9;
+  sc.time_limit = Duration::ms(5);
+  sc.protocol.ev_swap_marks = swap_marks;
+  TransportSpec t = transport(name);
+  t.evs_per_plane = 16;  // 4 EVs per uplink
+  t.active_per_plane = 2;
+  t.pin_t0_uplink = 0;
+  t.pin_only = pin_only;
+  PinnedPair out;
+  Simulator map_sim(1);
+  const Fabric map(map_sim, sc.topology);  // only for the EV -> uplink map
+  sc.at_end = [&](Time, const Cluster& c) {
+    c.for_each_qp([&](uint32_t src, uint32_t, uint32_t, const core::Qp& q, const core::Qp*) {
+      const core::path::PathPolicy* p = q.path();
+      if (p == nullptr || src > 1) return;
+      out.skips += p->stats().skips;
+      out.swaps += p->stats().congestion_swaps;
+      for (size_t i = 0; i < p->size(); ++i) {
+        const core::path::EvSlot& slot = p->slot(static_cast<int>(i));
+        out.sent[src] += slot.packets_sent;
+        if (map.ev_path(src, slot.value).t0_uplink == 0) out.sent_pinned[src] += slot.packets_sent;
+      }
+    });
+  };
+  out.run = run_scenario(sc, t);
+  return out;
+}
+
+void print_pinned(const char* what, const PinnedPair& r) {
+  std::printf("[ info ] %s: slowdowns %.3f %.3f, %llu ECN marks, %llu SKIPs, %llu swaps, on the shared uplink "
+              "%.0f%% and %.0f%% of each flow's packets\n",
+              what, r.run.flows[0].slowdown(), r.run.flows[1].slowdown(),
+              static_cast<unsigned long long>(r.run.fabric.ecn_marks), static_cast<unsigned long long>(r.skips),
+              static_cast<unsigned long long>(r.swaps), 100 * r.pinned_share(0), 100 * r.pinned_share(1));
+}
+
+TEST(Scenario, TwoFlowsPinnedToOnePathEcnMovesOneAwayBothNearLineRate) {
+  const PinnedPair mrc = run_pinned_pair("mrc", false);
+  const PinnedPair stuck = run_pinned_pair("mrc-single-path", true);
+  const PinnedPair skip_only = run_pinned_pair("mrc", false, 0);
+  ASSERT_TRUE(mrc.run.completed);
+  ASSERT_TRUE(stuck.run.completed);
+  ASSERT_TRUE(skip_only.run.completed);
+  ASSERT_EQ(mrc.run.flows.size(), 2u);
+  print_pinned("MRC", mrc);
+  print_pinned("pinned single path", stuck);
+  print_pinned("MRC with SKIP only (ev_swap_marks = 0)", skip_only);
+
+  // The control shares the uplink to the end: about half the rate each.
+  EXPECT_EQ(stuck.sent_pinned[0], stuck.sent[0]);
+  EXPECT_EQ(stuck.sent_pinned[1], stuck.sent[1]);
+  EXPECT_GE(max_slowdown(stuck.run), 1.8);
+
+  // MRC: the marks moved traffic (SKIPs, and active EVs traded for
+  // backups), not failures (no EV retired, no QP lost) ...
+  EXPECT_GT(mrc.run.fabric.ecn_marks, 0u);
+  EXPECT_GT(mrc.skips, 0u);
+  EXPECT_GE(mrc.swaps, 1u);
+  EXPECT_EQ(mrc.run.evs_retired, 0u);
+  EXPECT_EQ(mrc.run.qp_failures, 0u);
+  // ... off the shared uplink: at least one flow sent most of its data
+  // elsewhere, and the uplink carried no more than one flow's worth ...
+  EXPECT_LE(std::min(mrc.pinned_share(0), mrc.pinned_share(1)), 0.25);
+  EXPECT_LE(static_cast<double>(mrc.sent_pinned[0] + mrc.sent_pinned[1]) /
+                static_cast<double>(mrc.sent[0] + mrc.sent[1]),
+            0.5);
+  // ... so both flows ran near line rate, about twice as fast as the control.
+  EXPECT_LE(max_slowdown(mrc.run), 1.15);
+  EXPECT_GE(max_slowdown(stuck.run), 1.6 * max_slowdown(mrc.run));
 }
 
 TEST(Scenario, SameSeedSameResult) {

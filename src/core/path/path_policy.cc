@@ -225,6 +225,9 @@ class MrcPathPolicy final : public PathPolicy {
 
   uint32_t sendable_ports() const override { return active_mask_ & port_mask_; }
 
+  // An ECN mark (SKIP_ONCE) passes the EV over once; marks in a row say
+  // the path stays congested, and the EV trades places with a backup (see
+  // swap_with_backup). An unmarked delivery ends the run.
   void on_delivered(Time now, int slot, wire::Mark mark) override {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
     if (mark == wire::Mark::skip_once) {
@@ -232,8 +235,13 @@ class MrcPathPolicy final : public PathPolicy {
         s.state = EvState::skip;
         ++stats_.skips;
       }
+      if (s.marks_in_row < 255) ++s.marks_in_row;
+      if (s.active && proto_.ev_swap_marks != 0 && s.marks_in_row >= proto_.ev_swap_marks)
+        (void)swap_with_backup(s.port, slot);
     } else if (mark == wire::Mark::always_skip) {
       retire(now, slot);
+    } else {
+      s.marks_in_row = 0;
     }
   }
 
@@ -334,11 +342,19 @@ class MrcPathPolicy final : public PathPolicy {
 
   // Next EV of port p's rotation (reference 4.5 and 8 item 7: a SKIP EV is
   // passed over once, which ends its SKIP).
+  //
+  // When every active EV of the port is SKIP, skipping has nowhere to send
+  // the traffic (UEC stops skipping then), yet the marks say the paths the
+  // active set names are congested: the first marked EV trades places with
+  // the oldest backup, which takes the packet (see swap_with_backup). With
+  // a large active set this needs a mark on every active EV within one
+  // rotation: widespread congestion, where the swap costs nothing.
   int next_in_rotation(uint32_t p, int avoid) {
     Rotation& r = rot_[p];
     if (r.dirty && r.pos >= r.order.size()) reshuffle(p);
     const size_t n = std::max<size_t>(r.order.size(), active_[p].size());
     int fallback = kNone;
+    size_t skipped = 0;
     for (size_t tries = 0; tries < n + 1; ++tries) {
       if (r.pos >= r.order.size()) reshuffle(p);
       if (r.order.empty()) return kNone;
@@ -348,6 +364,11 @@ class MrcPathPolicy final : public PathPolicy {
       if (e.state == EvState::skip) {
         e.state = EvState::good;
         if (fallback == kNone) fallback = s;
+        // A passed-over EV is GOOD again, so no EV counts twice here.
+        if (++skipped == active_[p].size() && proto_.ev_swap_marks != 0) {
+          const int b = swap_with_backup(p, fallback);
+          if (b != kNone && b != avoid) return b;
+        }
         continue;
       }
       if (e.state != EvState::good) continue;
@@ -363,6 +384,41 @@ class MrcPathPolicy final : public PathPolicy {
     for (uint16_t s : active_[p])
       if (slots_[s].state == EvState::good || slots_[s].state == EvState::skip) return s;
     return kNone;
+  }
+
+  // Active `slot` of port p trades places with p's oldest backup, which is
+  // returned (kNone, nothing changed, if p has no backup).
+  //
+  // SKIP alone cannot move traffic off a congested path when the active set
+  // is small or names that path many times (a QP whose active EVs all cross
+  // one link): each marked EV is passed over once and then used again, and
+  // NSCC ends up cutting the window for what is single-path congestion.
+  // Reference 5.6 wants a path switch there (ECN is a load-balancing
+  // signal), and MRC keeps its other paths in the backup set (reference
+  // 4.4), so persistent marks rotate the active set through the backups.
+  // The demoted EV stays in service, GOOD, at the end of the backup queue;
+  // no EV event, since neither EV changes state (reference 4.10); the size
+  // of the active set is unchanged, so ev_min_active is not involved.
+  int swap_with_backup(uint32_t p, int slot) {
+    auto& act = active_[p];
+    auto& bak = backup_[p];
+    if (bak.empty()) return kNone;
+    const uint16_t b = bak.front();
+    bak.erase(bak.begin());
+    const auto it = std::find(act.begin(), act.end(), static_cast<uint16_t>(slot));
+    assert(it != act.end());
+    *it = b;
+    EvSlot& in = slots_[b];
+    in.active = true;
+    in.marks_in_row = 0;
+    EvSlot& out = slots_[static_cast<size_t>(slot)];
+    out.active = false;
+    out.marks_in_row = 0;
+    if (out.state == EvState::skip) out.state = EvState::good;
+    bak.push_back(static_cast<uint16_t>(slot));
+    rot_[p].dirty = true;
+    ++stats_.congestion_swaps;
+    return b;
   }
 
   // Removes slot from the active/backup sets; promotes a backup of the same
@@ -395,6 +451,7 @@ class MrcPathPolicy final : public PathPolicy {
       const uint16_t b = bak.front();
       bak.erase(bak.begin());
       slots_[b].active = true;
+      slots_[b].marks_in_row = 0;
       act.push_back(b);
       rot_[port].dirty = true;
       ++stats_.promotions;

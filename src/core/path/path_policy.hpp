@@ -9,7 +9,8 @@
 //
 // Policies:
 //  - MrcPathPolicy: MRC's EV management (GOOD/SKIP/ASSUMED_BAD/DENIED,
-//    per-plane active and backup sets, probes with backoff, ev_min_active);
+//    per-plane active and backup sets, probes with backoff, ev_min_active,
+//    active EVs traded for backups on persistent ECN marks);
 //  - ObliviousPolicy: sprays over every EV and ignores all path signals
 //    (the "spraying without EV management" ablation);
 //  - SinglePathPolicy: one EV for the whole QP (ECMP-pinned comparison).
@@ -36,6 +37,7 @@ struct EvSlot {
   EvState state = EvState::good;
   bool active = false;          ///< in the active set (else backup or out of service)
   uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
+  uint8_t marks_in_row = 0;     ///< ECN-marked deliveries since the last unmarked one
   bool probe_outstanding = false;
   uint32_t drops = 0;           ///< losses since the last event for this EV
   Duration probe_backoff;
@@ -49,7 +51,10 @@ struct PathStats {
   uint64_t retired = 0;        ///< GOOD/SKIP -> ASSUMED_BAD
   uint64_t resurrected = 0;    ///< ASSUMED_BAD -> GOOD/SKIP after probes (not un-denials)
   uint64_t skips = 0;          ///< -> SKIP
-  uint64_t promotions = 0;     ///< backup -> active
+  uint64_t promotions = 0;     ///< backup -> active, replacing an EV out of service
+  /// Active EV traded for a backup of its port on ECN marks
+  /// (ProtocolConfig::ev_swap_marks); not counted as a promotion.
+  uint64_t congestion_swaps = 0;
   uint64_t min_active_holds = 0;  ///< demotions refused by ev_min_active
   uint64_t probes_sent = 0;
 };

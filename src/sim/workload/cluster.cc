@@ -1,5 +1,6 @@
 #include "sim/workload/cluster.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -47,6 +48,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     core::EvProfile p;
     p.policy = spec_.policy;
     p.explicit_evs = fabric_.make_evs(from, to, spec_.evs_per_plane, rng_);
+    if (spec_.pin_t0_uplink >= 0) pin(from, p.explicit_evs);
     if (spec_.transport == core::Transport::roce_rc) {
       // A RoCE QP lives on one NIC port: QP `lane` of a pair uses plane
       // lane % planes (one QP per port, as a collective library opens them),
@@ -101,6 +103,42 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
   bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
   bring_up(b, qb, pb, src, qa, psn_b, psn_a);
   return qps_.emplace(key, QpInfo{qa, qb}).first->second;
+}
+
+// TransportSpec::pin_t0_uplink: each plane's first active_per_plane EVs on
+// the pinned uplink go first, or only the pinned EVs stay with pin_only.
+void Cluster::pin(uint32_t src, std::vector<core::EvEntry>& evs) const {
+  if (fabric_.config().routing != Routing::srv6) {
+    std::fprintf(stderr, "mrc-sim: pin_t0_uplink needs SRv6 routing (ECMP paths are hashed)\n");
+    std::abort();
+  }
+  if (static_cast<uint32_t>(spec_.pin_t0_uplink) >= fabric_.shape().t0_up) {
+    std::fprintf(stderr, "mrc-sim: pin_t0_uplink %d out of range (the T0s have %u uplinks)\n",
+                 spec_.pin_t0_uplink, fabric_.shape().t0_up);
+    std::abort();
+  }
+  const uint32_t u = static_cast<uint32_t>(spec_.pin_t0_uplink);
+  auto on_uplink = [&](const core::EvEntry& e) { return fabric_.ev_path(src, e.value).t0_uplink == u; };
+  if (spec_.pin_only) {
+    std::erase_if(evs, [&](const core::EvEntry& e) { return !on_uplink(e); });
+    return;
+  }
+  // The policy groups EVs by port in list order: moving up to
+  // active_per_plane pinned EVs of each plane to the front makes them that
+  // plane's active set; everything else keeps make_evs() order (uplinks
+  // interleaved) as the backups.
+  std::vector<core::EvEntry> front, back;
+  std::vector<uint32_t> taken(fabric_.planes(), 0);
+  for (const core::EvEntry& e : evs) {
+    if (on_uplink(e) && taken[e.port] < spec_.active_per_plane) {
+      ++taken[e.port];
+      front.push_back(e);
+    } else {
+      back.push_back(e);
+    }
+  }
+  front.insert(front.end(), back.begin(), back.end());
+  evs = std::move(front);
 }
 
 void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,

@@ -32,6 +32,19 @@ struct TransportSpec {
   core::CcProfile cc;
   uint8_t timeout = 6;                ///< ACK timeout exponent (1.024 us x 2^t)
   uint8_t mpr = 16;                   ///< 128-PSN units
+  /// Pinning hook for scenarios and tests (SRv6 routing only; -1 = off).
+  /// When set, every QP's EV set (both directions of a connection) is
+  /// reordered, per plane, so that up to `active_per_plane` EVs whose path
+  /// leaves the source's T0 on uplink `pin_t0_uplink` come first: MRC makes the first
+  /// `active_per_plane` EVs of each plane its active set, so the QP starts
+  /// with its active EVs on that one uplink (as many as the set has there,
+  /// see Fabric::make_evs: choose evs_per_plane >= active_per_plane * t0_up)
+  /// and every other EV of the plane, in make_evs() order (uplinks
+  /// interleaved), as its backups. With `pin_only`, EVs on other uplinks are
+  /// dropped instead: the QP can never leave that uplink, whatever its
+  /// policy (the pinned control run for single-path or oblivious policies).
+  int32_t pin_t0_uplink = -1;
+  bool pin_only = false;
 };
 
 /// Completion of one posted work request.
@@ -112,6 +125,7 @@ class Cluster {
     uint32_t remote = 0;  ///< QPN at dst
   };
   const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
+  void pin(uint32_t src, std::vector<core::EvEntry>& evs) const;
   void on_nic_event(Nic& nic, const core::Event& e);
 
   Simulator& sim_;

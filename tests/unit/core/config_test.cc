@@ -32,6 +32,9 @@ TEST(EndpointConfigValidate, DefaultsAreValid) {
   c.protocol.probe_interval_max = c.protocol.probe_interval;
   c.protocol.probe_resurrect_count = 255;
   c.protocol.reverse_evs_per_port = 64;
+  c.protocol.ev_swap_marks = 0;
+  EXPECT_TRUE(c.validate(&why).ok());
+  c.protocol.ev_swap_marks = 255;
   EXPECT_TRUE(c.validate(&why).ok());
 }
 
@@ -57,6 +60,7 @@ TEST(EndpointConfigValidate, RejectsEachBadFieldByName) {
        [](EndpointConfig& c) { c.protocol.probe_interval_max = c.protocol.probe_interval - Duration::ps(1); }},
       {"probe_resurrect_count", [](EndpointConfig& c) { c.protocol.probe_resurrect_count = 0; }},
       {"probe_resurrect_count", [](EndpointConfig& c) { c.protocol.probe_resurrect_count = 256; }},
+      {"ev_swap_marks", [](EndpointConfig& c) { c.protocol.ev_swap_marks = 256; }},
       {"reverse_probe_interval", [](EndpointConfig& c) { c.protocol.reverse_probe_interval = Duration{}; }},
       {"reverse_evs_per_port", [](EndpointConfig& c) { c.protocol.reverse_evs_per_port = 0; }},
       {"reverse_evs_per_port", [](EndpointConfig& c) { c.protocol.reverse_evs_per_port = 65; }},

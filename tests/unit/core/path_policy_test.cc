@@ -218,6 +218,7 @@ TEST_F(PolicyTest, SelectAvoidsSlotWhenAnotherChoiceExistsOnAnotherPort) {
 // ------------------------------------------------------------------ SKIP
 
 TEST_F(PolicyTest, SkipOnceIsPassedOverOnceThenGood) {
+  proto.ev_swap_marks = 0;  // SKIP alone (the swap on marks in a row is tested below)
   auto pp = make(small_profile(), 2);
   const std::vector<int> act0 = active_on(*pp, 0);
   // Finish one pass so the next selection starts a fresh rotation.
@@ -267,6 +268,134 @@ TEST_F(PolicyTest, AlwaysSkipRetires) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].to, EvState::assumed_bad);
   EXPECT_EQ(events[0].drop_count, 0u);  // a mark, not a loss
+}
+
+// ------------------------------------------------------------------ marks -> swap with a backup
+
+TEST_F(PolicyTest, MarksInARowSwapAnActiveEvForTheOldestBackup) {
+  // proto.ev_swap_marks = 3 (default): an unmarked delivery ends a run of
+  // marks; three marks in a row trade the EV for a backup.
+  ASSERT_EQ(proto.ev_swap_marks, 3u);
+  auto pp = make(small_profile(), 2);
+  const std::vector<int> act0 = active_on(*pp, 0), act1 = active_on(*pp, 1);
+  const std::vector<int> bak0 = backups_on(*pp, 0);
+  ASSERT_EQ(bak0.size(), 4u);
+  const int victim = act0[1];
+  pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  pp->on_delivered(t0, victim, wire::Mark::none);
+  pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  EXPECT_TRUE(pp->slot(victim).active) << "the unmarked delivery ended the run";
+  EXPECT_EQ(pp->stats().congestion_swaps, 0u);
+  pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  EXPECT_EQ(pp->stats().congestion_swaps, 1u);
+  const EvSlot& v = pp->slot(victim);
+  EXPECT_FALSE(v.active);
+  EXPECT_EQ(v.state, EvState::good) << "still in service, now a backup";
+  std::vector<int> now0 = active_on(*pp, 0);
+  ASSERT_EQ(now0.size(), 4u);
+  EXPECT_EQ(std::count(now0.begin(), now0.end(), victim), 0);
+  // The oldest backup (first of the port's backups in set order) took its place.
+  EXPECT_EQ(std::count(now0.begin(), now0.end(), bak0[0]), 1);
+  EXPECT_EQ(pp->slot(bak0[0]).marks_in_row, 0u);
+  EXPECT_EQ(active_on(*pp, 1), act1);  // other port untouched
+  const std::vector<int> nb = backups_on(*pp, 0);
+  EXPECT_EQ(std::count(nb.begin(), nb.end(), victim), 1);
+  // Not a state change, not a promotion; the active set keeps its size.
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(pp->stats().promotions, 0u);
+  EXPECT_EQ(pp->stats().retired, 0u);
+  EXPECT_EQ(pp->usable_active(), 8u);
+  for (int k = 0; k < 12; ++k) EXPECT_NE(pp->select(t0, 0b01, kNone), victim);
+  // Late marks for packets sent before the swap do not swap a backup.
+  for (int k = 0; k < 3; ++k) pp->on_delivered(t0, victim, wire::Mark::skip_once);
+  EXPECT_EQ(pp->stats().congestion_swaps, 1u);
+  EXPECT_FALSE(pp->slot(victim).active);
+}
+
+TEST_F(PolicyTest, PersistentMarksMoveASmallActiveSetOffItsPath) {
+  // One port; the two active EVs (10, 11) name one congested path, the two
+  // backups (20, 21) others. Marks keep coming on whatever crosses the
+  // congested path: the active set moves onto the backups.
+  EvProfile p;
+  p.explicit_evs = {{10, 0}, {11, 0}, {20, 0}, {21, 0}};
+  p.active_count = 2;
+  p.ev_min_active = 1;
+  auto pp = make(p, 1);
+  auto congested = [&](int s) { return pp->slot(s).value < 20; };
+  int on_congested = 0;
+  for (int k = 0; k < 40; ++k) {
+    const int s = pp->select(t0, 0b1, kNone);
+    ASSERT_NE(s, kNone);
+    on_congested += congested(s);
+    pp->on_delivered(t0, s, congested(s) ? wire::Mark::skip_once : wire::Mark::none);
+  }
+  EXPECT_LE(on_congested, 4);
+  EXPECT_EQ(pp->stats().congestion_swaps, 2u);
+  for (int s : active_on(*pp, 0)) EXPECT_FALSE(congested(s));
+  EXPECT_TRUE(events.empty());
+}
+
+TEST_F(PolicyTest, WholeActiveSetMarkedSwapsWhenTheRotationNeedsAnEv) {
+  // Each active EV marked once (below ev_swap_marks): every one is SKIP, so
+  // the rotation has nothing to skip to; the oldest backup takes the packet.
+  EvProfile p;
+  p.explicit_evs = {{10, 0}, {11, 0}, {20, 0}, {21, 0}};
+  p.active_count = 2;
+  p.ev_min_active = 1;
+  auto pp = make(p, 1);
+  (void)pp->select(t0, 0b1, kNone);
+  (void)pp->select(t0, 0b1, kNone);  // one full pass
+  pp->on_delivered(t0, 0, wire::Mark::skip_once);
+  pp->on_delivered(t0, 1, wire::Mark::skip_once);
+  EXPECT_EQ(pp->stats().congestion_swaps, 0u);
+  EXPECT_EQ(pp->select(t0, 0b1, kNone), 2);
+  EXPECT_EQ(pp->stats().congestion_swaps, 1u);
+  EXPECT_TRUE(pp->slot(2).active);
+  EXPECT_EQ(active_on(*pp, 0).size(), 2u);
+  // One marked EV was demoted; the other, passed over, is GOOD and active.
+  EXPECT_EQ(pp->slot(0).active + pp->slot(1).active, 1);
+  EXPECT_EQ(pp->count(EvState::skip), 0u);
+}
+
+TEST_F(PolicyTest, NoSwapWithoutBackupsOrWhenDisabled) {
+  EvProfile p;
+  p.explicit_evs = {{10, 0}, {11, 0}};
+  p.active_count = 2;
+  p.ev_min_active = 1;
+  {
+    auto pp = make(p, 1);  // no backups: marks only SKIP
+    for (int k = 0; k < 8; ++k) {
+      const int s = pp->select(t0, 0b1, kNone);
+      ASSERT_NE(s, kNone);
+      pp->on_delivered(t0, s, wire::Mark::skip_once);
+    }
+    EXPECT_EQ(pp->stats().congestion_swaps, 0u);
+    EXPECT_EQ(active_on(*pp, 0).size(), 2u);
+  }
+  proto.ev_swap_marks = 0;
+  p.explicit_evs.push_back({20, 0});
+  auto pp = make(p, 1);  // a backup, but swapping is off: SKIP only
+  for (int k = 0; k < 8; ++k) {
+    const int s = pp->select(t0, 0b1, kNone);
+    ASSERT_TRUE(s == 0 || s == 1) << s;
+    pp->on_delivered(t0, s, wire::Mark::skip_once);
+  }
+  EXPECT_EQ(pp->stats().congestion_swaps, 0u);
+  EXPECT_FALSE(pp->slot(2).active);
+}
+
+TEST_F(PolicyTest, ObliviousAndSinglePathIgnoreMarks) {
+  for (PathPolicyKind kind : {PathPolicyKind::oblivious, PathPolicyKind::single_path}) {
+    EvProfile p = small_profile();
+    p.policy = kind;
+    auto pp = make(p, 2);
+    for (int k = 0; k < 4; ++k) pp->on_delivered(t0, 3, wire::Mark::skip_once);
+    EXPECT_EQ(pp->slot(3).state, EvState::good);
+    EXPECT_EQ(pp->stats().congestion_swaps, 0u);
+    EXPECT_EQ(pp->stats().skips, 0u);
+  }
 }
 
 // ------------------------------------------------------------------ loss -> ASSUMED_BAD
