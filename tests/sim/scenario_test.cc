@@ -9,25 +9,13 @@
 #include "core/qp.hpp"
 
 #include "sim/scenario/runner.hpp"
+#include "sim_test_util.hpp"
 
 namespace mrc::sim {
 namespace {
 
-TopologyConfig clos(uint32_t planes, uint32_t hosts, uint32_t per_t0) {
-  TopologyConfig t;
-  t.kind = planes > 1 ? TopologyKind::clos2_multiplane : TopologyKind::fattree2;
-  t.planes = planes;
-  t.hosts = hosts;
-  t.t0_down = per_t0;
-  t.t0_up = per_t0;
-  t.t1_count = per_t0;
-  t.host_link_bps = 100'000'000'000ull;
-  return t;
-}
-
-TransportSpec transport(const char* name, uint32_t qps = 1) {
-  return transport_by_name(name, 16, qps).value();
-}
+using testing::clos;
+using testing::transport;
 
 double max_slowdown(const RunResult& r) {
   double m = 0;
