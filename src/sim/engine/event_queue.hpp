@@ -3,24 +3,29 @@
 //
 // A timing wheel of kSlots buckets of 2^kShift ps (1.024 ns; the wheel spans
 // ~4.2 us, more than a hop's link + switch latency) with a binary heap for
-// the events beyond it (timers). Wheel events live in a pooled slab, each
-// bucket a FIFO list through it, so a push is a few stores into memory that
-// was freed moments ago (the slab is as large as the most events ever
-// pending, a few hundred KB). A pop drains a sorted batch: when it runs dry,
-// the next non-empty bucket (a bitmap scan) and any heap events of that
-// bucket are gathered and sorted by time. It relies on the simulator's clock
-// never going back: nothing is pushed earlier than the last event popped.
+// the events beyond it (timers). Each bucket is a FIFO list of chunks of 10
+// events from a pooled slab, so a push is a store into a chunk that is warm
+// (the bucket's tail, or one freed moments ago) and draining a bucket reads
+// whole cache lines in sequence, the next chunk prefetched while one is
+// copied (a list of single events cost one dependent cache miss per event: a
+// busy fabric puts over a hundred events in a 1 ns bucket, pushed ~100 ns of
+// simulated time, thousands of events, earlier). A pop drains a sorted batch:
+// when it runs dry, the next non-empty bucket (a bitmap scan) and any heap
+// events of that bucket are gathered and sorted by time (a radix sort on the
+// offset within the bucket when the batch is large). It relies on the
+// simulator's clock never going back: nothing is pushed earlier than the last
+// event popped.
 //
 // History (docs/performance.md): a 4-ary heap (62 % of the fabric
 // benchmark's time in sift_down), then a radix heap (each event moved ~4
 // times between buckets; 30 % of mrc-sim's instructions on the 128-host
-// permutation), then this wheel.
+// permutation), then this wheel (one list entry per event, then chunks).
 //
 // Ties break on insertion order, so a run is deterministic: the heap orders
 // by (time, insertion); a bucket's heap events were all pushed before any of
 // its wheel events (once a bucket is within the wheel's reach it stays so);
-// a bucket's list is in insertion order; so heap events first, then the
-// list, then a stable sort by time alone gives (time, insertion) order.
+// a bucket's chunk list is in insertion order; so heap events first, then
+// the list, then a stable sort by time alone gives (time, insertion) order.
 #pragma once
 
 #include <algorithm>
@@ -66,28 +71,28 @@ class EventQueue {
     const uint64_t b = key >> kShift;
     if (b - cur_ - 1 < kSlots - 1) {  // cur_ < b < cur_ + kSlots: the wheel
       const uint32_t s = static_cast<uint32_t>(b & kMask);
-      uint32_t n = free_;
-      if (n != kNil) [[likely]] {
-        free_ = slab_[n].next;
-      } else {
-        n = grow_slab();
-      }
-      Slot& x = slab_[n];
-      x.at = t;
-      x.node = node;
-      x.tag = tag;
-      x.next = kNil;
+      uint32_t c = tail_of_[s];
       if (head_of_[s] == kNil) {
-        head_of_[s] = n;
+        c = new_chunk();
+        head_of_[s] = c;
+        tail_of_[s] = c;
         bits_[s >> 6] |= uint64_t{1} << (s & 63);
-      } else {
-        slab_[tail_of_[s]].next = n;
+      } else if (chunks_[c].n == kChunkEvents) [[unlikely]] {
+        const uint32_t nc = new_chunk();
+        chunks_[c].next = nc;
+        tail_of_[s] = nc;
+        c = nc;
       }
-      tail_of_[s] = n;
+      Chunk& ch = chunks_[c];
+      ch.ev[ch.n++] = Slot{t, node, tag};
       return;
     }
     push_slow(t, node, tag);
   }
+
+  /// The event after top(), if it is already known cheaply (in the sorted
+  /// batch), else null: for prefetching.
+  const Event* peek_second() const { return next_ + 1 < batch_.size() ? &batch_[next_ + 1] : nullptr; }
 
   Event pop() {
     top();
@@ -97,7 +102,7 @@ class EventQueue {
     return e;
   }
 
-  void reserve(size_t n) { slab_.reserve(n); }
+  void reserve(size_t n) { chunks_.reserve(n / kChunkEvents + 1); }
 
  private:
   static constexpr int kShift = 10;
@@ -108,16 +113,41 @@ class EventQueue {
     Time at;
     Node* node;
     uint64_t tag;
-    uint32_t next;
   };
+  // A bucket is a list of chunks of events, in insertion order: draining it
+  // reads whole cache lines in sequence (one dependent miss per chunk, and
+  // the next chunk is prefetched while one is copied) where a list of single
+  // events took one dependent miss per event.
+  static constexpr uint32_t kChunkEvents = 10;
+  static constexpr size_t kSmallBatch = 24;
+  struct alignas(64) Chunk {
+    uint32_t next;
+    uint32_t n;
+    Slot ev[kChunkEvents];
+  };
+  static void prefetch_chunk(const Chunk* c) {
+    const char* p = reinterpret_cast<const char*>(c);
+    for (size_t i = 0; i < sizeof(Chunk); i += 64) __builtin_prefetch(p + i);
+  }
 
   static uint64_t key_of(Time t) { return t.ps() < 0 ? 0 : static_cast<uint64_t>(t.ps()); }
   // Heap order: the earliest (time, insertion) on top.
   static bool later(const Event& a, const Event& b) { return a.at > b.at || (a.at == b.at && a.seq > b.seq); }
 
-  __attribute__((noinline)) uint32_t grow_slab() {
-    slab_.push_back(Slot{});
-    return static_cast<uint32_t>(slab_.size() - 1);
+  uint32_t new_chunk() {
+    uint32_t c = free_;
+    if (c != kNil) [[likely]] {
+      free_ = chunks_[c].next;
+    } else {
+      c = grow_chunks();
+    }
+    chunks_[c].next = kNil;
+    chunks_[c].n = 0;
+    return c;
+  }
+  __attribute__((noinline)) uint32_t grow_chunks() {
+    chunks_.push_back(Chunk{});
+    return static_cast<uint32_t>(chunks_.size() - 1);
   }
 
   // Not the wheel: the batch being drained, or the heap.
@@ -170,30 +200,75 @@ class EventQueue {
     }
     if (wb == b) {
       const uint32_t s = static_cast<uint32_t>(b & kMask);
-      uint32_t n = head_of_[s];
+      uint32_t c = head_of_[s];
       head_of_[s] = kNil;
       bits_[s >> 6] &= ~(uint64_t{1} << (s & 63));
-      const uint32_t first = n;
-      uint32_t last = n;
-      while (n != kNil) {
-        const Slot& x = slab_[n];
-        batch_.push_back(Event{x.at, 0, x.node, x.tag});
-        last = n;
-        n = x.next;
+      const uint32_t first = c;
+      uint32_t last = c;
+      while (c != kNil) {
+        const Chunk& ch = chunks_[c];
+        if (ch.next != kNil) prefetch_chunk(&chunks_[ch.next]);
+        for (uint32_t i = 0; i < ch.n; ++i) batch_.push_back(Event{ch.ev[i].at, 0, ch.ev[i].node, ch.ev[i].tag});
+        last = c;
+        c = ch.next;
       }
       // The whole list goes back to the free list at once.
-      slab_[last].next = free_;
+      chunks_[last].next = free_;
       free_ = first;
+      // The next bucket is drained after this batch: start loading its head.
+      const uint64_t nb = next_wheel_bucket();
+      if (nb != UINT64_MAX) prefetch_chunk(&chunks_[head_of_[nb & kMask]]);
     }
-    // Stable insertion sort by time: runs of one time (common: synchronized
-    // senders) and nearly sorted lists cost one comparison per event.
-    for (size_t i = 1; i < batch_.size(); ++i) {
-      if (!(batch_[i].at < batch_[i - 1].at)) continue;
-      const Event e = batch_[i];
-      size_t j = i;
-      for (; j > 0 && e.at < batch_[j - 1].at; --j) batch_[j] = batch_[j - 1];
-      batch_[j] = e;
+    sort_batch(b);
+  }
+
+  // Stable sort of the batch by time. Every event in it lies in bucket b, so
+  // the key is the 10-bit offset within the bucket. A small or nearly sorted
+  // batch takes an insertion sort (one comparison per event when sorted); a
+  // large one (a busy fabric puts over a hundred events in a 1 ns bucket, in
+  // no particular order) a two-pass radix sort on the offset.
+  void sort_batch(uint64_t b) const {
+    const size_t n = batch_.size();
+    size_t i = 1;
+    while (i < n && !(batch_[i].at < batch_[i - 1].at)) ++i;
+    if (i >= n) return;
+    if (n <= kSmallBatch) {
+      for (; i < n; ++i) {
+        if (!(batch_[i].at < batch_[i - 1].at)) continue;
+        const Event e = batch_[i];
+        size_t j = i;
+        for (; j > 0 && e.at < batch_[j - 1].at; --j) batch_[j] = batch_[j - 1];
+        batch_[j] = e;
+      }
+      return;
     }
+    static_assert(kShift == 10, "two 5-bit radix passes");
+    const uint64_t base = b << kShift;
+    uint32_t lo[33] = {}, hi[33] = {};
+    order_.resize(n);
+    tmp_.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t off = static_cast<uint32_t>(key_of(batch_[k].at) - base);
+      assert(off < (1u << kShift));
+      ++lo[(off & 31) + 1];
+      ++hi[(off >> 5) + 1];
+    }
+    for (int d = 0; d < 32; ++d) {
+      lo[d + 1] += lo[d];
+      hi[d + 1] += hi[d];
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t off = static_cast<uint32_t>(key_of(batch_[k].at) - base);
+      tmp_[lo[off & 31]++] = static_cast<uint32_t>(k);
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t idx = tmp_[k];
+      const uint32_t off = static_cast<uint32_t>(key_of(batch_[idx].at) - base);
+      order_[hi[off >> 5]++] = idx;
+    }
+    sorted_.resize(n);
+    for (size_t k = 0; k < n; ++k) sorted_[k] = batch_[order_[k]];
+    batch_.swap(sorted_);
   }
 
   // Refilling is logically const (top() does it); the structure is a cache
@@ -201,11 +276,14 @@ class EventQueue {
   mutable std::vector<Event> batch_;  ///< bucket cur_ (and earlier pushes), sorted; [next_, end) pending
   mutable size_t next_ = 0;
   mutable uint64_t cur_ = 0;          ///< bucket (time >> kShift) of the batch
-  mutable std::vector<uint32_t> head_of_;  ///< per slot: oldest event of its bucket, or kNil
-  mutable std::vector<uint32_t> tail_of_;  ///< per slot: newest event (valid while head_of_ is not kNil)
+  mutable std::vector<uint32_t> head_of_;  ///< per slot: oldest chunk of its bucket, or kNil
+  mutable std::vector<uint32_t> tail_of_;  ///< per slot: newest chunk (valid while head_of_ is not kNil)
   mutable uint64_t bits_[kSlots / 64] = {};  ///< slots with events
-  mutable std::vector<Slot> slab_;
-  mutable uint32_t free_ = kNil;
+  mutable std::vector<Chunk> chunks_;
+  mutable uint32_t free_ = kNil;  ///< free chunks, linked by next
+  mutable std::vector<Event> sorted_;   ///< sort_batch() scratch
+  mutable std::vector<uint32_t> order_;  ///< sort_batch() scratch
+  mutable std::vector<uint32_t> tmp_;    ///< sort_batch() scratch
   mutable std::vector<Event> far_;    ///< heap: events beyond the wheel when pushed
   uint64_t popped_ = 0;               ///< time of the last event popped
   size_t size_ = 0;

@@ -30,6 +30,12 @@ class Node {
   /// A packet arrived on `in_port` (numbering is the node's own). The node
   /// owns the packet from now on: forward it or release it to the pool.
   virtual void receive(Simulator& sim, Packet* p, int in_port) = 0;
+  /// Called one event before on_event(tag), with the node's first two cache
+  /// lines (and what `tag` may point at) already being loaded: may prefetch
+  /// what that on_event will touch next (the egress port a packet will be
+  /// routed to, ...). Must not change any state: the event before may still
+  /// change the node, so whatever it reads is only a hint.
+  virtual void prefetch(uint64_t tag) const { (void)tag; }
 };
 
 class Simulator {

@@ -112,7 +112,7 @@ void EgressPort::kick() {
   if (ev_pending_ || !eligible()) return;
   if (busy_until_ > ctx_->sim->now()) {
     ev_pending_ = true;
-    ctx_->sim->schedule(busy_until_, this, kTagSend);
+    ctx_->sim->schedule(busy_until_, this, send_tag());
     return;
   }
   send_next();
@@ -124,7 +124,7 @@ void EgressPort::send_next() {
   transmit(q.p, q.bytes);
   if (eligible()) {
     ev_pending_ = true;
-    ctx_->sim->schedule(busy_until_, this, kTagSend);
+    ctx_->sim->schedule(busy_until_, this, send_tag());
   }
 }
 
@@ -214,12 +214,17 @@ uint64_t EgressPort::flush() {
   return n;
 }
 
+uint64_t EgressPort::send_tag() const {
+  // The queue entry the next transmission most likely pops (entries are
+  // 16-byte aligned, so the tag never reads as kTagPause or kTagResume).
+  const Ring<Queued>* q = !q_[kControl].empty() ? &q_[kControl] : !q_[kData].empty() ? &q_[kData] : &q_[kTrimmed];
+  if (q->empty()) return kTagSend;
+  static_assert(alignof(Queued) >= 4);
+  return reinterpret_cast<uintptr_t>(&q->front());
+}
+
 void EgressPort::on_event(Simulator&, uint64_t tag) {
   switch (tag) {
-    case kTagSend:
-      ev_pending_ = false;
-      kick();
-      break;
     case kTagPause:
       ++paused_;
       break;
@@ -227,9 +232,17 @@ void EgressPort::on_event(Simulator&, uint64_t tag) {
       if (paused_ > 0) --paused_;
       if (paused_ == 0) kick();
       break;
-    default:
+    default:  // kTagSend, or a send with a prefetch hint
+      ev_pending_ = false;
+      kick();
       break;
   }
+}
+
+void EgressPort::prefetch(uint64_t tag) const {
+  if (tag == kTagPause || tag == kTagResume) return;
+  __builtin_prefetch(out_);
+  __builtin_prefetch(reinterpret_cast<const char*>(out_) + 64);
 }
 
 void EgressPort::receive(Simulator&, Packet*, int) {

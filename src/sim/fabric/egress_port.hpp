@@ -63,6 +63,9 @@ class PfcPeer {
 class alignas(64) EgressPort final : public Node {
  public:
   /// Event tags: the serializer's, and PFC frames arriving from downstream.
+  /// (The serializer's events carry the address of the queue entry they will
+  /// likely pop, for the simulator loop to prefetch; any tag other than
+  /// kTagPause and kTagResume is a send.)
   static constexpr uint64_t kTagSend = 0;
   static constexpr uint64_t kTagPause = 1;
   static constexpr uint64_t kTagResume = 2;
@@ -91,6 +94,8 @@ class alignas(64) EgressPort final : public Node {
 
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int in_port) override;
+  /// A send: the pipe it transmits into.
+  void prefetch(uint64_t tag) const override;
 
  private:
   static constexpr int kControl = 0, kTrimmed = 1, kData = 2;
@@ -103,6 +108,7 @@ class alignas(64) EgressPort final : public Node {
   }
   void kick();
   void send_next();
+  uint64_t send_tag() const;
   Queued select();
   Queued pop(int c);
   void transmit(Packet* p, uint32_t bytes);

@@ -45,14 +45,19 @@ struct alignas(64) Packet {
   // Sizes.
   uint16_t hdr_len = 0;
   uint32_t payload_len = 0;
-  // Addressing.
-  uint32_t src = 0;        ///< source host
+  // Addressing (ECMP reads dst and flow_hash at every hop).
   uint32_t dst = 0;        ///< destination host
-  uint8_t plane = 0;       ///< NIC port it left on = plane
-  uint32_t entropy = 0;    ///< EV (UDP source port / flow label)
   uint64_t flow_hash = 0;  ///< ECMP key: hash of addresses, ports and EV
+  // The pipe carrying the packet: the next packet in flight on it and when
+  // that one reaches the far end (an intrusive FIFO: delivering the head
+  // touches neither a queue entry nor the next packet).
+  Packet* pipe_next = nullptr;
+  Time pipe_next_at;
   // What the transport produced (read by the NICs only).
   uint8_t hdr[wire::kMaxHeaderBytes];
+  uint32_t src = 0;        ///< source host
+  uint8_t plane = 0;       ///< NIC port it left on = plane
+  uint32_t entropy = 0;    ///< EV (UDP source port / flow label)
   // Bookkeeping.
   uint64_t id = 0;
   Time sent_at;

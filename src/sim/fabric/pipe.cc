@@ -44,20 +44,34 @@ void Pipe::send(Packet* p, Time done) {
     return;
   }
   const Time at = done + delay_;
-  assert(q_.empty() || q_.back().at <= at);
-  q_.push_back(Entry{at, p});
+  assert(!tail_ || tail_at_ <= at);
+  p->pipe_next = nullptr;
+  if (tail_) {
+    tail_->pipe_next = p;
+    tail_->pipe_next_at = at;
+  } else {
+    head_ = p;
+    head_at_ = at;
+  }
+  tail_ = p;
+  tail_at_ = at;
+  ++count_;
   if (!ev_pending_) {
     ev_pending_ = true;
-    ctx_->sim->schedule(at, this, 0);
+    ctx_->sim->schedule(at, this, reinterpret_cast<uintptr_t>(p));
   }
 }
 
 uint64_t Pipe::flush() {
   uint64_t n = 0;
-  while (!q_.empty()) {
-    ctx_->sim->free_packet(q_.pop_front().p);
+  while (head_) {
+    Packet* p = head_;
+    head_ = p->pipe_next;
+    ctx_->sim->free_packet(p);
     ++n;
   }
+  tail_ = nullptr;
+  count_ = 0;
   ctx_->stats.drops_link_down += n;
   // A pending event stays; it finds the FIFO empty, or a later head, and
   // reschedules for that.
@@ -68,17 +82,26 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
   ev_pending_ = false;
   const Time now = sim.now();
   // Deliveries never push into this pipe (a packet never turns back onto the
-  // link it arrived on), so the loop sees a stable FIFO.
-  while (!q_.empty() && q_.front().at <= now) {
-    Packet* p = q_.pop_front().p;
-    // The next packet on this pipe arrives soon; its header line is cold.
-    if (!q_.empty()) __builtin_prefetch(q_.front().p);
+  // link it arrived on), so the loop sees a stable FIFO. (The tag, the head
+  // when the event was scheduled, is only a prefetch hint: a flush may have
+  // freed it since.)
+  while (head_ && head_at_ <= now) {
+    Packet* p = head_;
+    // Before deliver(): forwarding relinks p.
+    head_ = p->pipe_next;
+    head_at_ = p->pipe_next_at;
+    if (!head_) tail_ = nullptr;
+    --count_;
     deliver(p);
   }
-  if (!q_.empty() && !ev_pending_) {
+  if (head_ && !ev_pending_) {
     ev_pending_ = true;
-    sim.schedule(q_.front().at, this, 0);
+    sim.schedule(head_at_, this, reinterpret_cast<uintptr_t>(head_));
   }
+}
+
+void Pipe::prefetch(uint64_t) const {
+  if (head_ && sw_) sw_->prefetch_route(*head_);
 }
 
 void Pipe::deliver(Packet* p) {

@@ -5,7 +5,12 @@
 // latency, folded in here so a hop costs one event). In-flight packets sit in
 // a FIFO; a busy pipe keeps exactly one pending event, for its head packet.
 // Arrival times are monotonic because the sender serializes (a switch egress
-// port or a NIC), so the FIFO never needs sorting.
+// port or a NIC), so the FIFO never needs sorting. The FIFO is a list through
+// the packets themselves (Packet::pipe_next and pipe_next_at, the next
+// packet's arrival, in the first cache line; the pipe keeps the head's), and
+// the event's tag is the head packet, which the simulator loop prefetches
+// with the pipe: a delivery touches the pipe's first line and the packet,
+// nothing else.
 //
 // The pipe also owns the link's physical state in its direction: rate (which
 // the sender reads to serialize), alive (link up and both end switches up),
@@ -16,7 +21,6 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric_stats.hpp"
-#include "sim/fabric/ring.hpp"
 
 namespace mrc::sim {
 
@@ -62,30 +66,34 @@ class alignas(64) Pipe final : public Node {
   /// Packets and wire bytes that completed this pipe.
   uint64_t packets() const { return packets_; }
   uint64_t bytes() const { return bytes_; }
-  size_t in_flight() const { return q_.size(); }
+  size_t in_flight() const { return count_; }
 
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int in_port) override;
+  /// The head packet's next hop: the egress port and pipe its far switch
+  /// will route it to.
+  void prefetch(uint64_t tag) const override;
 
  private:
-  struct Entry {
-    Time at;
-    Packet* p = nullptr;
-  };
   void deliver(Packet* p);
 
-  // Hot fields first: on_event and send read these.
+  // Hot fields first, in one cache line: on_event and send read these.
   FabricContext* ctx_ = nullptr;
-  bool ev_pending_ = false;
-  bool alive_ = true;
-  uint32_t in_port_ = 0;
+  Packet* head_ = nullptr;  ///< in flight, oldest first, linked by pipe_next
+  Packet* tail_ = nullptr;
+  Time head_at_;            ///< when head_ arrives
   Duration delay_;
   Switch* sw_ = nullptr;  ///< far end: a switch port, or (null) NIC port in_port_ of host_
+  uint32_t in_port_ = 0;
+  bool ev_pending_ = false;
+  bool alive_ = true;
+  // Second line (the simulator loop prefetches it too).
+  uint32_t count_ = 0;
   double loss_ = 0;
+  int64_t ps_per_byte_ = 0;  ///< 8e12 / rate when that is whole, else 0
+  Time tail_at_;             ///< when tail_ arrives (checks the FIFO order)
   uint64_t packets_ = 0;
   uint64_t bytes_ = 0;
-  int64_t ps_per_byte_ = 0;  ///< 8e12 / rate when that is whole, else 0
-  Ring<Entry, 4> q_{4};      ///< in flight; a few entries inline
   uint64_t rate_bps_ = 0;
   Node* nic_ = nullptr;
   uint32_t host_ = 0;

@@ -53,6 +53,9 @@ void Switch::receive(Packet* p, uint32_t in_port) {
     ctx_->sim->free_packet(p);
     return;
   }
+  // The port and the pipe it feeds are both likely cold: load them in
+  // parallel (enqueue reads the pipe through the port).
+  __builtin_prefetch(&ports_[out].pipe);
   ports_[out].port.enqueue(p, in_port);
 }
 
@@ -65,14 +68,15 @@ uint32_t Switch::route_srv6(Packet& p) const {
   if (lane >= own_count_) return kNoPort;
   // Shift, then the static lookup of the new active uSID.
   p.usid_pos = static_cast<uint8_t>(pos + 1);
-  const uint16_t next = p.usid[pos + 1];
-  if (usid::plane_bits(next) != plane_bits_) return kNoPort;
-  const uint32_t t = static_cast<uint32_t>(usid::tier(next));
-  const uint32_t rel = usid::index(next) - fib_base_[t];  // wraps for an empty uSID or a foreign range
-  if (rel >= fib_size_[t]) return kNoPort;
-  const FibEntry e = fib_data_[fib_off_[t] + rel];
-  if (e.port == kNoPort) return kNoPort;
-  return e.port + lane * e.lane_stride;
+  return lookup_srv6(p.usid[pos + 1], lane);
+}
+
+uint32_t Switch::peek_srv6(const Packet& p) const {
+  const uint32_t pos = p.usid_pos;
+  if (pos + 1 >= static_cast<uint32_t>(kMaxUsids)) return kNoPort;
+  const uint32_t lane = static_cast<uint16_t>(p.usid[pos] - own_first_);
+  if (lane >= own_count_) return kNoPort;
+  return lookup_srv6(p.usid[pos + 1], lane);
 }
 
 uint32_t Switch::route_ecmp(const Packet& p) const {

@@ -22,6 +22,7 @@
 #include "sim/fabric/fabric_stats.hpp"
 #include "sim/fabric/pipe.hpp"
 #include "sim/fabric/topology.hpp"
+#include "sim/fabric/usid.hpp"
 
 namespace mrc::sim {
 
@@ -85,8 +86,34 @@ class alignas(64) Switch final : public PfcPeer {
 
   void pfc_signal(uint32_t in_port, bool pause) override;
 
+  /// Prefetches the egress port and pipe receive(p) will use (routing
+  /// without changing `p`; a hint only).
+  void prefetch_route(const Packet& p) const {
+    if (!up_) return;
+    const uint32_t out = p.srv6 ? peek_srv6(p) : route_ecmp(p);
+    if (out >= nports_) return;
+    // All of the port (its queues are in its later lines), the pipe's first two.
+    const char* port = reinterpret_cast<const char*>(&ports_[out].port);
+    for (size_t i = 0; i < sizeof(EgressPort); i += 64) __builtin_prefetch(port + i);
+    const char* pipe = reinterpret_cast<const char*>(&ports_[out].pipe);
+    __builtin_prefetch(pipe);
+    __builtin_prefetch(pipe + 64);
+  }
+
  private:
   uint32_t route_srv6(Packet& p) const;
+  /// route_srv6 without the shift.
+  uint32_t peek_srv6(const Packet& p) const;
+  /// The egress port towards uSID `next` (the one after ours), on `lane`.
+  uint32_t lookup_srv6(uint16_t next, uint32_t lane) const {
+    if (usid::plane_bits(next) != plane_bits_) return kNoPort;
+    const uint32_t t = static_cast<uint32_t>(usid::tier(next));
+    const uint32_t rel = usid::index(next) - fib_base_[t];  // wraps for an empty uSID or a foreign range
+    if (rel >= fib_size_[t]) return kNoPort;
+    const FibEntry e = fib_data_[fib_off_[t] + rel];
+    if (e.port == kNoPort) return kNoPort;
+    return e.port + lane * e.lane_stride;
+  }
   uint32_t route_ecmp(const Packet& p) const;
 
   // First cache line: what forwarding a packet reads.
