@@ -114,15 +114,7 @@ TEST(CcValidation, PermutationAtFullLoadRunsEveryFlowNearLineRate) {
 }
 
 TEST(CcValidation, VictimKeepsItsRateBesideAnIncast) {
-  // 15 -> 1 incast; the victim sends to the target's T0 neighbour, so it
-  // shares the T0 (and its uplinks) but not the congested downlink.
-  Scenario sc;
-  sc.topology = clos(4, 32, 8);
-  sc.workload = WorkloadKind::incast;
-  sc.fan_in = 15;
-  sc.victim = true;
-  sc.bytes = 4 << 20;
-  sc.seed = 8;
+  Scenario sc = testing::incast15_with_victim();
   sc.time_limit = Duration::ms(40);
   const RunResult mrc = run_scenario(sc, transport("mrc"));
   ASSERT_TRUE(mrc.completed);

@@ -125,13 +125,7 @@ TEST(Scenario, HeavyIncastCompletesWithoutStallingAndSparesTheVictim) {
   // nearly every delivery is of a retransmission. The loss rule must still
   // find holes (a regression: it once starved and the QPs stalled on an
   // ACK timeout that NACKs had backed off to seconds).
-  Scenario sc;
-  sc.topology = clos(4, 32, 8);
-  sc.workload = WorkloadKind::incast;
-  sc.fan_in = 15;
-  sc.victim = true;
-  sc.bytes = 4 << 20;
-  sc.seed = 8;
+  Scenario sc = testing::incast15_with_victim();
   sc.time_limit = Duration::ms(20);
   for (const char* name : {"mrc", "mrc-fixed"}) {
     const RunResult r = run_scenario(sc, transport(name));

@@ -26,4 +26,19 @@ inline TransportSpec transport(const char* name, uint32_t qps = 1) {
   return transport_by_name(name, 16, qps).value();
 }
 
+/// 15 -> 1 incast of 4 MiB per sender into one NIC of 4 x 100 Gb/s (32
+/// hosts, 8 per T0), plus a victim flow to the target's T0 neighbour: it
+/// shares the T0 and its uplinks but not the congested downlink. The victim
+/// is the last flow.
+inline Scenario incast15_with_victim() {
+  Scenario sc;
+  sc.topology = clos(4, 32, 8);
+  sc.workload = WorkloadKind::incast;
+  sc.fan_in = 15;
+  sc.victim = true;
+  sc.bytes = 4 << 20;
+  sc.seed = 8;
+  return sc;
+}
+
 }  // namespace mrc::sim::testing
