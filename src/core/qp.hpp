@@ -95,11 +95,6 @@ class Qp {
   const cc::Controller* controller() const { return cc_.get(); }
   /// Attributes as last set (query).
   const QpAttr& attr() const { return attr_; }
-  /// One line of internal state for diagnostics (a stalled QP in a
-  /// simulation, a test failure): state, PSN window, losses awaiting
-  /// retransmission, window and inflight bytes, pending timers, EV states.
-  /// Not a stable format.
-  std::string describe(Time now) const;
 
   Status modify(Time now, const QpAttr& attr, uint32_t mask);
   Status post_send(Time now, const SendWr& wr);
