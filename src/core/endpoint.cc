@@ -85,8 +85,8 @@ const Qp* Endpoint::qp(uint32_t qpn) const { return const_cast<Endpoint*>(this)-
 Status Endpoint::destroy_qp(uint32_t qpn) {
   Qp* q = find_qp(qpn);
   if (!q) return Errc::not_found;
-  std::erase(ctrl_list_, q);
-  std::erase(data_list_, q);
+  ctrl_list_.erase(q);
+  data_list_.erase(q);
   heap_remove(*q);
   qps_[qpn - kFirstQpn].reset();
   free_qp_slots_.push_back(qpn - kFirstQpn);

@@ -33,6 +33,7 @@
 #include "core/types.hpp"
 #include "util/prng.hpp"
 #include "util/result.hpp"
+#include "util/ring.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::core {
@@ -190,10 +191,10 @@ class Endpoint {
   std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
   std::vector<uint32_t> free_qp_slots_;
   std::deque<Event> events_;
-  std::deque<Qp*> ctrl_list_;
-  std::deque<Qp*> data_list_;
+  Ring<Qp*> ctrl_list_;
+  Ring<Qp*> data_list_;
   std::vector<Qp*> heap_;
-  std::deque<EpCtrl> ep_ctrl_;
+  Ring<EpCtrl> ep_ctrl_;
   std::vector<PendingProbe> probes_;
   std::unordered_map<uint64_t, uint32_t> peer_up_;   ///< peer -> its last reported port mask
   uint32_t local_up_ = 0;

@@ -453,9 +453,12 @@ void Qp::push_ctrl(const PendingCtrl& c) {
   // same cumulative state, so dropping the oldest SACK loses only its mark.
   constexpr size_t kMaxCtrl = 256;
   if (ctrl_q_.size() >= kMaxCtrl) {
-    auto it = std::find_if(ctrl_q_.begin(), ctrl_q_.end(),
-                           [](const PendingCtrl& p) { return p.kind == PendingCtrl::sack; });
-    if (it != ctrl_q_.end()) ctrl_q_.erase(it);
+    for (size_t i = 0; i < ctrl_q_.size(); ++i) {
+      if (ctrl_q_[i].kind == PendingCtrl::sack) {
+        ctrl_q_.erase_at(i);
+        break;
+      }
+    }
   }
   ctrl_q_.push_back(c);
 }
@@ -483,8 +486,7 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
     const uint8_t port = pick_port(roce() ? rc_ctrl_port() : ctrl_q_[i].port, port_mask);
     if (port == 0xFF) continue;
     const PendingCtrl c = ctrl_q_[i];
-    if (i == 0) ctrl_q_.pop_front();
-    else ctrl_q_.erase(ctrl_q_.begin() + static_cast<std::ptrdiff_t>(i));
+    ctrl_q_.erase_at(i);
     build_control(now, c, port, hdr, tx);
     ++stats_.control_sent;
     return true;

@@ -30,6 +30,7 @@
 #include "core/config.hpp"
 #include "core/path/path_policy.hpp"
 #include "core/types.hpp"
+#include "util/ring.hpp"
 #include "util/sack_bitmap.hpp"
 #include "wire/packet.hpp"
 
@@ -270,7 +271,7 @@ class Qp {
   uint32_t mtu_ = 4096;
   QpStats stats_;
   std::array<Time, static_cast<size_t>(QpTimer::count)> timers_;
-  std::deque<PendingCtrl> ctrl_q_;
+  Ring<PendingCtrl> ctrl_q_;
   std::unique_ptr<path::PathPolicy> path_;
   std::unique_ptr<cc::Controller> cc_;
   std::vector<EvEvent> ev_events_;
@@ -286,8 +287,8 @@ class Qp {
   std::vector<SendRecord> records_;
   uint64_t rec_mask_ = 0;
   SackBitmap acked_;
-  std::deque<FifoEntry> fifo_;   ///< transmissions in send order
-  std::deque<uint64_t> rtx_q_;   ///< PSNs declared lost, awaiting retransmission
+  Ring<FifoEntry> fifo_;  ///< transmissions in send order
+  Ring<uint64_t> rtx_q_;  ///< PSNs declared lost, awaiting retransmission
   std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
   uint32_t retry_count_ = 0;     ///< timeouts + retriable NACKs since the last delivery
   uint32_t timeout_streak_ = 0;  ///< ACK timeouts since the last delivery (RTO backoff)
