@@ -87,11 +87,16 @@ void Nic::send_on_idle_ports() {
 }
 
 void Nic::arm_timer() {
+  // Lazy re-arming: the core moves its deadline later on nearly every packet
+  // (the retransmission timer restarts on each send and acknowledgement), so
+  // an event is scheduled only when the deadline moves earlier than the one
+  // pending. A pending event that turns out early re-arms for the current
+  // deadline when it fires (on_event).
   const Time t = ep_->next_timeout();
-  if (t == timer_at_) return;
+  if (t.is_never() || t >= timer_at_) return;
   timer_at_ = t;
   ++timer_gen_;
-  if (!t.is_never()) sim_.schedule(t, this, kTimerTag | (timer_gen_ & 0xFFFFFFFF));
+  sim_.schedule(t, this, kTimerTag | (timer_gen_ & 0xFFFFFFFF));
 }
 
 void Nic::drain_events() {
@@ -104,6 +109,10 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
   if (tag & kTimerTag) {
     if ((tag & 0xFFFFFFFF) != (timer_gen_ & 0xFFFFFFFF)) return;  // superseded
     timer_at_ = Time::never();
+    if (ep_->next_timeout() > sim.now()) {  // the deadline moved later meanwhile
+      arm_timer();
+      return;
+    }
     ep_->handle_timeout(sim.now());
     kick();
     return;

@@ -63,7 +63,7 @@ class Nic final : public Node {
   std::vector<Packet*> in_flight_;   ///< per port: packet being serialized
   std::vector<uint64_t> tx_payload_;
   uint64_t rx_payload_ = 0;
-  Time timer_at_ = Time::never();
+  Time timer_at_ = Time::never();  ///< the pending timer event (never: none)
   uint64_t timer_gen_ = 0;
   uint8_t hdr_[wire::kMaxHeaderBytes];
   uint64_t next_packet_id_ = 0;
