@@ -25,6 +25,7 @@ PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const Proto
     s.value = e.value;
     s.port = e.port;
     slots_.push_back(s);
+    health_.emplace_back();
     by_port_[e.port].push_back(static_cast<uint16_t>(slots_.size() - 1));
   }
   // Open addressing with linear probing; load factor <= 1/2.
@@ -77,8 +78,9 @@ void PathPolicy::emit(Time now, int slot, EvState from, EvState to) {
   ev.port = s.port;
   ev.from = from;
   ev.to = to;
-  ev.drop_count = s.drops;
-  s.drops = 0;
+  EvHealth& h = health_[static_cast<size_t>(slot)];
+  ev.drop_count = h.drops;
+  h.drops = 0;
   events_->push_back(ev);
 }
 
@@ -254,9 +256,9 @@ class MrcPathPolicy final : public PathPolicy {
   }
 
   void on_lost(Time now, int slot) override {
-    EvSlot& s = slots_[static_cast<size_t>(slot)];
-    ++s.drops;
-    ++s.packets_lost;
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    ++h.drops;
+    ++h.packets_lost;
     retire(now, slot);
   }
 
@@ -267,13 +269,14 @@ class MrcPathPolicy final : public PathPolicy {
       if (mark == wire::Mark::none) adopt_control_ev(slot);
       return;
     }
-    s.probe_outstanding = false;
-    ++s.good_probes;
-    if (s.good_probes >= proto_.probe_resurrect_count) {
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    h.probe_outstanding = false;
+    ++h.good_probes;
+    if (h.good_probes >= proto_.probe_resurrect_count) {
       resurrect(now, slot, mark == wire::Mark::none ? EvState::good : EvState::skip, true);
     } else {
       // Confirm quickly rather than after the backed-off interval.
-      s.next_probe = now + proto_.probe_interval;
+      h.next_probe = now + proto_.probe_interval;
       probe_dirty_ = true;
     }
   }
@@ -282,7 +285,7 @@ class MrcPathPolicy final : public PathPolicy {
     if (probe_dirty_) {
       Time t = Time::never();
       for (uint16_t s : probing_)
-        if (port_mask_ >> slots_[s].port & 1u) t = min(t, slots_[s].next_probe);
+        if (port_mask_ >> slots_[s].port & 1u) t = min(t, health_[s].next_probe);
       next_probe_cache_ = t;
       probe_dirty_ = false;
     }
@@ -292,15 +295,15 @@ class MrcPathPolicy final : public PathPolicy {
   int take_due_probe(Time now, uint32_t port_mask) override {
     const uint32_t ports = port_mask & port_mask_;
     for (uint16_t si : probing_) {
-      EvSlot& s = slots_[si];
-      if (s.next_probe > now || !(ports >> s.port & 1u)) continue;
-      if (s.probe_outstanding) {
+      EvHealth& h = health_[si];
+      if (h.next_probe > now || !(ports >> slots_[si].port & 1u)) continue;
+      if (h.probe_outstanding) {
         // The previous probe went unanswered: start counting again and back off.
-        s.good_probes = 0;
-        s.probe_backoff = std::min(s.probe_backoff * 2, proto_.probe_interval_max);
+        h.good_probes = 0;
+        h.probe_backoff = std::min(h.probe_backoff * 2, proto_.probe_interval_max);
       }
-      s.probe_outstanding = true;
-      s.next_probe = now + s.probe_backoff;
+      h.probe_outstanding = true;
+      h.next_probe = now + h.probe_backoff;
       probe_dirty_ = true;
       ++stats_.probes_sent;
       return si;
@@ -481,10 +484,11 @@ class MrcPathPolicy final : public PathPolicy {
     const EvState from = s.state;
     leave_service(slot);
     s.state = EvState::assumed_bad;
-    s.good_probes = 0;
-    s.probe_outstanding = false;
-    s.probe_backoff = proto_.probe_interval;
-    s.next_probe = now + proto_.probe_interval;
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    h.good_probes = 0;
+    h.probe_outstanding = false;
+    h.probe_backoff = proto_.probe_interval;
+    h.next_probe = now + proto_.probe_interval;
     probing_.push_back(static_cast<uint16_t>(slot));
     probe_dirty_ = true;
     ++stats_.retired;
@@ -498,9 +502,10 @@ class MrcPathPolicy final : public PathPolicy {
     const EvState from = s.state;
     leave_service(slot);
     s.state = to;
-    s.good_probes = 0;
-    s.probe_outstanding = false;
-    s.next_probe = Time::never();
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    h.good_probes = 0;
+    h.probe_outstanding = false;
+    h.next_probe = Time::never();
     backup_[s.port].push_back(static_cast<uint16_t>(slot));
     promote(s.port);
     if (by_probe) ++stats_.resurrected;
@@ -555,7 +560,7 @@ class ObliviousPolicy final : public PathPolicy {
   }
   void on_delivered(Time, int, wire::Mark) override {}
   void on_trimmed(Time, int) override {}
-  void on_lost(Time, int slot) override { ++slots_[static_cast<size_t>(slot)].packets_lost; }
+  void on_lost(Time, int slot) override { ++health_[static_cast<size_t>(slot)].packets_lost; }
   void on_probe_response(Time, int, wire::Mark) override {}
 
  private:
@@ -583,7 +588,7 @@ class SinglePathPolicy final : public PathPolicy {
   int pinned() const override { return pinned_; }
   void on_delivered(Time, int, wire::Mark) override {}
   void on_trimmed(Time, int) override {}
-  void on_lost(Time, int slot) override { ++slots_[static_cast<size_t>(slot)].packets_lost; }
+  void on_lost(Time, int slot) override { ++health_[static_cast<size_t>(slot)].packets_lost; }
   void on_probe_response(Time, int, wire::Mark) override {}
 
  private:

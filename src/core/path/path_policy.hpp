@@ -30,19 +30,27 @@
 
 namespace mrc::core::path {
 
-/// One EV of a QP.
+/// One EV of a QP: what sending and acknowledging a packet read and write
+/// (16 bytes, so a QP's whole set of hundreds of EVs stays in a few dozen
+/// cache lines; the rest is in EvHealth).
 struct EvSlot {
   uint32_t value = 0;
   uint8_t port = 0;
   EvState state = EvState::good;
   bool active = false;          ///< in the active set (else backup or out of service)
-  uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
   uint8_t marks_in_row = 0;     ///< ECN-marked deliveries since the last unmarked one
+  uint64_t packets_sent = 0;
+};
+static_assert(sizeof(EvSlot) == 16, "EvSlot holds only what every packet touches");
+
+/// One EV's losses and probing: touched only when it loses a packet or is
+/// out of service.
+struct EvHealth {
+  uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
   bool probe_outstanding = false;
   uint32_t drops = 0;           ///< losses since the last event for this EV
   Duration probe_backoff;
   Time next_probe = Time::never();
-  uint64_t packets_sent = 0;
   uint64_t packets_lost = 0;
 };
 
@@ -75,6 +83,8 @@ class PathPolicy {
   // --- the EV set ---
   size_t size() const { return slots_.size(); }
   const EvSlot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
+  /// Slot i's losses and probe state.
+  const EvHealth& health(int i) const { return health_[static_cast<size_t>(i)]; }
   /// Slot holding EV `value`, or kNone.
   int find(uint32_t value) const;
   /// Number of slots in each state, over the whole set.
@@ -142,6 +152,7 @@ class PathPolicy {
   int pick_control(uint8_t port, int avoid);
 
   std::vector<EvSlot> slots_;
+  std::vector<EvHealth> health_;  ///< parallel to slots_
   uint32_t num_ports_;
   uint32_t port_mask_;
   ProtocolConfig proto_;

@@ -412,7 +412,7 @@ TEST_F(PolicyTest, LossRetiresAndPromotesBackupOfSamePort) {
   const EvSlot& v = pp->slot(victim);
   EXPECT_EQ(v.state, EvState::assumed_bad);
   EXPECT_FALSE(v.active);
-  EXPECT_EQ(v.packets_lost, 1u);
+  EXPECT_EQ(pp->health(victim).packets_lost, 1u);
   ASSERT_EQ(events.size(), 1u);
   const EvEvent& e = events[0];
   EXPECT_EQ(e.at, at);
@@ -421,7 +421,7 @@ TEST_F(PolicyTest, LossRetiresAndPromotesBackupOfSamePort) {
   EXPECT_EQ(e.from, EvState::good);
   EXPECT_EQ(e.to, EvState::assumed_bad);
   EXPECT_EQ(e.drop_count, 1u);
-  EXPECT_EQ(pp->slot(victim).drops, 0u);  // reported with the event
+  EXPECT_EQ(pp->health(victim).drops, 0u);  // reported with the event
 
   EXPECT_EQ(pp->stats().retired, 1u);
   EXPECT_EQ(pp->stats().promotions, 1u);
@@ -884,7 +884,7 @@ TEST_F(PolicyTest, ObliviousIgnoresLoss) {
   pp->on_delivered(t0, s, wire::Mark::always_skip);
   pp->on_trimmed(t0, s);
   EXPECT_EQ(pp->slot(s).state, EvState::good);
-  EXPECT_EQ(pp->slot(s).packets_lost, 1u);
+  EXPECT_EQ(pp->health(s).packets_lost, 1u);
   EXPECT_TRUE(events.empty());
   EXPECT_EQ(pp->stats().retired, 0u);
   EXPECT_EQ(pp->next_probe(), Time::never());
