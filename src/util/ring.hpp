@@ -1,14 +1,14 @@
 // Ring: a double-ended FIFO of trivially copyable values in one growable
 // power-of-two array.
 //
-// The core's per-packet queues (a QP's transmissions in send order, its
-// pending control packets and retransmissions, the endpoint's lists of QPs
-// with work) push at the back and pop at the front once per packet.
-// std::deque does that through fixed blocks it allocates and frees as the
-// queue moves, so a steady queue keeps writing into freshly allocated,
-// cold memory. A ring reuses the same few cache lines: it only allocates
-// when it has to grow (doubling, so a queue's storage settles at its
-// high-water mark), and never shrinks.
+// Per-packet queues (a QP's transmissions in send order, its pending control
+// packets and retransmissions, the endpoint's lists of QPs with work, a
+// simulated switch port's class queues) push at the back and pop at the
+// front once per packet. std::deque (libstdc++) does that through fixed
+// blocks it allocates and frees as the queue moves, so a steady queue keeps
+// writing into freshly allocated, cold memory. A ring reuses the same few
+// cache lines: it allocates on first use and when it has to grow (doubling,
+// so its storage settles at the queue's high-water mark), and never shrinks.
 #pragma once
 
 #include <bit>
@@ -66,10 +66,13 @@ class Ring {
     buf_[head_] = v;
     ++size_;
   }
-  void pop_front() {
+  /// Removes and returns the front value.
+  T pop_front() {
     assert(size_ > 0);
+    const T v = buf_[head_];
     head_ = (head_ + 1) & mask_;
     --size_;
+    return v;
   }
   void pop_back() {
     assert(size_ > 0);

@@ -24,8 +24,8 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric_stats.hpp"
-#include "sim/fabric/ring.hpp"
 #include "sim/fabric/topology.hpp"
+#include "util/ring.hpp"
 
 namespace mrc::sim {
 

@@ -209,6 +209,17 @@ bool Fabric::host_port_paused(uint32_t host, uint32_t plane) const {
   return m.host_paused[size_t{host} * m.shape.planes + plane] > 0;
 }
 
+const Pipe* Fabric::host_uplink(uint32_t host, uint32_t plane) const {
+  const Impl& m = *impl_;
+  if (host >= m.shape.hosts || plane >= m.shape.planes) return nullptr;
+  return &m.up_pipe(m.host_link(plane, host));
+}
+
+const uint32_t* Fabric::host_pause_counts(uint32_t host) const {
+  const Impl& m = *impl_;
+  return host < m.shape.hosts ? &m.host_paused[size_t{host} * m.shape.planes] : nullptr;
+}
+
 void Fabric::set_route(Packet& p) const { impl_->set_route(p); }
 
 void Fabric::inject(Packet* p) {

@@ -44,6 +44,8 @@
 
 namespace mrc::sim {
 
+class Pipe;
+
 /// Bit set in the event tag the fabric sends a NIC when one of its ports is
 /// resumed after a PFC pause: on_event(sim, kUnpauseTag | plane).
 inline constexpr uint64_t kUnpauseTag = uint64_t{1} << 61;
@@ -98,6 +100,12 @@ class Fabric {
   /// PFC: true while the T0 has host's port on `plane` paused; the NIC must
   /// not start a data packet on it. Always false without queue.pfc.
   bool host_port_paused(uint32_t host, uint32_t plane) const;
+  /// For a NIC to read per packet without a lookup, both valid for the
+  /// fabric's life: the pipe host's port on `plane` transmits into (its rate
+  /// follows degradation; null if out of range), and the PFC PAUSE counts in
+  /// force against host's ports, indexed by plane (nonzero = paused).
+  const Pipe* host_uplink(uint32_t host, uint32_t plane) const;
+  const uint32_t* host_pause_counts(uint32_t host) const;
   /// Fills p's forwarding state from (p.src, p.dst, p.plane, p.entropy): the
   /// SRv6 uSID carrier (srv6 = true, usid_pos = 0) or the ECMP flow hash.
   void set_route(Packet& p) const;
