@@ -247,9 +247,9 @@ void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
     wc.status = i == failing_msg ? cause : WcStatus::wr_flush_err;
     complete(wc);
   }
-  for (const RecvWr& r : recv_q_) {
+  for (size_t i = 0; i < recv_q_.size(); ++i) {
     WorkCompletion wc;
-    wc.wr_id = r.wr_id;
+    wc.wr_id = recv_q_[i].wr_id;
     wc.cq = init_.recv_cq;
     wc.qpn = qpn_;
     wc.opcode = WcOpcode::recv_rdma_with_imm;

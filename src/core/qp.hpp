@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -277,7 +276,7 @@ class Qp {
   std::vector<EvEvent> ev_events_;
 
   // requester
-  std::deque<SendMsg> sq_;
+  Ring<SendMsg> sq_;  ///< (references into it last until the next post_send)
   size_t sq_next_ = 0;           ///< first message with unsent packets
   uint64_t next_psn_ = 0;
   uint64_t snd_una_ = 0;
@@ -318,7 +317,7 @@ class Qp {
   bool aeth_queued_ = false;
   uint8_t last_rx_port_ = 0;
   uint32_t wimm_stash_ = 0;
-  std::deque<RecvWr> recv_q_;
+  Ring<RecvWr> recv_q_;
   bool sack_pending_ = false;
   PendingCtrl pending_sack_;
 
