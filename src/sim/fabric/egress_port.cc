@@ -40,6 +40,8 @@ void EgressPort::init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint
   out_ = out;
   prm_ = prm;
   pfc_ = prm.pfc;
+  lazy_ = !prm.pfc;
+  if (lazy_) out->set_feeder(this);
   ecn_ = prm.ecn;
   trimming_ = prm.trimming;
   last_hop_ = prm.last_hop;
@@ -75,6 +77,8 @@ void EgressPort::maybe_mark(Packet* p) {
 
 void EgressPort::enqueue(Packet* p, uint32_t in_port) {
   FabricStats& st = ctx_->stats;
+  const Time now = ctx_->sim->now();
+  if (packets_ != 0) catch_up(now);  // admission and marking see the queue as of now
   if (!out_->alive()) return drop(p, st.drops_link_down);
   uint32_t bytes = p->wire_bytes();
   int c = static_cast<int>(p->cls);
@@ -92,9 +96,8 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
   if (c != kData && bytes_[c] + bytes > cap_[c]) return drop(p, st.drops_queue);
 
   // Idle port, nothing waiting: straight onto the wire, no event.
-  const Time now = ctx_->sim->now();
   if (packets_ == 0 && busy_until_ <= now && (c != kData || paused_ == 0)) {
-    transmit(p, bytes);
+    transmit(p, bytes, now);
     return;
   }
   q_[c].push_back(Queued{p, bytes});
@@ -105,14 +108,33 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
     if (bytes_[kData] > st.peak_queue_bytes) st.peak_queue_bytes = bytes_[kData];
     if (pfc_) pfc_on_enqueue(in_port);
   }
-  if (!ev_pending_) kick();
+  if (lazy_) {
+    if (!driven_) schedule_send();
+  } else if (!ev_pending_) {
+    kick();
+  }
+}
+
+void EgressPort::catch_up(Time now) {
+  if (!lazy_) return;
+  while (packets_ != 0 && busy_until_ <= now) {
+    const Queued q = select();
+    if (!q.p) break;
+    transmit(q.p, q.bytes, busy_until_);
+  }
+  if (packets_ != 0 && !driven_) schedule_send();
+}
+
+void EgressPort::schedule_send() {
+  if (ev_pending_) return;
+  ev_pending_ = true;
+  ctx_->sim->schedule(busy_until_, this, send_tag());
 }
 
 void EgressPort::kick() {
   if (ev_pending_ || !eligible()) return;
   if (busy_until_ > ctx_->sim->now()) {
-    ev_pending_ = true;
-    ctx_->sim->schedule(busy_until_, this, send_tag());
+    schedule_send();
     return;
   }
   send_next();
@@ -121,16 +143,13 @@ void EgressPort::kick() {
 void EgressPort::send_next() {
   const Queued q = select();
   if (!q.p) return;
-  transmit(q.p, q.bytes);
-  if (eligible()) {
-    ev_pending_ = true;
-    ctx_->sim->schedule(busy_until_, this, send_tag());
-  }
+  transmit(q.p, q.bytes, ctx_->sim->now());
+  if (eligible()) schedule_send();
 }
 
-void EgressPort::transmit(Packet* p, uint32_t bytes) {
-  busy_until_ = ctx_->sim->now() + out_->serialization(bytes);
-  out_->send(p, busy_until_);
+void EgressPort::transmit(Packet* p, uint32_t bytes, Time start) {
+  busy_until_ = start + out_->serialization(bytes);
+  driven_ = out_->send(p, busy_until_);
 }
 
 EgressPort::Queued EgressPort::pop(int c) {
@@ -211,6 +230,9 @@ uint64_t EgressPort::flush() {
   deficit_[0] = deficit_[1] = 0;
   ctx_->stats.drops_link_down += n;
   if (xoff_) pfc_resume_all();
+  // The packet on the wire, if any, is lost with the link: nothing more
+  // arrives from this port to drive it.
+  driven_ = false;
   return n;
 }
 
@@ -234,7 +256,10 @@ void EgressPort::on_event(Simulator&, uint64_t tag) {
       break;
     default:  // kTagSend, or a send with a prefetch hint
       ev_pending_ = false;
-      kick();
+      if (lazy_)
+        catch_up(ctx_->sim->now());
+      else
+        kick();
       break;
   }
 }

@@ -330,7 +330,13 @@ std::string Fabric::name(const SwitchRef& s) const {
 
 const FabricStats& Fabric::stats() const { return impl_->ctx.stats; }
 
-uint64_t Fabric::max_queue_bytes(std::string* where) const {
+void Fabric::Impl::catch_up_ports() {
+  const Time now = sim.now();
+  for (uint32_t i = 0; i < nports(); ++i) ports[i].port.catch_up(now);
+}
+
+uint64_t Fabric::max_queue_bytes(std::string* where) {
+  impl_->catch_up_ports();
   const Impl& m = *impl_;
   uint64_t best = 0;
   uint32_t at = 0;
@@ -346,9 +352,13 @@ uint64_t Fabric::max_queue_bytes(std::string* where) const {
   return best;
 }
 
-uint64_t Fabric::total_queued_bytes() const { return impl_->ctx.queued_bytes; }
+uint64_t Fabric::total_queued_bytes() {
+  impl_->catch_up_ports();
+  return impl_->ctx.queued_bytes;
+}
 
-LinkCounters Fabric::link_counters(const LinkRef& l, bool upward) const {
+LinkCounters Fabric::link_counters(const LinkRef& l, bool upward) {
+  impl_->catch_up_ports();
   const Impl& m = *impl_;
   const uint32_t id = must_resolve(m, l);
   const LinkRec& r = m.links[id];

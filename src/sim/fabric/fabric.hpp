@@ -141,11 +141,11 @@ class Fabric {
   // ---- observation
   const FabricStats& stats() const;
   /// Bytes queued in the data class of the busiest switch egress port, and its name.
-  uint64_t max_queue_bytes(std::string* where = nullptr) const;
+  uint64_t max_queue_bytes(std::string* where = nullptr);
   /// Sum of bytes queued at every switch egress port.
-  uint64_t total_queued_bytes() const;
+  uint64_t total_queued_bytes();
   /// Link `l` upwards (towards T1/T2) or downwards.
-  LinkCounters link_counters(const LinkRef& l, bool upward) const;
+  LinkCounters link_counters(const LinkRef& l, bool upward);
 
   struct Impl;  // sim/fabric/fabric_impl.hpp
 

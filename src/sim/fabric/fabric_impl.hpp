@@ -101,6 +101,9 @@ struct Fabric::Impl final : Node {
 
   // ---- failures (fabric.cc)
   void refresh_link(uint32_t link);
+  /// Lets every switch port catch up to now (EgressPort::catch_up), before
+  /// the fabric reads queue state.
+  void catch_up_ports();
   void state_changed();
 
   void on_event(Simulator& sim, uint64_t tag) override;

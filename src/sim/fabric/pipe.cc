@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "sim/fabric/egress_port.hpp"
 #include "sim/fabric/switch.hpp"
 
 namespace mrc::sim {
@@ -27,21 +28,29 @@ void Pipe::connect_to_host(uint32_t host, uint32_t plane) {
 }
 
 void Pipe::set_rate(uint64_t bps) {
+  // Transmissions that started before now keep the old rate.
+  if (feeder_) feeder_->catch_up(ctx_->sim->now());
   rate_bps_ = bps;
   constexpr uint64_t kBitPs = 8'000'000'000'000ull;  // ps per byte at 1 b/s
   ps_per_byte_ = (bps != 0 && kBitPs % bps == 0) ? static_cast<int64_t>(kBitPs / bps) : 0;
 }
 
-void Pipe::send(Packet* p, Time done) {
+void Pipe::set_loss(double p) {
+  // Transmissions that started before now face the old loss rate.
+  if (feeder_) feeder_->catch_up(ctx_->sim->now());
+  loss_ = p;
+}
+
+bool Pipe::send(Packet* p, Time done) {
   if (!alive_) {
     ++ctx_->stats.drops_link_down;
     ctx_->sim->free_packet(p);
-    return;
+    return false;
   }
   if (loss_ > 0 && rng_.chance(loss_)) {
     ++ctx_->stats.drops_random;
     ctx_->sim->free_packet(p);
-    return;
+    return false;
   }
   const Time at = done + delay_;
   assert(!tail_ || tail_at_ <= at);
@@ -60,6 +69,7 @@ void Pipe::send(Packet* p, Time done) {
     ev_pending_ = true;
     ctx_->sim->schedule(at, this, reinterpret_cast<uintptr_t>(p));
   }
+  return true;
 }
 
 uint64_t Pipe::flush() {
@@ -79,7 +89,6 @@ uint64_t Pipe::flush() {
 }
 
 void Pipe::on_event(Simulator& sim, uint64_t) {
-  ev_pending_ = false;
   const Time now = sim.now();
   // Deliveries never push into this pipe (a packet never turns back onto the
   // link it arrived on), so the loop sees a stable FIFO. (The tag, the head
@@ -94,7 +103,11 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
     --count_;
     deliver(p);
   }
-  if (head_ && !ev_pending_) {
+  // The feeding port starts what it would have started by now (arrivals
+  // after now; ev_pending_ is still set, so send() schedules nothing).
+  if (feeder_) feeder_->catch_up(now);
+  ev_pending_ = false;
+  if (head_) {
     ev_pending_ = true;
     sim.schedule(head_at_, this, reinterpret_cast<uintptr_t>(head_));
   }

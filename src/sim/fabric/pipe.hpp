@@ -24,6 +24,7 @@
 
 namespace mrc::sim {
 
+class EgressPort;
 class Switch;
 
 class alignas(64) Pipe final : public Node {
@@ -37,6 +38,10 @@ class alignas(64) Pipe final : public Node {
   /// The far end is NIC port `plane` of `host`; the NIC attaches later.
   void connect_to_host(uint32_t host, uint32_t plane);
   void attach_nic(Node* nic) { nic_ = nic; }
+  /// The switch port that transmits into this pipe, if it is one that
+  /// advances lazily (EgressPort::catch_up): each delivery, and any change
+  /// of rate or loss, first lets it catch up to now.
+  void set_feeder(EgressPort* port) { feeder_ = port; }
 
   bool alive() const { return alive_; }
   /// Marks the pipe alive or dead. Dying does not flush: call flush().
@@ -44,7 +49,7 @@ class alignas(64) Pipe final : public Node {
   uint64_t rate_bps() const { return rate_bps_; }
   void set_rate(uint64_t bps);
   double loss() const { return loss_; }
-  void set_loss(double p) { loss_ = p; }
+  void set_loss(double p);
   /// Propagation delay, including the far switch's traversal latency.
   Duration delay() const { return delay_; }
 
@@ -57,8 +62,9 @@ class alignas(64) Pipe final : public Node {
 
   /// The last bit of `p` leaves the sender at `done` (>= now): the packet is
   /// lost (dead pipe: drops_link_down; gray loss: drops_random) or arrives at
-  /// the far end at done + delay().
-  void send(Packet* p, Time done);
+  /// the far end at done + delay(). Returns true in the second case (its
+  /// delivery will run this pipe's event).
+  bool send(Packet* p, Time done);
   /// Loses every packet in flight (the link or a switch at its end died),
   /// counting drops_link_down. Returns how many.
   uint64_t flush();
@@ -96,6 +102,7 @@ class alignas(64) Pipe final : public Node {
   uint64_t bytes_ = 0;
   uint64_t rate_bps_ = 0;
   Node* nic_ = nullptr;
+  EgressPort* feeder_ = nullptr;  ///< lazy port transmitting into this pipe
   uint32_t host_ = 0;
   Prng rng_;
 };

@@ -1,10 +1,12 @@
 // Tests for sim/fabric/egress_port.hpp: strict control priority, WDRR share,
 // drop-tail, trimming (with the last-hop mark), ECN marking probability,
-// no marking towards hosts, PFC signalling, the lazy serializer.
+// no marking towards hosts, PFC signalling, the lazy serializer, and a port
+// that catches up on demand against one driven by its own events.
 #include "sim/fabric/egress_port.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -289,12 +291,108 @@ TEST(EgressPort, FlushDropsEverythingQueued) {
   EXPECT_EQ(r.sim.live_packets(), 0u);
 }
 
+TEST(EgressPort, KeepsSendingAfterTheLinkLosesWhatWasOnIt) {
+  // The link dies and comes back while B is being serialized and A is still
+  // on the wire: both are lost with the pipe, whose one pending event (A's
+  // arrival) comes before B would have finished, so nothing on the pipe
+  // moves the port on. D, queued behind the lost B, still goes.
+  const Duration ser = Duration::serialization(kDataWire, k100G);
+  PortRig r(plain(1 << 20), 1, Duration::ns(20));
+  r.port.enqueue(r.data(), 0);  // A: on the wire at once
+  r.port.enqueue(r.data(), 0);  // B: waits for A
+  r.sim.run_until(Time::zero() + ser + Duration::ns(10));
+  r.port.enqueue(r.data(), 0);  // C: B is on the wire now
+  r.sim.run_until(Time::zero() + ser + Duration::ns(15));
+  r.pipe.set_alive(false);
+  EXPECT_EQ(r.pipe.flush(), 2u);  // A and B
+  EXPECT_EQ(r.port.flush(), 1u);  // C
+  r.pipe.set_alive(true);
+  r.port.enqueue(r.data(), 0);  // D: after B's time on the wire
+  r.drain();
+  ASSERT_EQ(r.sink.rx.size(), 1u);
+  EXPECT_EQ(r.sink.rx[0].at, Time::zero() + ser * 3 + Duration::ns(20));
+  EXPECT_EQ(r.sim.live_packets(), 0u);
+}
+
 TEST(EgressPort, DeadLinkDropsAtEnqueue) {
   PortRig r(plain(1 << 20));
   r.pipe.set_alive(false);
   r.port.enqueue(r.data(), 0);
   EXPECT_EQ(r.ctx.stats.drops_link_down, 1u);
   EXPECT_EQ(r.sim.live_packets(), 0u);
+}
+
+// Random traffic into one port: packets of every class and of random sizes at
+// random picosecond times (so no two things happen at the same instant), a
+// link rate change and, optionally, gray loss on the link (a link delay
+// shorter than a packet time makes the port's own event the only thing that
+// moves it on after a lost packet). `events_mode`
+// turns PFC on with thresholds never reached, which makes the port keep an
+// event at the end of every transmission; without it the port catches up on
+// demand (EgressPort::catch_up). Returns what reached the far end.
+std::vector<test::Sink::Rx> random_traffic(bool events_mode, double loss, Duration delay, uint64_t seed) {
+  PortParams prm = plain(1 << 20);
+  prm.ecn = true;
+  prm.ecn_kmin_bytes = 16 * 1024;
+  prm.ecn_kmax_bytes = 96 * 1024;
+  if (events_mode) {
+    prm.pfc = true;
+    prm.pfc_xoff_bytes = prm.pfc_xon_bytes = uint64_t{1} << 40;
+  }
+  PortRig r(prm, 7, delay);
+  r.pipe.set_loss(loss);
+  struct Feeder final : public Node {
+    PortRig* rig = nullptr;
+    std::vector<Packet*> pending;
+    void on_event(Simulator&, uint64_t tag) override {
+      if (tag == UINT64_MAX) {
+        rig->pipe.set_rate(k100G / 2);
+        return;
+      }
+      rig->port.enqueue(pending[tag], 0);
+    }
+    void receive(Simulator&, Packet*, int) override {}
+  } feeder;
+  feeder.rig = &r;
+  Prng rng(seed);
+  const int64_t ser_ps = Duration::serialization(kDataWire, k100G).count_ps();
+  Time t = Time::zero();
+  for (uint32_t i = 0; i < 3000; ++i) {
+    // Bursts above line rate, then gaps, so queues build and drain.
+    const bool burst = (i / 200) % 2 == 0;
+    t = t + Duration::ps(static_cast<int64_t>(rng.below(static_cast<uint64_t>(burst ? ser_ps : 3 * ser_ps))) + 1);
+    const uint64_t kind = rng.below(10);
+    Packet* p = kind == 0   ? r.ctrl()
+                : kind == 1 ? r.trimmed()
+                            : test::make_packet(r.sim, 1, 0, static_cast<uint32_t>(256 + rng.below(kData)));
+    p->entropy = i;
+    feeder.pending.push_back(p);
+    r.sim.schedule(t, &feeder, i);
+  }
+  r.sim.schedule(Time::zero() + Duration::us(150) + Duration::ps(7), &feeder, UINT64_MAX);
+  r.drain();
+  EXPECT_EQ(r.sim.live_packets(), 0u);
+  return r.sink.rx;
+}
+
+TEST(EgressPort, CatchingUpOnDemandMatchesAnEventPerTransmission) {
+  for (const double loss : {0.0, 0.05}) {
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const Duration delay = seed % 2 ? Duration::ns(700) : Duration::ns(20);
+      const auto lazy = random_traffic(false, loss, delay, seed);
+      const auto events = random_traffic(true, loss, delay, seed);
+      ASSERT_GT(lazy.size(), 2000u);
+      ASSERT_EQ(lazy.size(), events.size()) << "loss " << loss << " seed " << seed;
+      size_t marked = 0;
+      for (size_t i = 0; i < lazy.size(); ++i) {
+        ASSERT_EQ(lazy[i].entropy, events[i].entropy) << "packet " << i << " seed " << seed;
+        ASSERT_EQ(lazy[i].at, events[i].at) << "packet " << i << " seed " << seed;
+        ASSERT_EQ(lazy[i].ecn_ce, events[i].ecn_ce) << "packet " << i << " seed " << seed;
+        marked += lazy[i].ecn_ce;
+      }
+      EXPECT_GT(marked, 0u);  // the queue did build
+    }
+  }
 }
 
 }  // namespace
