@@ -109,6 +109,7 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
     if (pfc_) pfc_on_enqueue(in_port);
   }
   if (lazy_) {
+    if (packets_ == 1) out_->set_feeder_next(&q_[c].front());
     if (!driven_) schedule_send();
   } else if (!ev_pending_) {
     kick();
@@ -122,7 +123,10 @@ void EgressPort::catch_up(Time now) {
     if (!q.p) break;
     transmit(q.p, q.bytes, busy_until_);
   }
-  if (packets_ != 0 && !driven_) schedule_send();
+  if (packets_ != 0) {
+    out_->set_feeder_next(reinterpret_cast<const void*>(send_tag()));
+    if (!driven_) schedule_send();
+  }
 }
 
 void EgressPort::schedule_send() {

@@ -114,6 +114,13 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
 }
 
 void Pipe::prefetch(uint64_t) const {
+  // After its deliveries the event lets the feeding port catch up, which
+  // pops the entry it queued last and appends to this pipe's tail.
+  if (feeder_) {
+    __builtin_prefetch(feeder_);
+    if (feeder_next_) __builtin_prefetch(feeder_next_);
+    if (tail_) __builtin_prefetch(tail_);
+  }
   if (!head_) return;
   if (sw_) {
     sw_->prefetch_route(*head_);

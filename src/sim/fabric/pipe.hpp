@@ -42,6 +42,8 @@ class alignas(64) Pipe final : public Node {
   /// advances lazily (EgressPort::catch_up): each delivery, and any change
   /// of rate or loss, first lets it catch up to now.
   void set_feeder(EgressPort* port) { feeder_ = port; }
+  /// The feeder's likely next queue entry, a prefetch hint (may be stale).
+  void set_feeder_next(const void* entry) { feeder_next_ = entry; }
 
   bool alive() const { return alive_; }
   /// Marks the pipe alive or dead. Dying does not flush: call flush().
@@ -95,6 +97,8 @@ class alignas(64) Pipe final : public Node {
   bool alive_ = true;
   // Second line (the simulator loop prefetches it too).
   uint32_t count_ = 0;
+  EgressPort* feeder_ = nullptr;      ///< lazy port transmitting into this pipe
+  const void* feeder_next_ = nullptr; ///< the queue entry it will likely send next
   double loss_ = 0;
   int64_t ps_per_byte_ = 0;  ///< 8e12 / rate when that is whole, else 0
   Time tail_at_;             ///< when tail_ arrives (checks the FIFO order)
@@ -102,7 +106,6 @@ class alignas(64) Pipe final : public Node {
   uint64_t bytes_ = 0;
   uint64_t rate_bps_ = 0;
   Node* nic_ = nullptr;
-  EgressPort* feeder_ = nullptr;  ///< lazy port transmitting into this pipe
   uint32_t host_ = 0;
   Prng rng_;
 };
