@@ -129,6 +129,11 @@ void run_pair(benchmark::State& state, Pair& p) {
     ++packets;
   }
   state.counters["data_pkts"] = static_cast<double>(packets);
+  // Control packets (SACKs) the responder sent per data packet, and polls
+  // that found the window closed: what separates the CC profiles' costs.
+  const double n = packets ? static_cast<double>(packets) : 1.0;
+  state.counters["ctrl_per_pkt"] = static_cast<double>(p.b->stats().tx_packets) / n;
+  state.counters["blocked_per_pkt"] = static_cast<double>(state.iterations() - packets) / n;
   state.counters["ns_per_pkt"] = benchmark::Counter(static_cast<double>(packets),
                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
