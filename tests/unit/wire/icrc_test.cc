@@ -78,9 +78,10 @@ TEST(Icrc, EqualsCrcOfMaskedConcatenation) {
   for (int i = 0; i < 24; ++i) hdr.push_back(static_cast<uint8_t>(rng.next_u64()));
   Bytes payload(1000);
   for (auto& x : payload) x = static_cast<uint8_t>(rng.next_u64());
+  Bytes masked = hdr;
+  masked[4] = 0xFF;
   Bytes all(8, 0xFF);
-  all.insert(all.end(), hdr.begin(), hdr.end());
-  all[8 + 4] = 0xFF;
+  all.insert(all.end(), masked.begin(), masked.end());
   all.insert(all.end(), payload.begin(), payload.end());
   EXPECT_EQ(icrc(hdr, payload), reference_crc32(all));
 }
