@@ -404,23 +404,29 @@ class MrcPathPolicy final : public PathPolicy {
   // of the active set is unchanged, so ev_min_active is not involved.
   int swap_with_backup(uint32_t p, int slot) {
     auto& act = active_[p];
-    auto& bak = backup_[p];
-    if (bak.empty()) return kNone;
-    const uint16_t b = bak.front();
-    bak.erase(bak.begin());
+    if (backup_[p].empty()) return kNone;
     const auto it = std::find(act.begin(), act.end(), static_cast<uint16_t>(slot));
     assert(it != act.end());
+    const uint16_t b = take_oldest_backup(p);
     *it = b;
-    EvSlot& in = slots_[b];
-    in.active = true;
-    in.marks_in_row = 0;
     EvSlot& out = slots_[static_cast<size_t>(slot)];
     out.active = false;
     out.marks_in_row = 0;
     if (out.state == EvState::skip) out.state = EvState::good;
-    bak.push_back(static_cast<uint16_t>(slot));
-    rot_[p].dirty = true;
+    backup_[p].push_back(static_cast<uint16_t>(slot));
     ++stats_.congestion_swaps;
+    return b;
+  }
+
+  // Port p's oldest backup (p has one), marked active with a fresh mark run;
+  // the caller puts it in the active set.
+  uint16_t take_oldest_backup(uint32_t p) {
+    auto& bak = backup_[p];
+    const uint16_t b = bak.front();
+    bak.erase(bak.begin());
+    slots_[b].active = true;
+    slots_[b].marks_in_row = 0;
+    rot_[p].dirty = true;
     return b;
   }
 
@@ -449,14 +455,8 @@ class MrcPathPolicy final : public PathPolicy {
 
   void promote(uint8_t port) {
     auto& act = active_[port];
-    auto& bak = backup_[port];
-    while (act.size() < target_active_ && !bak.empty()) {
-      const uint16_t b = bak.front();
-      bak.erase(bak.begin());
-      slots_[b].active = true;
-      slots_[b].marks_in_row = 0;
-      act.push_back(b);
-      rot_[port].dirty = true;
+    while (act.size() < target_active_ && !backup_[port].empty()) {
+      act.push_back(take_oldest_backup(port));
       ++stats_.promotions;
     }
     note_active(port);

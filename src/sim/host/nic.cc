@@ -1,6 +1,5 @@
 #include "sim/host/nic.hpp"
 
-#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +29,6 @@ Nic::Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg
   }
   ep_ = std::move(ep.value());
   in_flight_.assign(fabric.planes(), nullptr);
-  all_ports_ = fabric.planes() >= 32 ? ~0u : (1u << fabric.planes()) - 1;
   for (uint32_t p = 0; p < fabric.planes(); ++p) uplinks_.push_back(fabric.host_uplink(host, p));
   pause_counts_ = fabric.host_pause_counts(host);
   tx_payload_.assign(fabric.planes(), 0);
@@ -49,11 +47,9 @@ void Nic::kick() {
 }
 
 uint32_t Nic::idle_ports() const {
-  uint32_t mask = all_ports_ & ~busy_ports_;
-  for (uint32_t m = mask; m != 0; m &= m - 1) {
-    const int p = std::countr_zero(m);
-    if (pause_counts_[p] != 0) mask &= ~(1u << p);
-  }
+  uint32_t mask = 0;
+  for (uint32_t p = 0; p < in_flight_.size(); ++p)
+    if (!in_flight_[p] && pause_counts_[p] == 0) mask |= 1u << p;
   return mask;
 }
 
@@ -88,7 +84,6 @@ void Nic::send_on_idle_ports() {
     p->sent_at = sim_.now();
     fabric_.set_route(*p);
     in_flight_[tx->port] = p;
-    busy_ports_ |= 1u << tx->port;
     tx_payload_[tx->port] += tx->payload_len;
     sim_.schedule(sim_.now() + uplinks_[tx->port]->serialization(p->wire_bytes()), this, tx->port);
   }
@@ -133,7 +128,6 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
   const uint32_t port = static_cast<uint32_t>(tag);
   Packet* p = in_flight_[port];
   in_flight_[port] = nullptr;
-  busy_ports_ &= ~(1u << port);
   if (p) fabric_.inject(p);
   send_on_idle_ports();
   arm_timer();

@@ -61,8 +61,6 @@ class Nic final : public Node {
   uint32_t host_;
   std::unique_ptr<core::Endpoint> ep_;
   std::vector<Packet*> in_flight_;   ///< per port: packet being serialized
-  uint32_t busy_ports_ = 0;          ///< ports with a packet in in_flight_
-  uint32_t all_ports_ = 0;
   std::vector<const Pipe*> uplinks_; ///< per port: the link it transmits into
   const uint32_t* pause_counts_ = nullptr;  ///< per port: PFC PAUSEs in force
   std::vector<uint64_t> tx_payload_;

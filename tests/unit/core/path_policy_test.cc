@@ -38,6 +38,15 @@ struct PolicyTest : ::testing::Test {
     return p;
   }
 
+  // 1 port: EVs 10 and 11 active, 20 and 21 backups, in that order.
+  static EvProfile two_active_two_backups() {
+    EvProfile p;
+    p.explicit_evs = {{10, 0}, {11, 0}, {20, 0}, {21, 0}};
+    p.active_count = 2;
+    p.ev_min_active = 1;
+    return p;
+  }
+
   static std::vector<int> active_on(const PathPolicy& pp, uint8_t port) {
     std::vector<int> v;
     for (int i = 0; i < static_cast<int>(pp.size()); ++i)
@@ -318,11 +327,7 @@ TEST_F(PolicyTest, PersistentMarksMoveASmallActiveSetOffItsPath) {
   // One port; the two active EVs (10, 11) name one congested path, the two
   // backups (20, 21) others. Marks keep coming on whatever crosses the
   // congested path: the active set moves onto the backups.
-  EvProfile p;
-  p.explicit_evs = {{10, 0}, {11, 0}, {20, 0}, {21, 0}};
-  p.active_count = 2;
-  p.ev_min_active = 1;
-  auto pp = make(p, 1);
+  auto pp = make(two_active_two_backups(), 1);
   auto congested = [&](int s) { return pp->slot(s).value < 20; };
   int on_congested = 0;
   for (int k = 0; k < 40; ++k) {
@@ -340,11 +345,7 @@ TEST_F(PolicyTest, PersistentMarksMoveASmallActiveSetOffItsPath) {
 TEST_F(PolicyTest, WholeActiveSetMarkedSwapsWhenTheRotationNeedsAnEv) {
   // Each active EV marked once (below ev_swap_marks): every one is SKIP, so
   // the rotation has nothing to skip to; the oldest backup takes the packet.
-  EvProfile p;
-  p.explicit_evs = {{10, 0}, {11, 0}, {20, 0}, {21, 0}};
-  p.active_count = 2;
-  p.ev_min_active = 1;
-  auto pp = make(p, 1);
+  auto pp = make(two_active_two_backups(), 1);
   (void)pp->select(t0, 0b1, kNone);
   (void)pp->select(t0, 0b1, kNone);  // one full pass
   pp->on_delivered(t0, 0, wire::Mark::skip_once);
