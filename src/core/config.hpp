@@ -7,6 +7,7 @@
 
 #include "util/result.hpp"
 #include "core/incast_guard.hpp"
+#include "core/mr_table.hpp"
 #include "util/time.hpp"
 
 namespace mrc::core {
@@ -52,6 +53,14 @@ struct ProtocolConfig {
   /// endpoint operations are not retransmitted (reference 4.7).
   uint32_t port_status_repeats = 3;
   Duration port_status_interval = Duration::us(50);
+  /// Replies to endpoint operations (EV probes, port-status updates) are
+  /// rate limited by a token bucket: at most `ep_reply_burst` at once, then
+  /// one per `ep_reply_interval`. A reply is larger than the request, so
+  /// without a limit a request flood would turn the endpoint into an
+  /// amplifier and grow its queue without bound; replies over the limit are
+  /// shed and counted (EndpointStats::ep_replies_shed).
+  uint32_t ep_reply_burst = 64;
+  Duration ep_reply_interval = Duration::ns(500);
   /// Destination flow control (reference 5.7): the responder's incast guard
   /// puts rcv_cwnd_pen on its SACKs (incast_guard.hpp). An interval of 0
   /// means one base_rtt.
@@ -74,6 +83,12 @@ struct ProtocolConfig {
 /// Device-wide settings of one endpoint (one NIC).
 struct EndpointConfig {
   uint64_t seed = 1;                    ///< every random choice derives from this
+  /// Where memory keys (lkey/rkey), QPN tags and initial PSNs come from:
+  /// values a peer must not be able to guess. A device on a real network
+  /// must pass an unpredictable source (the runtime passes getrandom(2)).
+  /// Empty: a stream derived from `seed`, which keeps simulations
+  /// reproducible but makes keys predictable to anyone who knows the seed.
+  EntropySource entropy;
   std::vector<PortConfig> ports = {PortConfig{}};
   uint32_t max_qps = 4096;
   uint32_t max_send_wr = 4096;          ///< per QP

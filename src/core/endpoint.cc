@@ -1,6 +1,7 @@
 #include "core/endpoint.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "wire/psn.hpp"
 
@@ -12,7 +13,11 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(const EndpointConfig& cfg, st
 }
 
 Endpoint::Endpoint(const EndpointConfig& cfg)
-    : cfg_(cfg), rng_(cfg.seed), mrs_(rng_.derive(0x6d72)) {
+    : cfg_(cfg), rng_(cfg.seed), secret_rng_(rng_.derive(0x6d72)), mrs_(EntropySource([this] { return secret(); })) {
+  // Low QPN bits index the QP table; the bits above are a random tag, never
+  // zero, so every QPN is >= 2^8 (0..0xFF are reserved) and unguessable.
+  qpn_index_bits_ = std::max<uint32_t>(8, static_cast<uint32_t>(std::bit_width(cfg.max_qps - 1)));
+  reply_tokens_ = cfg.protocol.ep_reply_burst;
   ev_profiles_.emplace(0, EvProfile{});
   cc_profiles_.emplace(0, CcProfile{});
   const uint32_t n = num_ports();
@@ -51,8 +56,29 @@ Status Endpoint::set_cc_profile(uint64_t id, const CcProfile& p, std::string* wh
 
 // ----------------------------------------------------------------- memory
 
-Result<MemoryRegion> Endpoint::reg_mr(uint64_t addr, uint64_t length, uint32_t acc, bool backed) {
-  return mrs_.reg(addr, length, acc, backed);
+uint64_t Endpoint::secret() { return cfg_.entropy ? cfg_.entropy() : secret_rng_.next_u64(); }
+
+Result<uint32_t> Endpoint::alloc_pd() {
+  if (pds_.size() >= kMaxPds) return Errc::no_memory;
+  while (next_pd_ == kDefaultPd || std::find(pds_.begin(), pds_.end(), next_pd_) != pds_.end()) ++next_pd_;
+  pds_.push_back(next_pd_);
+  return next_pd_++;
+}
+
+Status Endpoint::dealloc_pd(uint32_t pd) {
+  if (pd == kDefaultPd) return Errc::invalid_argument;
+  auto it = std::find(pds_.begin(), pds_.end(), pd);
+  if (it == pds_.end()) return Errc::not_found;
+  if (mrs_.count_in_pd(pd) > 0) return Errc::busy;
+  for (const auto& q : qps_)
+    if (q && q->pd() == pd) return Errc::busy;
+  pds_.erase(it);
+  return {};
+}
+
+Result<MemoryRegion> Endpoint::reg_mr(uint64_t addr, uint64_t length, uint32_t acc, bool backed, uint32_t pd) {
+  if (pd != kDefaultPd && std::find(pds_.begin(), pds_.end(), pd) == pds_.end()) return Errc::not_found;
+  return mrs_.reg(addr, length, acc, backed, pd);
 }
 
 Status Endpoint::dereg_mr(uint32_t lkey) { return mrs_.dereg(lkey); }
@@ -60,6 +86,8 @@ Status Endpoint::dereg_mr(uint32_t lkey) { return mrs_.dereg(lkey); }
 // ----------------------------------------------------------------- QPs
 
 Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
+  if (init.pd != kDefaultPd && std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
+    return Errc::not_found;
   uint32_t idx;
   if (!free_qp_slots_.empty()) {
     idx = free_qp_slots_.back();
@@ -69,15 +97,27 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
     idx = static_cast<uint32_t>(qps_.size());
     qps_.emplace_back();
   }
-  const uint32_t qpn = kFirstQpn + idx;
-  qps_[idx] = std::make_unique<Qp>(*this, qpn, init);
+  const uint32_t tag_bits = 24 - qpn_index_bits_;
+  const uint32_t tag = 1 + static_cast<uint32_t>(secret() % ((uint64_t{1} << tag_bits) - 1));
+  const uint32_t qpn = ((tag << qpn_index_bits_) | idx) & wire::kPsnMask;
+  // The QP's PRNG stream is keyed by its slot, not its (random) number, so a
+  // seeded run chooses the same paths whatever the entropy source returns.
+  qps_[idx] = std::make_unique<Qp>(*this, qpn, init, kFirstQpn + idx);
   return qpn;
 }
 
 Qp* Endpoint::find_qp(uint32_t qpn) {
-  if (qpn < kFirstQpn) return nullptr;
-  const uint32_t idx = qpn - kFirstQpn;
-  return idx < qps_.size() ? qps_[idx].get() : nullptr;
+  const uint32_t idx = qpn & ((1u << qpn_index_bits_) - 1);
+  if (idx >= qps_.size()) return nullptr;
+  Qp* q = qps_[idx].get();
+  return q && q->qpn() == qpn ? q : nullptr;
+}
+
+std::vector<uint32_t> Endpoint::qp_numbers() const {
+  std::vector<uint32_t> out;
+  for (const auto& q : qps_)
+    if (q) out.push_back(q->qpn());
+  return out;
 }
 
 const Qp* Endpoint::qp(uint32_t qpn) const { return const_cast<Endpoint*>(this)->find_qp(qpn); }
@@ -88,20 +128,29 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   ctrl_list_.erase(q);
   data_list_.erase(q);
   heap_remove(*q);
-  qps_[qpn - kFirstQpn].reset();
-  free_qp_slots_.push_back(qpn - kFirstQpn);
+  const uint64_t peer = q->peer();
+  const uint32_t idx = qpn & ((1u << qpn_index_bits_) - 1);
+  qps_[idx].reset();
+  free_qp_slots_.push_back(idx);
+  forget_peer_if_unused(peer);
   return {};
 }
 
 Status Endpoint::modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask) {
   Qp* q = find_qp(qpn);
   if (!q) return Errc::not_found;
+  const uint64_t peer = q->peer();
   Status s = q->modify(now, attr, mask);
   refresh(*q);
+  if (q->state() == QpState::reset || q->state() == QpState::error) forget_peer_if_unused(peer);
   return s;
 }
 
-uint32_t Endpoint::random_psn() { return rng_.next_u32() & wire::kPsnMask; }
+uint32_t Endpoint::random_psn() {
+  // Without an injected source the seeded stream keeps runs reproducible.
+  const uint64_t r = cfg_.entropy ? cfg_.entropy() : rng_.next_u32();
+  return static_cast<uint32_t>(r) & wire::kPsnMask;
+}
 
 Status Endpoint::post_send(Time now, uint32_t qpn, const SendWr& wr) {
   Qp* q = find_qp(qpn);
@@ -134,6 +183,7 @@ Status Endpoint::set_mpr_dest(uint32_t qpn, uint8_t mpr) {
 // ----------------------------------------------------------------- scheduling
 
 void Endpoint::refresh(Qp& q) {
+  q.flush_ev_events();
   if (q.has_control() && !q.in_ctrl_list_) {
     q.in_ctrl_list_ = true;
     ctrl_list_.push_back(&q);
@@ -300,6 +350,7 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       continue;
     }
     const bool sent = q->poll_control(now, port_mask, hdr.data(), tx);
+    q->flush_ev_events();
     if (q->has_control()) ctrl_list_.push_back(q);
     else q->in_ctrl_list_ = false;
     if (sent) {
@@ -316,6 +367,7 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       continue;
     }
     const Qp::SendResult r = q->poll_data(now, port_mask, hdr.data(), tx);
+    q->flush_ev_events();
     if (r == Qp::SendResult::sent) {
       if (q->wants_data()) data_list_.push_back(q);
       else q->in_data_list_ = false;
@@ -386,6 +438,7 @@ Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t
   if (port >= num_ports()) return Errc::invalid_argument;
   for (const PendingProbe& p : probes_)
     if (p.req_id == req_id) return Errc::busy;
+  if (probes_.size() >= kMaxOutstandingProbes) return Errc::no_memory;
   EpCtrl c{};
   c.op = wire::EpWireOp::ev_probe;
   c.response = false;
@@ -395,7 +448,7 @@ Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t
   c.req_id = req_id;
   c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
   ep_ctrl_.push_back(c);
-  probes_.push_back(PendingProbe{req_id, now, now + timeout});
+  probes_.push_back(PendingProbe{req_id, peer, entropy, c.ts, now, now + timeout});
   return {};
 }
 
@@ -410,6 +463,7 @@ bool Endpoint::build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
     port = static_cast<uint8_t>(std::countr_zero(port_mask));
   }
   ep_ctrl_.pop_front();
+  if (c.response) --replies_queued_;
   wire::Headers h;
   h.bth.dest_qp = kEndpointOpsQpn;
   h.bth.psn = c.req_id;
@@ -435,13 +489,50 @@ bool Endpoint::build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   return true;
 }
 
+bool Endpoint::peer_connected(uint64_t peer) const {
+  for (const auto& q : qps_)
+    if (q && q->peer() == peer && (q->state() == QpState::rtr || q->state() == QpState::rts)) return true;
+  return false;
+}
+
+void Endpoint::forget_peer_if_unused(uint64_t peer) {
+  auto it = peer_up_.find(peer);
+  if (it != peer_up_.end() && !peer_connected(peer)) peer_up_.erase(it);
+}
+
+// Token bucket for endpoint-operation replies (ProtocolConfig::ep_reply_*).
+bool Endpoint::take_reply_token(Time now) {
+  const ProtocolConfig& pc = cfg_.protocol;
+  if (replies_queued_ >= kMaxQueuedReplies) return false;
+  if (pc.ep_reply_interval > Duration{} && now > reply_refill_) {
+    reply_tokens_ = std::min<double>(pc.ep_reply_burst, reply_tokens_ + static_cast<double>((now - reply_refill_).count_ps()) /
+                                                                       static_cast<double>(pc.ep_reply_interval.count_ps()));
+  } else if (pc.ep_reply_interval == Duration{}) {
+    reply_tokens_ = pc.ep_reply_burst;
+  }
+  reply_refill_ = max(reply_refill_, now);
+  if (reply_tokens_ < 1.0) return false;
+  reply_tokens_ -= 1.0;
+  return true;
+}
+
 void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p) {
-  (void)now;
   ++stats_.ep_requests;
   const auto op = static_cast<wire::EpWireOp>(p.h.erth.op);
   if (op == wire::EpWireOp::port_status_update) {
-    const uint32_t mask = p.h.erth.port_status_mask;
-    const uint32_t before = peer_port_mask(meta.peer);
+    // Reference 4.7. An unauthenticated packet must not be able to stop a
+    // connection, so an update counts only if it comes from a peer we have
+    // a connected QP with, names only ports that exist, leaves at least one
+    // plane usable, and includes the plane it arrived on (a peer cannot
+    // send on a plane it reports down). Entries exist only for connected
+    // peers, so the table is bounded by the QPs.
+    const uint32_t all = num_ports() >= 32 ? ~0u : ((1u << num_ports()) - 1);
+    const uint32_t mask = p.h.erth.port_status_mask & all;
+    if (!peer_connected(meta.peer) || (mask & local_up_) == 0 || !(mask >> meta.port & 1u)) {
+      ++stats_.rx_ep_refused;
+      return;
+    }
+    const uint32_t before = peer_port_mask(meta.peer) & all;
     peer_up_[meta.peer] = mask;
     if (mask != before) {
       for (auto& q : qps_) {
@@ -456,6 +547,10 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
     ++stats_.rx_malformed;
     return;
   }
+  if (!take_reply_token(now)) {
+    ++stats_.ep_replies_shed;
+    return;
+  }
   EpCtrl c{};
   c.op = op;
   c.response = true;
@@ -466,6 +561,7 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
   c.ts = p.h.erth.timestamp;
   c.rx_port = meta.port;
   ep_ctrl_.push_back(c);
+  ++replies_queued_;
 }
 
 void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p) {
@@ -474,10 +570,14 @@ void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Pa
   const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
   for (auto it = probes_.begin(); it != probes_.end(); ++it) {
     if (it->req_id != id) continue;
+    // The answer must come from the probed peer and echo the probe's EV and
+    // timestamp: anything else is forged or belongs to an older probe.
+    if (it->peer != meta.peer || it->entropy != p.h.eeth.entropy || it->ts != p.h.eeth.reflected_ts) break;
     push_event(ProbeResult{id, true, meta.port, now - it->sent_at});
     probes_.erase(it);
     return;
   }
+  ++stats_.rx_bad_ack;
 }
 
 }  // namespace mrc::core

@@ -43,17 +43,33 @@ struct EndpointStats {
   uint64_t rx_packets = 0;
   /// Failed wire::parse (truncated, bad opcode, lengths), or an opcode of the
   /// other transport family than the destination QP's (an RC opcode to an
-  /// MRC QP, an MRC opcode to a RoCE RC QP).
+  /// MRC QP, an MRC opcode to a RoCE RC QP), or an unknown NACK reason.
   uint64_t rx_malformed = 0;
   uint64_t rx_unknown_qp = 0;      ///< no such QPN
   uint64_t rx_wrong_peer = 0;      ///< QPN exists but the source is not its peer
   uint64_t rx_bad_state = 0;       ///< QP not in a state that accepts the packet
   uint64_t rx_psn_out_of_window = 0;
-  uint64_t rx_access_errors = 0;   ///< rkey/access/bounds failures (nothing written)
-  uint64_t rx_bad_ack = 0;         ///< SACK/NACK/ACK acknowledging PSNs never sent
+  uint64_t rx_access_errors = 0;   ///< rkey/PD/access/bounds failures (nothing written)
+  /// SACK/NACK/ACK/NAK/probe answer that acknowledges nothing outstanding:
+  /// PSNs never sent, a PSN with no WR, a timestamp echo that no
+  /// transmission of that PSN can have produced, a probe answer with no
+  /// probe outstanding. Dropped before it changes any state.
+  uint64_t rx_bad_ack = 0;
+  /// Feedback for PSNs already acknowledged (a late or reordered SACK/NACK):
+  /// harmless, dropped.
+  uint64_t rx_stale_ack = 0;
+  /// Endpoint requests refused: a port-status update from a source with no
+  /// connected QP here, or one whose mask leaves no usable plane or denies
+  /// the plane it arrived on.
+  uint64_t rx_ep_refused = 0;
   uint64_t tx_packets = 0;
   uint64_t ep_requests = 0;
   uint64_t ep_responses = 0;
+  /// Endpoint-operation replies not sent: over the rate limit or the queue cap.
+  uint64_t ep_replies_shed = 0;
+  /// QP control packets (SACK/NACK/NAK/probe answers) not queued: a
+  /// duplicate of one already pending, or over a cap (Qp::kMaxCtrl).
+  uint64_t ctrl_shed = 0;
 };
 
 class Endpoint {
@@ -79,15 +95,35 @@ class Endpoint {
   /// when INIT names none.
 
   // ---------------------------------------------------------------- memory
-  /// Registers [addr, addr+length) with access:: bits. `backed` = false for
-  /// simulated memory (bounds enforced, nothing written). The returned keys
-  /// are random. Errc::invalid_argument for an empty or wrapping range.
-  Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true);
+  /// Allocates a protection domain. A QP (QpInit::pd) accepts only the
+  /// rkeys of regions in its own PD, and posts only from them. PD 0
+  /// (kDefaultPd) always exists. Errc::no_memory past kMaxPds.
+  Result<uint32_t> alloc_pd();
+  /// Frees a PD. Errc::busy while a QP or a memory region uses it;
+  /// Errc::not_found for an unknown PD; Errc::invalid_argument for PD 0.
+  Status dealloc_pd(uint32_t pd);
+  /// Registers [addr, addr+length) with access:: bits in protection domain
+  /// `pd`. `backed` = false for simulated memory (bounds enforced, nothing
+  /// written). Keys come from EndpointConfig::entropy.
+  /// Errc::invalid_argument for an empty or wrapping range; Errc::not_found
+  /// for an unknown PD.
+  Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true,
+                              uint32_t pd = kDefaultPd);
+  /// Deregisters the region `lkey`. Errc::not_found if unknown; Errc::busy
+  /// while a posted WR that is not complete still reads it (its
+  /// retransmissions would read freed memory): wait for the completion, or
+  /// flush the QP (modify to ERROR) and poll the flushed completions first.
   Status dereg_mr(uint32_t lkey);
 
   // ---------------------------------------------------------------- QPs
-  /// Creates a QP in RESET. Errc::no_memory when max_qps are in use.
+  /// Creates a QP in RESET. QPNs are random 24-bit values (a per-slot tag
+  /// drawn from EndpointConfig::entropy above the slot index), so a peer
+  /// cannot guess them and a packet for a destroyed QP never reaches its
+  /// successor. Errc::no_memory when max_qps are in use; Errc::not_found for
+  /// an unknown init.pd.
   Result<uint32_t> create_qp(const QpInit& init);
+  /// Every live QP's number, in slot order.
+  std::vector<uint32_t> qp_numbers() const;
   /// Destroys a QP (any state). Errc::not_found for an unknown QPN.
   Status destroy_qp(uint32_t qpn);
   /// Moves a QP through RESET -> INIT -> RTR -> RTS (-> ERROR, -> RESET).
@@ -98,7 +134,7 @@ class Endpoint {
   Status modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask);
   /// The QP, for queries (state, attributes, stats, EV states); nullptr if unknown.
   const Qp* qp(uint32_t qpn) const;
-  /// A random 24-bit initial PSN from the endpoint's PRNG (reference 3.4).
+  /// A random 24-bit initial PSN from EndpointConfig::entropy (reference 3.4).
   uint32_t random_psn();
 
   /// Posts a WRITE / WRITE_WITH_IMM. Errc::invalid_argument if the QP is not
@@ -135,6 +171,8 @@ class Endpoint {
   /// every QP at once and peers are told with PORT_STATUS_UPDATE (reference 4.7).
   void set_port_up(Time now, uint8_t port, bool up);
   uint32_t local_port_mask() const { return local_up_; }
+  /// Peers whose port-status report is held (at most one per connected peer).
+  size_t peer_status_entries() const { return peer_up_.size(); }
 
 
   // ---------------------------------------------------------------- controller
@@ -143,7 +181,11 @@ class Endpoint {
   /// Changes the responder window a dynamic-MPR QP advertises (<= its mpr_dest).
   Status set_mpr_dest(uint32_t qpn, uint8_t mpr);
   /// Sends an EV probe (endpoint operation) to `peer` on `port` with EV
-  /// `entropy`; a ProbeResult event reports the answer or the timeout.
+  /// `entropy`; a ProbeResult event reports the answer or the timeout. Only
+  /// an answer from `peer` that echoes the request id, the EV and the
+  /// timestamp completes it. Errc::invalid_argument for a bad port;
+  /// Errc::busy if `req_id` is outstanding; Errc::no_memory past
+  /// kMaxOutstandingProbes.
   Status send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                        Duration timeout);
 
@@ -164,11 +206,18 @@ class Endpoint {
   };
   struct PendingProbe {
     uint16_t req_id;
+    uint64_t peer;
+    uint32_t entropy;
+    uint16_t ts;
     Time sent_at;
     Time deadline;
   };
 
   Qp* find_qp(uint32_t qpn);
+  uint64_t secret();
+  bool peer_connected(uint64_t peer) const;
+  void forget_peer_if_unused(uint64_t peer);
+  bool take_reply_token(Time now);
   void refresh(Qp& qp);
   void heap_update(Qp& qp);
   void heap_remove(Qp& qp);
@@ -185,7 +234,11 @@ class Endpoint {
   EndpointStats stats_;
   wire::Parsed rx_parsed_;  ///< reused for every received packet
   Prng rng_;
+  Prng secret_rng_;                   ///< used when cfg_.entropy is empty
   MrTable mrs_;
+  std::vector<uint32_t> pds_;         ///< allocated PDs other than 0
+  uint32_t next_pd_ = 1;
+  uint32_t qpn_index_bits_ = 8;       ///< low QPN bits = slot index, the rest a random tag
   std::unordered_map<uint64_t, EvProfile> ev_profiles_;
   std::unordered_map<uint64_t, CcProfile> cc_profiles_;
   std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
@@ -196,7 +249,12 @@ class Endpoint {
   std::vector<Qp*> heap_;
   Ring<EpCtrl> ep_ctrl_;
   std::vector<PendingProbe> probes_;
-  std::unordered_map<uint64_t, uint32_t> peer_up_;   ///< peer -> its last reported port mask
+  /// peer -> its last reported port mask; only peers with a connected QP
+  /// here have an entry (at most max_qps), removed with their last QP.
+  std::unordered_map<uint64_t, uint32_t> peer_up_;
+  double reply_tokens_ = 0;
+  Time reply_refill_ = Time::zero();
+  uint32_t replies_queued_ = 0;
   uint32_t local_up_ = 0;
   IncastGuard incast_;
   uint32_t port_status_left_ = 0;  ///< repeats still to send
@@ -204,7 +262,14 @@ class Endpoint {
   uint16_t ep_req_id_ = 1;
 
  public:
+  /// The lowest QPN ever issued (QPNs 0..0xFF are reserved, reference 3.2).
   static constexpr uint32_t kFirstQpn = 0x100;
+  /// Protection domains per endpoint, besides PD 0.
+  static constexpr size_t kMaxPds = 4096;
+  /// Own EV probes outstanding at once (send_ev_probe).
+  static constexpr size_t kMaxOutstandingProbes = 1024;
+  /// Endpoint-operation replies queued at once; more are shed (counted).
+  static constexpr uint32_t kMaxQueuedReplies = 256;
 };
 
 }  // namespace mrc::core

@@ -19,11 +19,21 @@ constexpr uint64_t kInitialRing = 16;
 constexpr uint32_t kMaxMessageBytes = 1u << 31;
 }  // namespace
 
-Qp::Qp(Endpoint& ep, uint32_t qpn, const QpInit& init) : ep_(ep), qpn_(qpn), init_(init) {
+Qp::Qp(Endpoint& ep, uint32_t qpn, const QpInit& init, uint64_t stream)
+    : ep_(ep), qpn_(qpn), init_(init), stream_(stream) {
   timers_.fill(Time::never());
 }
 
-Qp::~Qp() = default;
+Qp::~Qp() { drop_send_queue(); }
+
+// Every queued WR holds a reference on its source region (post_send), so
+// the region cannot be deregistered while a (re)transmission may read it.
+void Qp::drop_send_queue() {
+  for (size_t i = 0; i < sq_.size(); ++i)
+    if (sq_[i].holds_mr) ep_.mrs_.release(sq_[i].wr.lkey);
+  sq_.clear();
+  sq_next_ = 0;
+}
 
 // ----------------------------------------------------------------- state machine
 
@@ -132,14 +142,14 @@ void Qp::enter_rtr(Time) {
     // profile names.
     EvProfile evp = profile;
     evp.policy = PathPolicyKind::single_path;
-    path_ = path::make_path_policy(evp, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+    path_ = path::make_path_policy(evp, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(stream_), &ev_events_);
     rc_epsn_ = kSeqBase + attr_.rq_psn;
     rc_nak_sent_ = false;
     rc_unacked_ = 0;
     rc_rx_ = RcRxMsg{};
     cnp_sent_ = false;
   } else {
-    path_ = path::make_path_policy(profile, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(qpn_), &ev_events_);
+    path_ = path::make_path_policy(profile, ep_.num_ports(), ep_.cfg_.protocol, ep_.rng_.derive(stream_), &ev_events_);
   }
   path_->set_port_mask(ep_.local_up_ & ep_.peer_port_mask(peer_));
   // Responder: PSN tracking window of MPR_DEST x 128 PSNs (reference 3.4).
@@ -204,12 +214,11 @@ void Qp::enter_rts(Time now) {
 }
 
 void Qp::reset_state() {
-  sq_.clear();
-  sq_next_ = 0;
+  drop_send_queue();
   fifo_.clear();
   rtx_q_.clear();
   recv_q_.clear();
-  ctrl_q_.clear();
+  clear_ctrl();
   records_.clear();
   rx_slots_.clear();
   path_.reset();
@@ -224,7 +233,7 @@ void Qp::reset_state() {
   aeth_queued_ = false;
   rcvd_bytes_total_ = 0;
   ooo_count_ = bytes_since_sack_ = 0;
-  last_rcvd_clock_ = 0;
+  rcvd_reported_ = rcvd_credited_ = acked_bytes_ = 0;
   peer_mpr_ = 0;
   sack_pending_ = probe_due_ = reverse_probe_due_ = false;
   rc_resend_ = rc_epsn_ = 0;
@@ -256,13 +265,11 @@ void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
     wc.status = WcStatus::wr_flush_err;
     complete(wc);
   }
-  sq_.clear();
-  sq_next_ = 0;
+  drop_send_queue();
   recv_q_.clear();
   fifo_.clear();
   rtx_q_.clear();
-  ctrl_q_.clear();
-  aeth_queued_ = false;
+  clear_ctrl();
   timers_.fill(Time::never());
   probe_due_ = reverse_probe_due_ = sack_pending_ = false;
   state_ = QpState::error;
@@ -285,16 +292,21 @@ Status Qp::post_send(Time now, const SendWr& wr) {
   SendMsg m;
   m.wr = wr;
   m.wr.signaled = wr.signaled || init_.sq_sig_all;
-  if (wr.length > 0 && !ep_.mrs_.check_local(wr.lkey, wr.local_addr, wr.length)) {
+  if (wr.length > 0 && !ep_.mrs_.check_local(init_.pd, wr.lkey, wr.local_addr, wr.length)) {
     // Local protection error: reported on the CQ, QP to ERROR (ibverbs).
     sq_.push_back(m);
     fail(now, WcStatus::loc_prot_err, sq_.size() - 1);
     return {};
   }
+  if (wr.length > 0) {
+    ep_.mrs_.acquire(wr.lkey);
+    m.holds_mr = true;
+  }
   m.msn = next_msn_++;
   if (wr.opcode == WrOpcode::rdma_write_with_imm) m.rqmsn = next_rqmsn_++;
   m.npkts = wr.length == 0 ? 1 : (wr.length + mtu_ - 1) / mtu_;
   sq_.push_back(m);
+  if (!roce()) arm_stall_timer(now);
   return {};
 }
 
@@ -324,9 +336,9 @@ Status Qp::set_ev_denied(Time now, uint32_t value, bool denied) {
 }
 
 void Qp::on_port_mask(Time now, uint32_t mask) {
-  (void)now;
   if (!path_) return;
   path_->set_port_mask(mask);
+  arm_stall_timer(now);
   if (cc_) {
     uint64_t bps = 0;
     if (roce()) {
@@ -366,21 +378,23 @@ void Qp::on_packet(Time now, const RxMeta& meta, const wire::Parsed& p, const ui
       default: break;  // endpoint operations never reach a QP
     }
   }
+}
+
+void Qp::flush_ev_events() {
+  if (ev_events_.empty()) return;
   // EV events collected by the path policy go to the endpoint's queue,
   // filtered by the profile's event mask (reference 4.10).
-  if (!ev_events_.empty()) {
-    const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
-    for (EvEvent& e : ev_events_) {
-      const bool wanted = (e.to == EvState::good && evp.event_on_good) ||
-                          (e.to == EvState::assumed_bad && evp.event_on_assumed_bad) ||
-                          e.to == EvState::denied || e.from == EvState::denied;
-      if (!wanted) continue;
-      e.qpn = qpn_;
-      e.ev_profile_id = attr_.ev_profile_id;
-      ep_.push_event(e);
-    }
-    ev_events_.clear();
+  const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
+  for (EvEvent& e : ev_events_) {
+    const bool wanted = (e.to == EvState::good && evp.event_on_good) ||
+                        (e.to == EvState::assumed_bad && evp.event_on_assumed_bad) ||
+                        e.to == EvState::denied || e.from == EvState::denied;
+    if (!wanted) continue;
+    e.qpn = qpn_;
+    e.ev_profile_id = attr_.ev_profile_id;
+    ep_.push_event(e);
   }
+  ev_events_.clear();
 }
 
 // ----------------------------------------------------------------- timers
@@ -449,18 +463,58 @@ void Qp::on_timeout(Time now) {
 // ----------------------------------------------------------------- control output
 
 void Qp::push_ctrl(const PendingCtrl& c) {
-  // A bounded queue: if a burst of triggers piles up, later SACKs carry the
-  // same cumulative state, so dropping the oldest SACK loses only its mark.
-  constexpr size_t kMaxCtrl = 256;
-  if (ctrl_q_.size() >= kMaxCtrl) {
-    for (size_t i = 0; i < ctrl_q_.size(); ++i) {
-      if (ctrl_q_[i].kind == PendingCtrl::sack) {
-        ctrl_q_.erase_at(i);
-        break;
-      }
-    }
+  // Caps and coalescing (qp.hpp, kMaxCtrl): every rule is O(1), so a flood
+  // of packets that each ask for an answer costs constant work per packet
+  // and a bounded queue.
+  bool shed = ctrl_q_.size() >= kMaxCtrl;
+  switch (c.kind) {
+    case PendingCtrl::nack:
+      if (ctrl_nacks_ >= kMaxCtrlNacks) shed = true;
+      if (c.code == wire::NackCode::psn_oor_window && oor_nack_queued_) shed = true;
+      if (!ctrl_q_.empty() && ctrl_q_.back().kind == PendingCtrl::nack && ctrl_q_.back().code == c.code &&
+          ctrl_q_.back().psn == c.psn)
+        shed = true;
+      break;
+    case PendingCtrl::nak: shed |= nak_queued_; break;
+    case PendingCtrl::probe_sack: shed |= probe_answer_queued_; break;
+    default: break;
+  }
+  if (shed) {
+    ++stats_.ctrl_shed;
+    ++ep_.stats_.ctrl_shed;
+    return;
+  }
+  switch (c.kind) {
+    case PendingCtrl::nack:
+      ++ctrl_nacks_;
+      if (c.code == wire::NackCode::psn_oor_window) oor_nack_queued_ = true;
+      break;
+    case PendingCtrl::nak: nak_queued_ = true; break;
+    case PendingCtrl::probe_sack: probe_answer_queued_ = true; break;
+    default: break;
   }
   ctrl_q_.push_back(c);
+}
+
+Qp::PendingCtrl Qp::pop_ctrl_at(size_t i) {
+  const PendingCtrl c = ctrl_q_[i];
+  ctrl_q_.erase_at(i);
+  switch (c.kind) {
+    case PendingCtrl::nack:
+      --ctrl_nacks_;
+      if (c.code == wire::NackCode::psn_oor_window) oor_nack_queued_ = false;
+      break;
+    case PendingCtrl::nak: nak_queued_ = false; break;
+    case PendingCtrl::probe_sack: probe_answer_queued_ = false; break;
+    default: break;
+  }
+  return c;
+}
+
+void Qp::clear_ctrl() {
+  ctrl_q_.clear();
+  ctrl_nacks_ = 0;
+  oor_nack_queued_ = nak_queued_ = probe_answer_queued_ = aeth_queued_ = false;
 }
 
 uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {
@@ -485,8 +539,7 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
     // A RoCE QP answers on its one path (rc_ctrl_port()), like its data.
     const uint8_t port = pick_port(roce() ? rc_ctrl_port() : ctrl_q_[i].port, port_mask);
     if (port == 0xFF) continue;
-    const PendingCtrl c = ctrl_q_[i];
-    ctrl_q_.erase_at(i);
+    const PendingCtrl c = pop_ctrl_at(i);
     build_control(now, c, port, hdr, tx);
     ++stats_.control_sent;
     return true;

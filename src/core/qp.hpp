@@ -49,6 +49,7 @@ struct QpStats {
   uint64_t losses_nack = 0;            ///< retransmitted after a NACK
   uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
   uint64_t tail_probes = 0;            ///< newest packet resent after a silent tail
+  uint64_t stall_timeouts = 0;         ///< work queued but no usable path for a whole RTO
   uint64_t sacks_received = 0;
   uint64_t nacks_received = 0;
   uint64_t spurious_losses = 0;        ///< declared lost, then SACKed before the retransmission left
@@ -57,6 +58,8 @@ struct QpStats {
   uint64_t ooo_received = 0;
   uint64_t trims_received = 0;
   uint64_t rx_rejected = 0;            ///< data packets refused (window, access, state)
+  uint64_t access_errors = 0;          ///< responder: rkey/PD/access/bounds violations
+  uint64_t ctrl_shed = 0;              ///< control packets not queued (duplicate or over a cap)
   uint64_t max_psn_span = 0;           ///< largest next_psn - snd_una seen (MPR check)
   uint64_t max_wimm_inflight = 0;      ///< largest WriteIMMs in flight seen (WIMM check)
   // RoCE RC only.
@@ -77,11 +80,27 @@ struct QpInit {
   bool sq_sig_all = false;
   /// MRC, or the RoCEv2 RC baseline (types.hpp). Fixed for the QP's life.
   Transport transport = Transport::mrc;
+  uint32_t pd = kDefaultPd;  ///< protection domain (Endpoint::alloc_pd)
 };
 
 class Qp {
  public:
-  Qp(Endpoint& ep, uint32_t qpn, const QpInit& init);
+  /// `stream` keys the QP's PRNG stream (its slot, so seeded runs do not
+  /// depend on the random QPN).
+  Qp(Endpoint& ep, uint32_t qpn, const QpInit& init, uint64_t stream);
+
+  /// Caps of the control queue (SACK, NACK, AETH ACK/NAK, probe answers),
+  /// each O(1) to enforce; what they refuse is counted in QpStats::ctrl_shed
+  /// and EndpointStats::ctrl_shed:
+  ///  - at most kMaxCtrl entries in all; a SACK over it is shed (the next
+  ///    one carries the same cumulative state, computed when it leaves);
+  ///  - at most kMaxCtrlNacks NACKs, so SACKs always have room;
+  ///  - one pending PSN_OOR_WINDOW NACK, one pending AETH NAK, one pending
+  ///    probe answer: a flood of out-of-window, bad-key or probe packets
+  ///    costs one queued answer;
+  ///  - a NACK identical (reason and PSN) to the one queued last is dropped.
+  static constexpr size_t kMaxCtrl = 256;
+  static constexpr size_t kMaxCtrlNacks = 128;
   ~Qp();
   Qp(const Qp&) = delete;
   Qp& operator=(const Qp&) = delete;
@@ -90,6 +109,7 @@ class Qp {
   Transport transport() const { return init_.transport; }
   QpState state() const { return state_; }
   uint64_t peer() const { return peer_; }
+  uint32_t pd() const { return init_.pd; }
   const QpStats& stats() const { return stats_; }
   const path::PathPolicy* path() const { return path_.get(); }
   const cc::Controller* controller() const { return cc_.get(); }
@@ -109,6 +129,16 @@ class Qp {
   bool poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
   SendResult poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
   bool has_control() const { return !ctrl_q_.empty(); }
+  /// Control packets queued now (<= kMaxCtrl).
+  size_t control_queued() const { return ctrl_q_.size(); }
+  /// Hands the EV events the path policy produced to the endpoint's queue,
+  /// filtered by the profile's event mask (reference 4.10). The endpoint
+  /// calls it after every call into the QP, so events leave when they happen.
+  void flush_ev_events();
+  /// True if the QP has posted work it has not finished sending or
+  /// recovering (for invariant checks: such a QP always has a timer armed
+  /// or a packet to send).
+  bool has_outstanding_work() const { return !sq_.empty() || !fifo_.empty() || !rtx_q_.empty(); }
   bool wants_data() const;
   Time next_timeout() const;
   void on_timeout(Time now);
@@ -138,6 +168,12 @@ class Qp {
   void reset_state();
   void fail(Time now, WcStatus cause, size_t failing_msg);
   void push_ctrl(const PendingCtrl& c);
+  PendingCtrl pop_ctrl_at(size_t i);
+  void clear_ctrl();
+  void drop_send_queue();
+  bool stalled() const;
+  void arm_stall_timer(Time now);
+  bool echo_plausible(uint16_t sent_ts, Time sent_at, uint16_t echo, Time now) const;
   void complete(const WorkCompletion& wc);
   uint16_t ts_now(Time now) const;
   Duration rto() const;
@@ -163,6 +199,7 @@ class Qp {
     uint32_t npkts = 1;
     uint32_t sent_pkts = 0;  ///< packets given a PSN so far
     bool imm_counted = false;
+    bool holds_mr = false;   ///< holds a reference on the source region (wr.lkey)
   };
   enum class PktState : uint8_t { inflight, lost, acked };
   struct SendRecord {
@@ -208,6 +245,8 @@ class Qp {
   SendMsg* msg_by_msn(uint64_t msn);
   void on_sack(Time now, const RxMeta& meta, const wire::Headers& h);
   void on_nack(Time now, const wire::Headers& h);
+  uint64_t take_rcvd_credit(const wire::Headers& h);
+  void credit_rcvd_clock(Time now, const wire::Headers& h);
   void on_aeth(Time now, const wire::Headers& h);
   void ack_psn(Time now, uint64_t psn);
   void note_delivered_tx(uint64_t tx_seq);
@@ -231,7 +270,7 @@ class Qp {
   static constexpr uint8_t kRxImm = 2;
   void on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload);
   void on_probe(Time now, const RxMeta& meta, const wire::Headers& h);
-  void deliver_completions(Time now, uint64_t from, uint64_t to);
+  void deliver_completions(Time now, uint64_t from, uint64_t to, const PendingCtrl& trig);
   void want_sack(Time now, const PendingCtrl& trigger, bool immediate);
   /// The slot of a PSN about to be placed: grows the slot ring (doubling, at
   /// most to the tracking window) if psn is further than it reaches from the
@@ -264,6 +303,7 @@ class Qp {
   Endpoint& ep_;
   const uint32_t qpn_;
   const QpInit init_;
+  const uint64_t stream_;
   QpState state_ = QpState::reset;
   QpAttr attr_;
   uint64_t peer_ = 0;
@@ -271,6 +311,10 @@ class Qp {
   QpStats stats_;
   std::array<Time, static_cast<size_t>(QpTimer::count)> timers_;
   Ring<PendingCtrl> ctrl_q_;
+  uint32_t ctrl_nacks_ = 0;        ///< NACKs in ctrl_q_
+  bool oor_nack_queued_ = false;   ///< a PSN_OOR_WINDOW NACK is in ctrl_q_
+  bool nak_queued_ = false;        ///< an AETH NAK is in ctrl_q_
+  bool probe_answer_queued_ = false;
   std::unique_ptr<path::PathPolicy> path_;
   std::unique_ptr<cc::Controller> cc_;
   std::vector<EvEvent> ev_events_;
@@ -296,7 +340,9 @@ class Qp {
   Duration srtt_;                ///< smoothed RTT (0 until the first sample)
   Duration rttvar_;
   uint32_t imm_inflight_ = 0;
-  uint32_t last_rcvd_clock_ = 0;
+  uint64_t rcvd_reported_ = 0;   ///< the peer's rcvd_bytes clock, unwrapped, in bytes
+  uint64_t rcvd_credited_ = 0;   ///< ... of which credited to the controller
+  uint64_t acked_bytes_ = 0;     ///< nominal bytes of every PSN acknowledged
   uint8_t peer_mpr_ = 0;         ///< dynamic MPR last advertised (0 = none)
   bool probe_due_ = false;
   bool reverse_probe_due_ = false;

@@ -320,7 +320,7 @@ void Qp::rc_on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const u
   // Memory check before a single byte moves (reference 3.6), then the
   // length rules: a packet that does not end the message is exactly one
   // MTU, the last one carries exactly what remains.
-  const MemoryRegion* mr = seq_ok && len <= mtu_ ? ep_.mrs_.check_remote_write(rkey, va, len) : nullptr;
+  const MemoryRegion* mr = seq_ok && len <= mtu_ ? ep_.mrs_.check_remote_write(init_.pd, rkey, va, len) : nullptr;
   const bool len_ok = info.last ? len == remaining : (len == mtu_ && remaining > mtu_);
   if (!mr || !len_ok) {
     ++ep_.stats_.rx_access_errors;

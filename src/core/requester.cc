@@ -121,6 +121,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
       h.peth.timestamp = ts_now(now);
       const size_t hlen = wire::encode(h, std::span<uint8_t>(hdr, wire::kMaxHeaderBytes)).value();
       const path::EvSlot& slot = path_->slot(s);
+      path_->on_probe_sent(s, h.peth.timestamp, now);
       tx = Transmit{};
       tx.port = slot.port;
       tx.entropy = slot.value;
@@ -132,7 +133,10 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
     }
   }
 
-  if (path_->sendable_ports() == 0) return SendResult::blocked;
+  if (path_->sendable_ports() == 0) {
+    arm_stall_timer(now);
+    return SendResult::blocked;
+  }
   if ((path_->sendable_ports() & port_mask) == 0) return SendResult::ports_busy;
 
   // 2. Retransmissions, oldest first, each on an EV other than the one that lost it.
@@ -203,6 +207,7 @@ void Qp::note_delivered_tx(uint64_t s) {
 void Qp::ack_psn(Time now, uint64_t psn) {
   (void)now;
   if (!acked_.set(psn)) return;
+  acked_bytes_ += rec(psn).nominal;
   // A new delivery proves the peer and a path alive: the retry counter, the
   // RTO backoff and the tail probe start over.
   retry_count_ = 0;
@@ -245,6 +250,7 @@ void Qp::complete_acked_messages() {
       wc.byte_len = m.wr.length;
       complete(wc);
     }
+    if (m.holds_mr) ep_.mrs_.release(m.wr.lkey);
     sq_.pop_front();
     --sq_next_;
   }
@@ -262,20 +268,57 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
     ++ep_.stats_.rx_bad_ack;  // acknowledges PSNs never sent, or absurdly old
     return;
   }
+  const wire::Mark mark = static_cast<wire::Mark>(s.mark & 3);
+
+  // Before anything changes, the SACK must prove it answers something we
+  // sent: a probe answer must match an outstanding probe (EV and
+  // timestamp), and any other SACK must name as its trigger a PSN that is
+  // outstanding, with a timestamp echo that a transmission of that PSN can
+  // have produced (reference 3.3: the echo plus at most the responder's
+  // service time). A blind forger has to hit the PSN window and the 16-bit
+  // timestamp. A trigger already acknowledged is a late or reordered SACK:
+  // everything it could tell was told by a newer one.
+  const uint64_t trig = cack + static_cast<uint64_t>(static_cast<int64_t>(s.ack_psn_offset));
+  int probe_slot = path::PathPolicy::kNone;
+  bool stale = false;
+  if (s.probe_response) {
+    probe_slot = path_->find(s.entropy);
+    if (probe_slot == path::PathPolicy::kNone ||
+        !path_->probe_answer_matches(probe_slot, h.cc.reflected_ts, now, ep_.cfg_.protocol.timestamp_tick)) {
+      ++ep_.stats_.rx_bad_ack;
+      return;
+    }
+  } else if (trig >= next_psn_ || trig + window_psns() < snd_una_) {
+    ++ep_.stats_.rx_bad_ack;
+    return;
+  } else if (trig < snd_una_) {
+    stale = true;  // its send record may be reused: nothing to check the echo against
+  } else if (const SendRecord& r = rec(trig); !echo_plausible(r.ts, r.sent_at, h.cc.reflected_ts, now)) {
+    if (r.tx_count == 1) {
+      ++ep_.stats_.rx_bad_ack;
+      return;
+    }
+    stale = true;  // echoes an earlier transmission of a resent PSN
+  }
+  if (stale) {
+    // A late SACK: the newer feedback already told its acknowledgements and
+    // verdicts. Only its receive clock still counts, bounded by what has
+    // been acknowledged, so the window's accounting stays whole.
+    ++ep_.stats_.rx_stale_ack;
+    credit_rcvd_clock(now, h);
+    return;
+  }
   ++stats_.sacks_received;
   if (s.mpr != 0) peer_mpr_ = s.mpr;
-  const wire::Mark mark = static_cast<wire::Mark>(s.mark & 3);
 
   // The triggering packet: its EV gets the path verdict, its timestamp the RTT.
   bool rtt_valid = false;
   Duration rtt;
   if (s.probe_response) {
-    const int slot = path_->find(s.entropy);
-    if (slot != path::PathPolicy::kNone) path_->on_probe_response(now, slot, mark);
+    path_->on_probe_response(now, probe_slot, mark);
   } else {
-    const uint64_t trig = cack + static_cast<uint64_t>(static_cast<int64_t>(s.ack_psn_offset));
     int slot = path::PathPolicy::kNone;
-    if (trig >= snd_una_ && trig < next_psn_ && !acked_.test(trig)) {
+    {
       const SendRecord& r = rec(trig);
       if (r.ts == h.cc.reflected_ts) {
         // The echo names this transmission: exact RTT from the send record,
@@ -316,13 +359,7 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   advance_una(now);
 
   // Congestion control from the cumulative rcvd_bytes clock (reference 5.2).
-  const uint32_t clock = h.cc.rcvd_bytes & wire::kPsnMask;
-  const uint32_t delta = (clock - last_rcvd_clock_) & wire::kPsnMask;
-  uint64_t newly = 0;
-  if (delta < (1u << 23)) {  // a reordered older SACK would look like a huge jump
-    newly = uint64_t{delta} * 256;
-    last_rcvd_clock_ = clock;
-  }
+  const uint64_t newly = take_rcvd_credit(h);
   cc::AckInfo ai;
   ai.now = now;
   ai.newly_rcvd_bytes = newly;
@@ -338,6 +375,42 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   rearm_recovery(now);
 }
 
+// The peer's cumulative rcvd_bytes clock (reference 5.2), unwrapped, and the
+// share of it not yet credited to the controller. The peer reports it; we
+// know what was acknowledged. Credit never exceeds the bytes acknowledged
+// so far (each PSN once, plus the clock's 256-byte rounding): a forged or
+// corrupt clock would otherwise drive inflight far below zero, and a window
+// that never limits again switches congestion control off. Credit held back
+// is given once the acks arrive. (Clamping to inflight instead would lose
+// the credit of a packet declared lost that arrives after all, and the
+// window would leak shut.)
+uint64_t Qp::take_rcvd_credit(const wire::Headers& h) {
+  // Unwrap the 24-bit clock (256-byte units) around what has been
+  // acknowledged, not around the last clock seen: one absurd value (forged
+  // or corrupt) then cannot make every later genuine clock look old.
+  const uint64_t ref = (acked_bytes_ + 255) / 256;
+  const uint32_t clock = h.cc.rcvd_bytes & wire::kPsnMask;
+  uint32_t ahead = (clock - static_cast<uint32_t>(ref)) & wire::kPsnMask;
+  uint64_t units = ref;
+  if (ahead < (1u << 23)) units += ahead;
+  else if (const uint64_t back = (1u << 24) - ahead; back <= ref) units -= back;
+  else units = 0;
+  rcvd_reported_ = std::max(rcvd_reported_, units * 256);
+  const uint64_t limit = std::min(rcvd_reported_, acked_bytes_ + 255);
+  if (limit <= rcvd_credited_) return 0;
+  const uint64_t credit = limit - rcvd_credited_;
+  rcvd_credited_ = limit;
+  return credit;
+}
+
+void Qp::credit_rcvd_clock(Time now, const wire::Headers& h) {
+  cc::AckInfo ai;
+  ai.now = now;
+  ai.newly_rcvd_bytes = take_rcvd_credit(h);
+  if (ai.newly_rcvd_bytes == 0) return;
+  cc_->on_ack(ai);
+}
+
 void Qp::on_nack(Time now, const wire::Headers& h) {
   if (state_ != QpState::rts) {
     ++ep_.stats_.rx_bad_state;
@@ -345,20 +418,41 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
   }
   const wire::Neth& n = h.neth;
   const auto code = static_cast<wire::NackCode>(n.reason);
-  ++stats_.nacks_received;
-  if (!wire::nack_is_retriable(code)) {
-    // UNEXP_EVENT: fatal for the QP (remote operational error).
-    const uint64_t psn = wire::unwrap_psn(snd_una_, n.nack_psn);
-    size_t failing = 0;
-    for (size_t i = 0; i < sq_.size(); ++i)
-      if (psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
-    fail(now, WcStatus::rem_op_err, sq_.empty() ? SIZE_MAX : failing);
+  if (!wire::nack_code_known(code)) {
+    // A reason this implementation does not know cannot be acted on safely
+    // (retrying might repeat whatever the peer objected to; failing would
+    // let any unknown byte kill the QP): drop it, counted as malformed.
+    ++ep_.stats_.rx_malformed;
     return;
   }
+  // A NACK, fatal or not, must name a PSN that is outstanding and echo the
+  // timestamp of its latest transmission (the responder reflects TSETH
+  // unchanged in NETH), or it changes nothing.
   const uint64_t psn = wire::unwrap_psn(snd_una_, n.nack_psn);
-  if (psn < snd_una_ || psn >= next_psn_ || acked_.test(psn)) return;  // stale
+  if (psn + window_psns() < snd_una_ || psn >= next_psn_) {
+    ++ep_.stats_.rx_bad_ack;
+    return;
+  }
+  if (psn < snd_una_ || acked_.test(psn)) {
+    ++ep_.stats_.rx_stale_ack;
+    return;
+  }
   SendRecord& r = rec(psn);
-  if (r.state != PktState::inflight || r.ts != n.reflected_ts) return;  // older transmission
+  if (r.ts != n.reflected_ts) {
+    ++ep_.stats_.rx_stale_ack;  // names an older transmission (or a forger's guess)
+    return;
+  }
+  ++stats_.nacks_received;
+  if (!wire::nack_is_retriable(code)) {
+    // UNEXP_EVENT: fatal for the QP (remote operational error), charged to
+    // the WR that owns the PSN.
+    size_t failing = SIZE_MAX;
+    for (size_t i = 0; i < sq_.size(); ++i)
+      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
+    fail(now, WcStatus::rem_op_err, failing);
+    return;
+  }
+  if (r.state != PktState::inflight) return;  // already being recovered
   if (code == wire::NackCode::trimmed && r.ev != path::PathPolicy::kNone) path_->on_trimmed(now, r.ev);
   cc::NackInfo ni;
   ni.now = now;
@@ -389,12 +483,26 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
     on_fatal_nak(now, wire::unwrap_psn(snd_una_, h.bth.psn), h.aeth.syndrome);
     return;
   }
-  // Semantic ACK: every message up to MSN is placed, so all its PSNs arrived.
-  if (sq_.empty()) return;
+  // Semantic ACK: every message up to MSN is placed, so all its PSNs
+  // arrived, and the responder's cumulative PSN (BTH) has passed the
+  // message's last packet. Both must name what we sent: a message whose
+  // packets all left, and a PSN in [its last packet, next_psn_).
+  if (sq_.empty()) {
+    ++ep_.stats_.rx_stale_ack;
+    return;
+  }
   const uint64_t msn = sq_.front().msn + ((h.aeth.msn - static_cast<uint32_t>(sq_.front().msn)) & 0xFFFFFF);
   const SendMsg* m = msg_by_msn(msn);
-  if (!m || m->sent_pkts < m->npkts) return;
+  if (!m || m->sent_pkts < m->npkts) {
+    ++ep_.stats_.rx_bad_ack;
+    return;
+  }
   const uint64_t last = m->first_psn + m->npkts - 1;
+  const uint64_t cack = wire::unwrap_psn(snd_una_, h.bth.psn);
+  if (cack < last || cack >= next_psn_) {
+    ++ep_.stats_.rx_bad_ack;
+    return;
+  }
   for (uint64_t psn = snd_una_; psn <= last; ++psn) ack_psn(now, psn);
   advance_una(now);
   detect_losses(now);
@@ -404,9 +512,12 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
 void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
   // An AETH NAK the requester cannot retry (access, invalid request, remote
   // operational error): the WR that owns the PSN fails, the rest flush.
+  // It must name a PSN that is outstanding (AETH carries no timestamp, so
+  // the PSN is all a forger has to guess: a 24-bit value inside the window).
   size_t failing = SIZE_MAX;
-  for (size_t i = 0; i < sq_.size(); ++i)
-    if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
+  if (psn >= snd_una_ && psn < next_psn_ && !acked_.test(psn))
+    for (size_t i = 0; i < sq_.size(); ++i)
+      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
   if (failing == SIZE_MAX) {
     ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
     return;
@@ -509,7 +620,6 @@ void Qp::detect_losses(Time now) {
 }
 
 void Qp::rearm_recovery(Time now) {
-  (void)now;
   // Purge stale entries so the front is the oldest live transmission.
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
@@ -520,6 +630,7 @@ void Qp::rearm_recovery(Time now) {
   }
   if (fifo_.empty()) {
     set_timer(QpTimer::recovery, Time::never());
+    arm_stall_timer(now);
     return;
   }
   const FifoEntry e = fifo_.front();
@@ -533,7 +644,41 @@ void Qp::rearm_recovery(Time now) {
   set_timer(QpTimer::recovery, t);
 }
 
+// Work is queued but no EV can carry it (every path retired, or the peer's
+// or our ports down) and nothing is in flight: no SACK, loss or probe will
+// ever wake the QP, so the recovery timer stands in for the ACK timeout.
+bool Qp::stalled() const {
+  return state_ == QpState::rts && !roce() && fifo_.empty() && (sq_next_ < sq_.size() || !rtx_q_.empty()) &&
+         path_ && path_->sendable_ports() == 0;
+}
+
+void Qp::arm_stall_timer(Time now) {
+  if (stalled() && timer(QpTimer::recovery).is_never()) set_timer(QpTimer::recovery, now + rto());
+}
+
+// A timestamp echo `echo` can answer a transmission stamped `sent_ts` at
+// `sent_at` only if it lies between the stamp and now: the responder echoes
+// the stamp, possibly plus its service time (reference 8, item 11).
+bool Qp::echo_plausible(uint16_t sent_ts, Time sent_at, uint16_t echo, Time now) const {
+  const uint16_t ahead = static_cast<uint16_t>(echo - sent_ts);
+  return ahead <= (now - sent_at) / ep_.cfg_.protocol.timestamp_tick + 1;
+}
+
 void Qp::on_recovery_timer(Time now) {
+  if (stalled()) {
+    // A whole RTO with work and no usable path: one retry, as an ACK timeout
+    // would count it, so a QP configured with a retry limit reaches it and
+    // completes in error instead of waiting forever.
+    ++stats_.stall_timeouts;
+    ++retry_count_;
+    ++timeout_streak_;
+    if (retry_exhausted()) {
+      fail(now, WcStatus::retry_exc_err, 0);
+      return;
+    }
+    set_timer(QpTimer::recovery, now + rto());
+    return;
+  }
   detect_losses(now);
   // ACK timeout: every transmission older than the RTO is lost; the retry
   // counter steps once per expiry, not once per packet.
@@ -571,8 +716,9 @@ void Qp::on_recovery_timer(Time now) {
     // Tail loss probe: nothing new to send and nothing heard for two loss
     // ages. Resend the newest packet on another EV; its SACK (immediate,
     // since it is a retransmission) lets the loss rule find any holes before
-    // it, instead of waiting for the ACK timeout. No EV or CC penalty: nothing
-    // is known to be lost yet.
+    // it, instead of waiting for the ACK timeout. No EV penalty, since
+    // nothing is known to be lost yet; the controller treats the probed
+    // packet as an inferred loss (it leaves flight and the window shrinks).
     while (!fifo_.empty()) {
       const FifoEntry e = fifo_.back();
       SendRecord& r = rec(e.psn);

@@ -68,10 +68,11 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   // bounds, and a payload no larger than the path MTU.
   const uint64_t len = p.payload_len + meta.phantom_payload;
   const MemoryRegion* mr =
-      len <= mtu_ ? ep_.mrs_.check_remote_write(h.reth.rkey, h.reth.va, len) : nullptr;
+      len <= mtu_ ? ep_.mrs_.check_remote_write(init_.pd, h.reth.rkey, h.reth.va, len) : nullptr;
   const bool short_middle = !info.last && len != mtu_;
   if (!mr || short_middle) {
     ++ep_.stats_.rx_access_errors;
+    ++stats_.access_errors;
     ++stats_.rx_rejected;
     PendingCtrl n = trig;
     n.kind = PendingCtrl::nak;
@@ -108,7 +109,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   }
   const uint64_t before = rx_.base();
   rx_.advance();
-  if (rx_.base() != before) deliver_completions(now, before, rx_.base());
+  if (rx_.base() != before) deliver_completions(now, before, rx_.base(), trig);
   if (state_ == QpState::error) return;
 
   // SACK at once on ECN-CE, a retransmission or an ack request; otherwise
@@ -138,7 +139,7 @@ void Qp::want_sack(Time now, const PendingCtrl& trigger, bool immediate) {
   }
 }
 
-void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
+void Qp::deliver_completions(Time now, uint64_t from, uint64_t to, const PendingCtrl& trig) {
   (void)now;
   // Every PSN in [from, to) is now placed, and so is everything before it:
   // a message whose LAST packet lies here is complete, in MSN order.
@@ -155,10 +156,13 @@ void Qp::deliver_completions(Time now, uint64_t from, uint64_t to) {
       --wimm_stash_;
       if (!complete_recv_imm(s.len, s.imm)) {
         // No receive WQE: MRC has no RNR (reference 3.1), so this is fatal.
-        PendingCtrl n;
+        // The NACK names the packet that just arrived (its PSN and
+        // timestamp), not the message's last PSN: that one may already have
+        // been SACKed, and the requester only believes a NACK for a PSN it
+        // still has outstanding, with the echo of its transmission.
+        PendingCtrl n = trig;
         n.kind = PendingCtrl::nack;
         n.code = wire::NackCode::unexp_event;
-        n.psn = psn;
         fail(now, WcStatus::rem_op_err, SIZE_MAX);
         push_ctrl(n);
         return;

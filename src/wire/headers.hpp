@@ -199,6 +199,19 @@ enum class NackCode : uint8_t {
   psn_oor_window = 0x0B,
   unexp_event = 0x19,
 };
+/// True for the codes above (reference 3.3); a requester drops any other.
+constexpr bool nack_code_known(NackCode c) {
+  switch (c) {
+    case NackCode::trimmed:
+    case NackCode::trimmed_lasthop:
+    case NackCode::no_bitmap:
+    case NackCode::no_pkt_buffer:
+    case NackCode::no_resource:
+    case NackCode::psn_oor_window:
+    case NackCode::unexp_event: return true;
+  }
+  return false;
+}
 /// True for codes the requester retransmits after (everything but UNEXP_EVENT).
 constexpr bool nack_is_retriable(NackCode c) { return c != NackCode::unexp_event; }
 /// True for codes that implicate the path the packet took (mid-fabric trim).

@@ -47,6 +47,20 @@ size_t PathPolicy::hash(uint32_t value) const {
   return static_cast<size_t>((uint64_t{value} * 0x9E3779B97F4A7C15ull) >> hash_shift_);
 }
 
+void PathPolicy::on_probe_sent(int slot, uint16_t ts, Time now) {
+  EvHealth& h = health_[static_cast<size_t>(slot)];
+  h.answer_expected = true;
+  h.probe_ts = ts;
+  h.probe_sent_at = now;
+}
+
+bool PathPolicy::probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const {
+  const EvHealth& h = health_[static_cast<size_t>(slot)];
+  if (!h.answer_expected) return false;
+  const uint16_t ahead = static_cast<uint16_t>(echo - h.probe_ts);
+  return ahead <= (now - h.probe_sent_at) / tick + 1;
+}
+
 int PathPolicy::find(uint32_t value) const {
   const size_t cap = hash_keys_.size();
   size_t h = hash(value);
@@ -264,6 +278,7 @@ class MrcPathPolicy final : public PathPolicy {
 
   void on_probe_response(Time now, int slot, wire::Mark mark) override {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
+    health_[static_cast<size_t>(slot)].answer_expected = false;
     if (s.state != EvState::assumed_bad) {
       // A reverse-path probe (or a late answer): the path works both ways.
       if (mark == wire::Mark::none) adopt_control_ev(slot);
@@ -561,7 +576,9 @@ class ObliviousPolicy final : public PathPolicy {
   void on_delivered(Time, int, wire::Mark) override {}
   void on_trimmed(Time, int) override {}
   void on_lost(Time, int slot) override { ++health_[static_cast<size_t>(slot)].packets_lost; }
-  void on_probe_response(Time, int, wire::Mark) override {}
+  void on_probe_response(Time, int slot, wire::Mark) override {
+    health_[static_cast<size_t>(slot)].answer_expected = false;
+  }
 
  private:
   uint32_t rr_port_ = 0;
@@ -589,7 +606,9 @@ class SinglePathPolicy final : public PathPolicy {
   void on_delivered(Time, int, wire::Mark) override {}
   void on_trimmed(Time, int) override {}
   void on_lost(Time, int slot) override { ++health_[static_cast<size_t>(slot)].packets_lost; }
-  void on_probe_response(Time, int, wire::Mark) override {}
+  void on_probe_response(Time, int slot, wire::Mark) override {
+    health_[static_cast<size_t>(slot)].answer_expected = false;
+  }
 
  private:
   int pinned_ = kNone;

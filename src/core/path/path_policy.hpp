@@ -48,6 +48,9 @@ static_assert(sizeof(EvSlot) == 16, "EvSlot holds only what every packet touches
 struct EvHealth {
   uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
   bool probe_outstanding = false;
+  bool answer_expected = false; ///< a probe left on this EV and was not answered yet
+  uint16_t probe_ts = 0;        ///< its TSETH-resolution timestamp
+  Time probe_sent_at;
   uint32_t drops = 0;           ///< losses since the last event for this EV
   Duration probe_backoff;
   Time next_probe = Time::never();
@@ -114,7 +117,15 @@ class PathPolicy {
   virtual void on_trimmed(Time now, int slot) = 0;
   /// An untrimmed loss (loss rule or timeout) of a packet sent on `slot`.
   virtual void on_lost(Time now, int slot) = 0;
-  /// A reliability probe sent on `slot` was answered.
+  /// A reliability probe left on `slot` stamped `ts` (TSETH ticks) at `now`.
+  void on_probe_sent(int slot, uint16_t ts, Time now);
+  /// True if an answer echoing `echo` can belong to the last probe sent on
+  /// `slot` and that probe is still unanswered (the echo lies between its
+  /// stamp and now, reference 3.3). Only such answers may count: a forged
+  /// answer would otherwise bring a dead path back.
+  bool probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const;
+  /// A reliability probe sent on `slot` was answered (after
+  /// probe_answer_matches() accepted the answer).
   virtual void on_probe_response(Time now, int slot, wire::Mark mark) = 0;
 
   // --- probes ---

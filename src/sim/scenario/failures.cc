@@ -233,7 +233,7 @@ void FailureSchedule::apply(const FailureSpec& f, bool begin) {
     case FailureSpec::Kind::deny:
       if (begin && f.host < cluster_.hosts()) {
         core::Endpoint& ep = cluster_.nic(f.host).ep();
-        for (uint32_t qpn = core::Endpoint::kFirstQpn; ep.qp(qpn); ++qpn) (void)ep.set_ev_denied(sim_.now(), qpn, f.ev, true);
+        for (uint32_t qpn : ep.qp_numbers()) (void)ep.set_ev_denied(sim_.now(), qpn, f.ev, true);
         cluster_.nic(f.host).kick();
       }
       break;

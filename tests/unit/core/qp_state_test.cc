@@ -583,10 +583,13 @@ TEST_F(QpStateTest, DestroyQp) {
   EXPECT_EQ(ep->modify_qp(t0, qpn, a, kState), Errc::not_found);
   EXPECT_EQ(ep->destroy_qp(0), Errc::not_found);
   EXPECT_EQ(ep->destroy_qp(Endpoint::kFirstQpn + 1000), Errc::not_found);
-  // The slot is reused and the new QP starts in RESET.
+  // The slot is reused under a new random QPN, so a late packet for the old
+  // QP never reaches the new one; the new QP starts in RESET.
   auto q = ep->create_qp(QpInit{});
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(*q, qpn);
+  EXPECT_NE(*q, qpn);
+  EXPECT_EQ(*q & 0xFFFu, qpn & 0xFFFu) << "same slot";
+  EXPECT_EQ(ep->qp(qpn), nullptr);
   EXPECT_EQ(ep->qp(*q)->state(), QpState::reset);
 }
 

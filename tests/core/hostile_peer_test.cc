@@ -1,0 +1,615 @@
+// A hostile or broken peer must not stop, kill or blind a connection, grow
+// the core's memory without bound, or reach memory it has no key for (the
+// hardening issue's findings, one test or more each). The pair below moves
+// packets between two real endpoints with zero delay, one step per
+// microsecond, and lets a test drop, copy, alter or forge any packet.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "core/endpoint.hpp"
+#include "wire/packet.hpp"
+#include "wire/psn.hpp"
+
+namespace mrc::core {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+constexpr uint64_t kHostA = 1;  // requester
+constexpr uint64_t kHostB = 2;  // responder
+constexpr uint32_t kMtu = 1024;
+constexpr uint32_t kAllPorts = 0b11;
+
+std::unique_ptr<Endpoint> make_ep(const EndpointConfig& cfg) {
+  auto r = Endpoint::create(cfg);
+  EXPECT_TRUE(r.ok());
+  return std::move(*r);
+}
+
+struct Sent {
+  uint64_t from;
+  Transmit tx;
+  Bytes bytes;
+};
+
+struct Pair {
+  std::unique_ptr<Endpoint> a, b;
+  uint32_t qa = 0, qb = 0;
+  Time now = Time::zero() + Duration::us(1);
+  Bytes src = Bytes(1 << 20), dst = Bytes(1 << 20);
+  MemoryRegion src_mr, dst_mr;
+  /// Called for every packet before delivery; false drops it.
+  std::function<bool(const Sent&)> filter;
+  std::vector<Sent> log;
+  std::vector<Event> events_a, events_b;
+
+  explicit Pair(uint8_t retry_exp = 25, uint8_t retry_linear = 7, EndpointConfig cfg = {}) {
+    cfg.ports.assign(2, PortConfig{});
+    cfg.seed = 11;
+    a = make_ep(cfg);
+    cfg.seed = 12;
+    b = make_ep(cfg);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+    src_mr = *a->reg_mr(reinterpret_cast<uint64_t>(src.data()), src.size(), access::kLocalWrite);
+    dst_mr = *b->reg_mr(reinterpret_cast<uint64_t>(dst.data()), dst.size(), access::kRemoteWrite);
+    qa = *a->create_qp(QpInit{});
+    qb = *b->create_qp(QpInit{});
+    connect(*a, qa, qb, kHostB, 0x100, 0x200, retry_exp, retry_linear);
+    connect(*b, qb, qa, kHostA, 0x200, 0x100, retry_exp, retry_linear);
+  }
+
+  void connect(Endpoint& e, uint32_t q, uint32_t dest, uint64_t peer, uint32_t sq, uint32_t rq, uint8_t rexp,
+               uint8_t rlin) {
+    namespace qa_ = qp_attr;
+    QpAttr at;
+    at.state = QpState::init;
+    ASSERT_TRUE(e.modify_qp(now, q, at, qa_::kState).ok());
+    at.state = QpState::rtr;
+    at.dest_qpn = dest;
+    at.rq_psn = rq;
+    at.peer = peer;
+    at.path_mtu = kMtu;
+    ASSERT_TRUE(e.modify_qp(now, q, at,
+                            qa_::kState | qa_::kDestQpn | qa_::kRqPsn | qa_::kPeer | qa_::kPathMtu |
+                                qa_::kMaxWimmDest | qa_::kMprDest)
+                    .ok());
+    at.state = QpState::rts;
+    at.sq_psn = sq;
+    at.timeout = 6;  // 65.5 us
+    at.retry_exp = rexp;
+    at.retry_linear = rlin;
+    ASSERT_TRUE(
+        e.modify_qp(now, q, at, qa_::kState | qa_::kSqPsn | qa_::kMaxWimm | qa_::kMpr | qa_::kRetryCnt | qa_::kTimeout)
+            .ok());
+  }
+
+  Endpoint& ep(uint64_t host) { return host == kHostA ? *a : *b; }
+
+  Status write(uint64_t wr_id, uint32_t len, uint64_t offset = 0) {
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.local_addr = src_mr.addr + offset;
+    wr.lkey = src_mr.lkey;
+    wr.length = len;
+    wr.remote_addr = dst_mr.addr + offset;
+    wr.rkey = dst_mr.rkey;
+    return a->post_send(now, qa, wr);
+  }
+
+  /// Delivers `bytes` to `to` as if sent by `from` on `port` with EV `entropy`.
+  void inject(uint64_t to, uint64_t from, const Bytes& bytes, uint8_t port = 0, uint32_t entropy = 0) {
+    RxMeta m;
+    m.port = port;
+    m.peer = from;
+    m.entropy = entropy;
+    ep(to).handle_datagram(now, m, bytes);
+  }
+
+  void drain(uint64_t host) {
+    Endpoint& e = ep(host);
+    uint8_t hdr[wire::kMaxHeaderBytes];
+    for (;;) {
+      auto t = e.poll_transmit(now, kAllPorts, hdr);
+      if (!t.ok()) break;
+      Sent s{host, *t, Bytes(hdr, hdr + t->header_len)};
+      if (t->payload_len) s.bytes.insert(s.bytes.end(), t->payload, t->payload + t->payload_len);
+      log.push_back(s);
+      if (filter && !filter(log.back())) continue;
+      RxMeta m;
+      m.port = t->port;
+      m.peer = host;
+      m.entropy = t->entropy;
+      ep(t->peer).handle_datagram(now, m, log.back().bytes);
+    }
+  }
+
+  void step(Duration dt = Duration::us(1)) {
+    drain(kHostA);
+    drain(kHostB);
+    now = now + dt;
+    for (uint64_t h : {kHostA, kHostB})
+      if (ep(h).next_timeout() <= now) ep(h).handle_timeout(now);
+    while (auto e = a->poll_event()) events_a.push_back(*e);
+    while (auto e = b->poll_event()) events_b.push_back(*e);
+  }
+
+  bool run_until(const std::function<bool()>& done, Duration limit) {
+    const Time end = now + limit;
+    while (now < end) {
+      if (done()) return true;
+      step();
+    }
+    return done();
+  }
+
+  std::optional<WorkCompletion> send_completion(uint64_t wr_id) const {
+    for (const Event& e : events_a)
+      if (auto* wc = std::get_if<WorkCompletion>(&e); wc && wc->wr_id == wr_id && wc->qpn == qa) return *wc;
+    return std::nullopt;
+  }
+  bool completed(uint64_t wr_id) const { return send_completion(wr_id).has_value(); }
+  bool data_arrived(uint32_t len) const { return std::memcmp(src.data(), dst.data(), len) == 0; }
+
+  const Qp& qp_a() const { return *a->qp(qa); }
+  const Qp& qp_b() const { return *b->qp(qb); }
+
+  /// The last packet `from` sent with this opcode.
+  const Sent* last(uint64_t from, wire::Opcode op) const {
+    for (auto it = log.rbegin(); it != log.rend(); ++it)
+      if (it->from == from && static_cast<wire::Opcode>(it->bytes[0]) == op) return &*it;
+    return nullptr;
+  }
+};
+
+Bytes encode(const wire::Headers& h) {
+  Bytes b(wire::kMaxHeaderBytes);
+  const size_t n = wire::encode(h, b).value();
+  b.resize(n);
+  return b;
+}
+
+Bytes port_status(uint32_t mask) {
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
+  h.bth.dest_qp = kEndpointOpsQpn;
+  h.bth.psn = 77;
+  h.erth.op = static_cast<uint8_t>(wire::EpWireOp::port_status_update);
+  h.erth.port_status_mask = mask;
+  return encode(h);
+}
+
+template <class T>
+size_t count_events(const std::vector<Event>& ev) {
+  size_t n = 0;
+  for (const Event& e : ev) n += std::holds_alternative<T>(e);
+  return n;
+}
+
+// ------------------------------------------------------------- 1. port status
+
+TEST(HostilePortStatus, AnUpdateFromASourceWithNoConnectedQpIsRefused) {
+  Pair p;
+  p.step();
+  for (uint64_t stranger = 100; stranger < 1100; ++stranger) p.inject(kHostA, stranger, port_status(0), 0);
+  EXPECT_EQ(p.a->stats().rx_ep_refused, 1000u);
+  EXPECT_EQ(p.a->peer_status_entries(), 0u) << "a spoofed source must not grow the table";
+  EXPECT_EQ(count_events<PortEvent>(p.events_a), 0u);
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_TRUE(p.data_arrived(64 * 1024));
+}
+
+TEST(HostilePortStatus, AMaskThatLeavesNoUsablePlaneIsRefused) {
+  Pair p;
+  ASSERT_TRUE(p.write(1, 256 * 1024).ok());
+  p.step();
+  p.inject(kHostA, kHostB, port_status(0), 0);          // no plane at all
+  p.inject(kHostA, kHostB, port_status(0b100), 0);      // only a port this device does not have
+  p.inject(kHostA, kHostB, port_status(0b10), 0);       // denies the plane it arrived on
+  EXPECT_EQ(p.a->stats().rx_ep_refused, 3u);
+  EXPECT_EQ(count_events<PortEvent>(p.events_a), 0u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(3)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(256 * 1024));
+}
+
+TEST(HostilePortStatus, AGenuineUpdateStillMovesTrafficOffThePlane) {
+  Pair p;
+  p.step();
+  p.inject(kHostA, kHostB, port_status(0b01), 0);  // B says: only plane 0, sent on plane 0
+  p.step();
+  EXPECT_EQ(p.a->stats().rx_ep_refused, 0u);
+  ASSERT_EQ(count_events<PortEvent>(p.events_a), 1u);
+  EXPECT_EQ(p.a->peer_status_entries(), 1u);
+  const size_t before = p.log.size();
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  for (size_t i = before; i < p.log.size(); ++i) {
+    if (p.log[i].from == kHostA) {
+      EXPECT_EQ(p.log[i].tx.port, 0u);
+    }
+  }
+  // Destroying the last QP towards B forgets B's entry.
+  ASSERT_TRUE(p.a->destroy_qp(p.qa).ok());
+  EXPECT_EQ(p.a->peer_status_entries(), 0u);
+}
+
+TEST(HostilePortStatus, AQpWithWorkAndNoUsablePathReachesItsRetryLimit) {
+  Pair p(/*retry_exp=*/0, /*retry_linear=*/3);
+  // Every local port goes down: nothing can be sent and nothing is in flight.
+  p.a->set_port_up(p.now, 0, false);
+  p.a->set_port_up(p.now, 1, false);
+  ASSERT_TRUE(p.write(1, 4096).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(5)))
+      << "a QP with work and no path must not hang in RTS";
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::retry_exc_err);
+  EXPECT_EQ(p.qp_a().state(), QpState::error);
+  EXPECT_EQ(p.qp_a().stats().stall_timeouts, 4u);
+}
+
+TEST(HostilePortStatus, AStalledQpResumesWhenAPortReturns) {
+  Pair p;
+  p.a->set_port_up(p.now, 0, false);
+  p.a->set_port_up(p.now, 1, false);
+  ASSERT_TRUE(p.write(1, 8192).ok());
+  for (int i = 0; i < 200; ++i) p.step();
+  EXPECT_GT(p.qp_a().stats().stall_timeouts, 0u);
+  EXPECT_NE(p.a->next_timeout(), Time::never()) << "retrying forever keeps a timer armed";
+  p.a->set_port_up(p.now, 1, true);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+}
+
+// ------------------------------------------------------------- 2. forged feedback
+
+TEST(HostileFeedback, AForgedFatalNackForAnyPsnDoesNotFailTheQp) {
+  Pair p;
+  ASSERT_TRUE(p.write(1, 256 * 1024).ok());
+  p.step();
+  const uint64_t bad_before = p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack;
+  for (uint32_t psn : {0u, 0x100u, 0x101u, 0x140u, 0xFFFFFFu}) {
+    wire::Headers h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
+    h.bth.dest_qp = p.qa;
+    h.bth.psn = psn;
+    h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
+    h.neth.nack_psn = psn;
+    h.neth.reflected_ts = 0x1234;
+    p.inject(kHostA, kHostB, encode(h), 0);
+  }
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  EXPECT_EQ(p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack - bad_before, 5u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(3)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(256 * 1024));
+}
+
+TEST(HostileFeedback, AForgedSackCannotAcknowledgeDataThatNeverArrived) {
+  Pair p;
+  // Nothing from A reaches B: any completion would be a lie.
+  p.filter = [](const Sent& s) { return s.from != kHostA; };
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  p.step();
+  const uint64_t last = 0x100 + 63;  // the WRITE's 64 PSNs
+  for (uint16_t ts : {uint16_t{0}, uint16_t{0x4000}, uint16_t{0xFFFF}}) {
+    wire::Headers h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::sack);
+    h.bth.dest_qp = p.qa;
+    h.bth.psn = static_cast<uint32_t>(last);
+    h.seth.cack_psn = static_cast<uint32_t>(last);
+    h.seth.bitmap = ~0ull;
+    h.cc.reflected_ts = ts;
+    h.cc.rcvd_bytes = 0x7FFFFF;
+    p.inject(kHostA, kHostB, encode(h), 0);
+    // And a semantic ACK for the message.
+    wire::Headers k;
+    k.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+    k.bth.dest_qp = p.qa;
+    k.bth.psn = 0x5000;  // no PSN we sent
+    k.aeth.syndrome = wire::aeth::kAckNoCredit;
+    k.aeth.msn = 1;
+    p.inject(kHostA, kHostB, encode(k), 0);
+  }
+  for (int i = 0; i < 20; ++i) p.step();
+  EXPECT_FALSE(p.completed(1));
+  EXPECT_EQ(p.a->stats().rx_bad_ack, 6u);
+  EXPECT_GE(p.qp_a().controller()->inflight_bytes(), 0);
+}
+
+TEST(HostileFeedback, AForgedFatalNakForAPsnNotOutstandingIsIgnored) {
+  Pair p;
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  p.step();
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = 0x100 + 4000;  // beyond everything sent
+  h.aeth.syndrome = wire::aeth::kNakRemoteAccess;
+  p.inject(kHostA, kHostB, encode(h), 0);
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  EXPECT_EQ(p.a->stats().rx_bad_ack, 1u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+}
+
+TEST(HostileFeedback, AGenuineFatalNackStillFailsTheQp) {
+  // A WRITE_WITH_IMM with no receive posted is fatal at the responder
+  // (reference 3.1: no RNR); the NACK it sends must be believed.
+  Pair p;
+  SendWr wr;
+  wr.wr_id = 9;
+  wr.opcode = WrOpcode::rdma_write_with_imm;
+  wr.local_addr = p.src_mr.addr;
+  wr.lkey = p.src_mr.lkey;
+  wr.length = 8 * kMtu;
+  wr.remote_addr = p.dst_mr.addr;
+  wr.rkey = p.dst_mr.rkey;
+  ASSERT_TRUE(p.a->post_send(p.now, p.qa, wr).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(9); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(9)->status, WcStatus::rem_op_err);
+  EXPECT_EQ(p.qp_a().state(), QpState::error);
+}
+
+// ------------------------------------------------------------- 3. probe answers
+
+TEST(HostileFeedback, ForgedProbeAnswersDoNotResurrectADeadPath) {
+  Pair p;
+  // EV 0's path is dead: everything A sends on it is lost.
+  const uint32_t dead = p.qp_a().path()->slot(0).value;
+  p.filter = [&](const Sent& s) { return !(s.from == kHostA && s.tx.entropy == dead); };
+  ASSERT_TRUE(p.write(1, 512 * 1024).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.qp_a().path()->slot(0).state == EvState::assumed_bad; },
+                          Duration::ms(3)));
+  const uint64_t bad_before = p.a->stats().rx_bad_ack;
+  for (int i = 0; i < 10; ++i) {
+    wire::Headers h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::sack);
+    h.bth.dest_qp = p.qa;
+    const uint32_t cack = (0x100 + static_cast<uint32_t>(p.qp_a().stats().data_packets_sent / 2)) & wire::kPsnMask;
+    h.bth.psn = cack;
+    h.seth.cack_psn = cack;
+    h.seth.probe_response = true;
+    h.seth.entropy = dead;
+    h.cc.reflected_ts = static_cast<uint16_t>(i * 977);
+    p.inject(kHostA, kHostB, encode(h), 0, dead);
+  }
+  EXPECT_EQ(p.qp_a().path()->slot(0).state, EvState::assumed_bad);
+  EXPECT_EQ(p.qp_a().path()->stats().resurrected, 0u);
+  EXPECT_EQ(p.a->stats().rx_bad_ack - bad_before, 10u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(5)));
+  EXPECT_TRUE(p.data_arrived(512 * 1024));
+  // Real probes still work: once the path heals, its own answers bring it back.
+  p.filter = nullptr;
+  ASSERT_TRUE(p.run_until([&] { return p.qp_a().path()->slot(0).state != EvState::assumed_bad; },
+                          Duration::ms(5)));
+  EXPECT_EQ(p.qp_a().path()->stats().resurrected, 1u);
+}
+
+// ------------------------------------------------------------- 4. peer-reported quantities
+
+TEST(HostileFeedback, AHugeReceiveClockCannotSwitchCongestionControlOff) {
+  Pair p;
+  // A's packets take a while: hold B's SACKs back and replay the first one
+  // with a receive clock 2 GiB ahead. The SACK is otherwise genuine.
+  bool hold = true;
+  std::vector<Bytes> held;
+  p.filter = [&](const Sent& s) {
+    if (hold && s.from == kHostB && static_cast<wire::Opcode>(s.bytes[0]) == wire::Opcode::sack) {
+      held.push_back(s.bytes);
+      return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(p.write(1, 512 * 1024).ok());
+  for (int i = 0; i < 3 && held.empty(); ++i) p.step();
+  ASSERT_FALSE(held.empty());
+  hold = false;
+  wire::Parsed parsed;
+  ASSERT_TRUE(wire::parse_into(held[0], parsed));
+  wire::Headers h = parsed.h;
+  h.cc.rcvd_bytes = (h.cc.rcvd_bytes + (1u << 23) - 1) & wire::kPsnMask;  // +2 GiB - 256
+  p.inject(kHostA, kHostB, encode(h), 0, 0);
+  const int64_t inflight = p.qp_a().controller()->inflight_bytes();
+  EXPECT_GE(inflight, -256) << "credit beyond what was acknowledged";
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(3)));
+  EXPECT_GE(p.qp_a().controller()->inflight_bytes(), -256);
+}
+
+// ------------------------------------------------------------- 5. EV events when they happen
+
+TEST(EvEvents, RetirementsByAckTimeoutAreReportedWithoutAnyPacketArriving) {
+  Pair p;
+  p.filter = [](const Sent& s) { return s.from != kHostA; };  // every path of A's is dead
+  ASSERT_TRUE(p.write(1, 8 * kMtu).ok());
+  for (int i = 0; i < 150; ++i) p.step();  // past one RTO (65.5 us)
+  EXPECT_GT(p.qp_a().stats().timeouts, 0u);
+  EXPECT_EQ(p.a->stats().rx_packets, 0u);
+  size_t bad = 0;
+  for (const Event& e : p.events_a)
+    if (auto* ev = std::get_if<EvEvent>(&e); ev && ev->to == EvState::assumed_bad) ++bad;
+  EXPECT_GT(bad, 0u);
+}
+
+TEST(EvEvents, ADenyIsReportedAtOnce) {
+  Pair p;
+  const uint32_t v = p.qp_a().path()->slot(3).value;
+  ASSERT_TRUE(p.a->set_ev_denied(p.now, p.qa, v, true).ok());
+  bool seen = false;
+  while (auto e = p.a->poll_event())
+    if (auto* ev = std::get_if<EvEvent>(&*e); ev && ev->ev == v && ev->to == EvState::denied) seen = true;
+  EXPECT_TRUE(seen);
+}
+
+// ------------------------------------------------------------- 6. floods
+
+TEST(Floods, OutOfWindowWritesQueueOneNack) {
+  Pair p;
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
+  h.bth.dest_qp = p.qb;
+  h.bth.ts = true;
+  h.reth.va = p.dst_mr.addr;
+  h.reth.rkey = p.dst_mr.rkey;
+  for (uint32_t i = 0; i < 100000; ++i) {
+    h.bth.psn = (0x100 + 5000 + i) & wire::kPsnMask;  // far outside the 1024-PSN window
+    p.inject(kHostB, kHostA, encode(h), 0);
+  }
+  EXPECT_EQ(p.b->stats().rx_psn_out_of_window, 100000u);
+  EXPECT_EQ(p.qp_b().control_queued(), 1u);
+  EXPECT_EQ(p.b->stats().ctrl_shed, 99999u);
+}
+
+TEST(Floods, BadKeyWritesQueueOneNak) {
+  Pair p;
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
+  h.bth.dest_qp = p.qb;
+  h.bth.psn = 0x100;
+  h.bth.ts = true;
+  h.reth.va = p.dst_mr.addr;
+  for (uint32_t i = 0; i < 10000; ++i) {
+    h.reth.rkey = p.dst_mr.rkey ^ (i + 1);
+    p.inject(kHostB, kHostA, encode(h), 0);
+  }
+  EXPECT_EQ(p.qp_b().stats().access_errors, 10000u);
+  EXPECT_EQ(p.qp_b().control_queued(), 1u);
+}
+
+TEST(Floods, TheControlQueueNeverPassesItsCap) {
+  Pair p;
+  // Distinct trimmed packets inside the window each earn a NACK, up to the cap.
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
+  h.bth.dest_qp = p.qb;
+  h.bth.ts = true;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    h.bth.psn = 0x100 + i;
+    RxMeta m;
+    m.peer = kHostA;
+    m.trim = TrimMark::trimmed;
+    p.b->handle_datagram(p.now, m, encode(h));
+    ASSERT_LE(p.qp_b().control_queued(), Qp::kMaxCtrl);
+  }
+  EXPECT_EQ(p.qp_b().control_queued(), Qp::kMaxCtrlNacks);
+  EXPECT_EQ(p.b->stats().ctrl_shed, 1000u - Qp::kMaxCtrlNacks);
+}
+
+TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
+  Pair p;
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
+  h.bth.dest_qp = kEndpointOpsQpn;
+  h.erth.op = static_cast<uint8_t>(wire::EpWireOp::ev_probe);
+  for (uint32_t i = 0; i < 100000; ++i) {
+    h.bth.psn = i & 0xFFFF;
+    p.inject(kHostB, 5000 + i, encode(h), 0, i);
+  }
+  const uint64_t shed = p.b->stats().ep_replies_shed;
+  EXPECT_EQ(shed, 100000u - EndpointConfig{}.protocol.ep_reply_burst);
+  // They drain, and the bucket refills at one reply per 500 ns.
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  size_t sent = 0;
+  while (p.b->poll_transmit(p.now, kAllPorts, hdr).ok()) ++sent;
+  EXPECT_EQ(sent, EndpointConfig{}.protocol.ep_reply_burst);
+  p.now = p.now + Duration::us(10);
+  for (uint32_t i = 0; i < 100; ++i) p.inject(kHostB, 5000 + i, encode(h), 0, i);
+  EXPECT_EQ(p.b->stats().ep_replies_shed - shed, 80u);
+}
+
+// ------------------------------------------------------------- 7. keys and PDs
+
+TEST(Keys, KeysQpnsAndPsnsComeFromTheInjectedSource) {
+  EndpointConfig cfg;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  cfg.entropy = [&x] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  auto e1 = make_ep(cfg);
+  x ^= 0xABCDEF;
+  auto e2 = make_ep(cfg);
+  const auto m1 = *e1->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false);
+  const auto m2 = *e2->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false);
+  EXPECT_NE(m1.rkey, m2.rkey);
+  // Without a source, the seed decides: two fresh default devices agree.
+  auto d1 = make_ep(EndpointConfig{});
+  auto d2 = make_ep(EndpointConfig{});
+  EXPECT_EQ(d1->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false)->rkey,
+            d2->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false)->rkey);
+  // QPNs are not sequential: the tags above the slot index differ.
+  std::vector<uint32_t> qpns;
+  for (int i = 0; i < 8; ++i) qpns.push_back(*e1->create_qp(QpInit{}));
+  int distinct_tags = 0;
+  for (size_t i = 1; i < qpns.size(); ++i) {
+    EXPECT_GE(qpns[i], Endpoint::kFirstQpn);
+    EXPECT_LE(qpns[i], wire::kPsnMask);
+    distinct_tags += (qpns[i] >> 12) != (qpns[0] >> 12);
+  }
+  EXPECT_GE(distinct_tags, 5);
+}
+
+TEST(Keys, AQpAcceptsOnlyItsOwnProtectionDomainsKeys) {
+  Pair p;
+  // Another PD on B with its own region: B's QP (PD 0) must refuse its rkey.
+  const uint32_t pd = *p.b->alloc_pd();
+  Bytes other(4096, 0xEE);
+  const auto mr = *p.b->reg_mr(reinterpret_cast<uint64_t>(other.data()), other.size(), access::kRemoteWrite,
+                               true, pd);
+  SendWr wr;
+  wr.wr_id = 5;
+  wr.local_addr = p.src_mr.addr;
+  wr.lkey = p.src_mr.lkey;
+  wr.length = 1024;
+  wr.remote_addr = mr.addr;
+  wr.rkey = mr.rkey;
+  ASSERT_TRUE(p.a->post_send(p.now, p.qa, wr).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(5); }, Duration::ms(1)));
+  EXPECT_EQ(p.send_completion(5)->status, WcStatus::rem_access_err);
+  EXPECT_EQ(other, Bytes(4096, 0xEE)) << "not one byte written";
+  EXPECT_EQ(p.qp_b().stats().access_errors, 1u);
+  // The PD is busy while its region exists, and unknown PDs are refused.
+  EXPECT_EQ(p.b->dealloc_pd(pd).error(), Errc::busy);
+  EXPECT_EQ(p.b->reg_mr(0x1000, 16, access::kRemoteWrite, false, pd + 100).error(), Errc::not_found);
+  QpInit qi;
+  qi.pd = pd + 100;
+  EXPECT_EQ(p.b->create_qp(qi).error(), Errc::not_found);
+  ASSERT_TRUE(p.b->dereg_mr(mr.lkey).ok());
+  EXPECT_TRUE(p.b->dealloc_pd(pd).ok());
+  EXPECT_EQ(p.b->dealloc_pd(kDefaultPd).error(), Errc::invalid_argument);
+}
+
+// ------------------------------------------------------------- 8. region lifetimes
+
+TEST(Keys, ARegionAnOutstandingWriteReadsCannotBeDeregistered) {
+  Pair p;
+  // B's answers are lost for a while: A keeps the data in flight and will
+  // have to resend from the region.
+  p.filter = [&](const Sent& s) { return s.from == kHostA || p.now > Time::zero() + Duration::us(200); };
+  ASSERT_TRUE(p.write(1, 128 * 1024).ok());
+  for (int i = 0; i < 100; ++i) {
+    p.step();
+    ASSERT_EQ(p.a->dereg_mr(p.src_mr.lkey).error(), Errc::busy);
+  }
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.a->dereg_mr(p.src_mr.lkey).ok());
+}
+
+TEST(Keys, AFlushedWriteReleasesItsRegion) {
+  Pair p;
+  p.filter = [](const Sent& s) { return s.from != kHostA; };
+  ASSERT_TRUE(p.write(1, 128 * 1024).ok());
+  p.step();
+  EXPECT_EQ(p.a->dereg_mr(p.src_mr.lkey).error(), Errc::busy);
+  QpAttr at;
+  at.state = QpState::error;
+  ASSERT_TRUE(p.a->modify_qp(p.now, p.qa, at, qp_attr::kState).ok());
+  EXPECT_TRUE(p.a->dereg_mr(p.src_mr.lkey).ok());
+}
+
+}  // namespace
+}  // namespace mrc::core
