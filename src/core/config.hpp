@@ -33,6 +33,9 @@ struct ProtocolConfig {
   uint32_t reorder_packets = 3;
   /// ... and it has been in flight longer than base_rtt + this allowance.
   Duration reorder_allowance = Duration::us(5);
+  /// Tail loss probes per silence (RFC 8985's TLP, one each probe timeout,
+  /// doubling) before the ACK timeout takes over; 0 = none.
+  uint32_t tail_probes = 3;
   /// First probe of an ASSUMED_BAD EV, then doubling up to the maximum (item 8).
   Duration probe_interval = Duration::us(100);
   Duration probe_interval_max = Duration::ms(10);

@@ -234,6 +234,7 @@ void Qp::reset_state() {
   rcvd_bytes_total_ = 0;
   ooo_count_ = bytes_since_sack_ = 0;
   rcvd_reported_ = rcvd_credited_ = acked_bytes_ = 0;
+  tail_probe_psn_ = 0;
   peer_mpr_ = 0;
   sack_pending_ = probe_due_ = reverse_probe_due_ = false;
   rc_resend_ = rc_epsn_ = 0;

@@ -336,7 +336,8 @@ class Qp {
   uint32_t retry_count_ = 0;     ///< timeouts + retriable NACKs since the last delivery
   uint32_t timeout_streak_ = 0;  ///< ACK timeouts since the last delivery (RTO backoff)
   Time last_send_;               ///< last data transmission
-  bool tail_probe_sent_ = false; ///< one tail probe per stall (cleared on progress)
+  uint32_t tail_probes_sent_ = 0; ///< tail probes in this silence (cleared on progress)
+  uint64_t tail_probe_psn_ = 0;  ///< PSN of a tail probe not sent yet (0: none)
   Duration srtt_;                ///< smoothed RTT (0 until the first sample)
   Duration rttvar_;
   uint32_t imm_inflight_ = 0;
@@ -362,6 +363,7 @@ class Qp {
   uint64_t aeth_sent_msn_ = 0;
   bool aeth_queued_ = false;
   uint8_t last_rx_port_ = 0;
+  uint8_t last_sack_port_ = 0;   ///< port the last SACK left on
   uint32_t wimm_stash_ = 0;
   Ring<RecvWr> recv_q_;
   bool sack_pending_ = false;

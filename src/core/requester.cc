@@ -12,7 +12,9 @@ namespace mrc::core {
 namespace {
 // kLossFlight: in flight when the ACK timeout fired, but not itself older
 // than the timeout; lost for recovery and CC, no evidence against its path.
-enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2, kLossFlight = 3 };
+// kLossSilent: expired under the ACK timeout, but nothing sent after it was
+// ever acknowledged either; equally no evidence against its path (below).
+enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2, kLossFlight = 3, kLossSilent = 4 };
 }
 
 uint64_t Qp::window_psns() const {
@@ -147,12 +149,18 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
       continue;
     }
     SendRecord& r = rec(psn);
-    if (!cc_->can_send(r.nominal) || pace(now, r.nominal)) return SendResult::blocked;
+    // The tail probe goes out whatever the window says (as TCP's loss
+    // probe does): it is one packet, sent because nothing came back, and a
+    // window that silence has closed would otherwise hold it until the ACK
+    // timeout it exists to beat.
+    const bool probe = psn == tail_probe_psn_;
+    if (!probe && (!cc_->can_send(r.nominal) || pace(now, r.nominal))) return SendResult::blocked;
     const int ev = path_->select(now, port_mask, r.ev);
     if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
     SendMsg* m = msg_by_msn(r.msn);
     rtx_q_.pop_front();
     if (!m) continue;  // cannot happen: unacked PSNs keep their message queued
+    if (probe) tail_probe_psn_ = 0;
     build_data(now, *m, psn, r.index, true, ev, hdr, tx);
     ++stats_.retransmissions;
     return SendResult::sent;
@@ -212,7 +220,7 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   // RTO backoff and the tail probe start over.
   retry_count_ = 0;
   timeout_streak_ = 0;
-  tail_probe_sent_ = false;
+  tail_probes_sent_ = 0;
   SendRecord& r = rec(psn);
   // Only an unambiguous delivery (sent once) tells the loss rule which
   // transmission got through.
@@ -531,19 +539,23 @@ void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
 // ----------------------------------------------------------------- loss recovery
 
 // Probe timeout (RFC 8985's PTO): two smoothed RTTs, at least the unloaded
-// loss age, and always well inside the ACK timeout it is meant to beat.
+// loss age, and always well inside the ACK timeout it is meant to beat;
+// doubled for each probe already sent in this silence.
 Duration Qp::tail_probe_timeout() const {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   const Duration pto = std::max(srtt_ * 2, pc.base_rtt + pc.reorder_allowance);
-  return std::min(pto, rto() / 2);
+  return std::min(pto, rto() / 2) * (int64_t{1} << std::min<uint32_t>(tail_probes_sent_, 16));
 }
 
-// A probe is due once per silence: packets are in flight and no delivery
-// has been seen since. It fires only when nothing left for a probe timeout,
-// which happens at the tail of a transfer, or when the window is full of
-// packets that were all lost (a heavy incast drops the trimmed headers of a
-// window's last packets): without it such a QP waits for the ACK timeout.
-bool Qp::tail_probe_due() const { return !tail_probe_sent_ && !fifo_.empty(); }
+// Probes are due while packets are in flight and no delivery has been seen
+// since, up to ProtocolConfig::tail_probes per silence. One fires only when
+// nothing left for a probe timeout, which happens at the tail of a
+// transfer, or when the window is full of packets that were all lost (a
+// heavy incast drops the trimmed headers of a window's last packets), or
+// when the SACKs are what got lost: each probe's duplicate makes the
+// responder answer on a fresh reverse EV (reference 4.8), so more than one
+// try makes a dead reverse set cost probe timeouts, not the ACK timeout.
+bool Qp::tail_probe_due() const { return tail_probes_sent_ < ep_.cfg_.protocol.tail_probes && !fifo_.empty(); }
 
 // Smoothed RTT and its variation (RFC 6298 gains), for the loss rule only.
 void Qp::note_rtt(Duration rtt) {
@@ -581,7 +593,7 @@ void Qp::declare_lost(Time now, uint64_t psn, int why) {
   if (why == kLossRule) ++stats_.losses_rule;
   else ++stats_.losses_timeout;
   // Untrimmed loss: assume the path failed (reference 3.11).
-  if (r.ev != path::PathPolicy::kNone && why != kLossFlight) path_->on_lost(now, r.ev);
+  if (r.ev != path::PathPolicy::kNone && why != kLossFlight && why != kLossSilent) path_->on_lost(now, r.ev);
   cc_->on_inferred_loss(now, r.nominal);
 }
 
@@ -693,7 +705,13 @@ void Qp::on_recovery_timer(Time now) {
     }
     if (now - r.sent_at < limit) break;
     fifo_.pop_front();
-    declare_lost(now, e.psn, kLossTimeout);
+    // An expired packet is evidence against its EV only if a packet sent
+    // after it was delivered: then the reverse path worked and this packet's
+    // forward path did not. When nothing sent after it came back at all,
+    // the silence is as likely the ACKs' path (or the peer) as this
+    // packet's; retiring its healthy EV for lost SACKs would only shrink the
+    // path set (a sprayed flight cannot have lost every forward EV at once).
+    declare_lost(now, e.psn, e.tx_seq < top_acked_tx_[2] ? kLossTimeout : kLossSilent);
     expired = true;
   }
   if (expired) {
@@ -725,9 +743,10 @@ void Qp::on_recovery_timer(Time now) {
       if (e.psn >= snd_una_ && !acked_.test(e.psn) && r.tx_seq == e.tx_seq && r.state == PktState::inflight) {
         r.state = PktState::lost;
         cc_->on_inferred_loss(now, r.nominal);
-        rtx_q_.push_back(e.psn);
+        rtx_q_.push_front(e.psn);  // first in line: it is what breaks the silence
+        tail_probe_psn_ = e.psn;
         ++stats_.tail_probes;
-        tail_probe_sent_ = true;
+        ++tail_probes_sent_;
         break;
       }
       fifo_.pop_back();

@@ -37,6 +37,11 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   if (psn < rx_.base() || rx_.test(psn)) {
     ++stats_.duplicates_received;
     path_->rotate_control_ev(meta.port);
+    // The SACK that went missing most likely left on the port of the last
+    // one sent (byte-triggered SACKs follow the trigger's plane, which a
+    // regular spray makes the same plane every time): refresh that port's
+    // reverse EV too.
+    if (last_sack_port_ != meta.port) path_->rotate_control_ev(last_sack_port_);
     want_sack(now, trig, true);
     return;
   }
@@ -81,7 +86,11 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
     return;
   }
   if (info.imm && wimm_stash_ >= attr_.max_wimm_dest) {
-    // More WriteIMMs in flight than advertised: fatal (reference 3.5, 8 item 22).
+    // More WriteIMMs in flight than advertised: fatal (reference 3.5, 8 item
+    // 22). This QP fails with the peer's invalid request as its cause (what
+    // verbs reports for one); on the wire the requester is told with NACK
+    // UNEXP_EVENT, the code MRC gives a fatal responder event (reference
+    // 3.3), not with an AETH NAK.
     PendingCtrl n = trig;
     n.kind = PendingCtrl::nack;
     n.code = wire::NackCode::unexp_event;
@@ -307,6 +316,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
   tx.peer = peer_;
   tx.tc = TrafficClass::control;
   tx.trimmable = false;
+  if (c.kind == PendingCtrl::sack) last_sack_port_ = port;
   tx.header_len = static_cast<uint16_t>(hlen);
 }
 

@@ -181,6 +181,15 @@ TEST(ReversePath, DeadControlPathsDoNotStallTheConnection) {
   std::printf("[ info ] 4 dead reverse paths: finish %.1f us, ideal %.1f us\n", res.finish.to_us(),
               ideal(bytes, 4).to_us());
   EXPECT_LT(res.finish - Time::zero(), ideal(bytes, 4) * 2);
+  // The claim: lost SACKs cost neither an ACK timeout nor a forward EV. The
+  // forward paths are all healthy; only the reverse direction loses packets.
+  const auto& st = f.ep(0).qp(qp.a)->stats();
+  std::printf("[ info ] timeouts %llu, forward EVs retired %llu, rule losses %llu, spurious %llu\n",
+              static_cast<unsigned long long>(st.timeouts),
+              static_cast<unsigned long long>(f.ep(0).qp(qp.a)->path()->stats().retired),
+              static_cast<unsigned long long>(st.losses_rule), static_cast<unsigned long long>(st.spurious_losses));
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_EQ(f.ep(0).qp(qp.a)->path()->stats().retired, 0u) << "a lost SACK is no evidence against a forward EV";
 }
 
 TEST(Trimming, MidFabricTrimsSkipTheEvAndAreRetransmitted) {
@@ -201,6 +210,34 @@ TEST(Trimming, MidFabricTrimsSkipTheEvAndAreRetransmitted) {
   EXPECT_EQ(st.losses_rule + st.losses_timeout, 0u);
   EXPECT_GT(f.ep(0).qp(qp.a)->path()->stats().skips, 0u);
   EXPECT_EQ(f.ep(0).qp(qp.a)->path()->stats().retired, 0u) << "a trim is congestion, not a failure";
+}
+
+TEST(Trimming, MidFabricTrimsMoveTrafficOffThePath) {
+  // Every data packet on one path is trimmed (a congested spine port). The
+  // claim behind SKIP (reference 4.6): the EVs that cross it are passed
+  // over, so the path carries less than its share, and nothing is retired.
+  Fabric f(testing::small_fabric(15));
+  Rule r;
+  r.action = Action::trim;
+  r.match.plane = 0;
+  r.match.path = 0;
+  r.match.kind = PacketKind::data;
+  f.add_rule(r);
+  uint64_t on_path = 0, total = 0;
+  f.on_transmit = [&](const Packet& p, Time t) {
+    if (p.src != 0 || p.kind() != PacketKind::data || t < at_us(50)) return;
+    ++total;
+    on_path += p.plane == 0 && p.path == 0;
+  };
+  const auto qp = f.connect(0, 1, testing::default_qp());
+  const auto res = harness::write_and_wait(f, qp, 0, 1, 8 << 20, at_ms(20));
+  ASSERT_TRUE(res.completed);
+  EXPECT_TRUE(res.data_ok);
+  std::printf("[ info ] trimmed path carried %llu of %llu data packets (fair share 1/16 = %llu)\n",
+              static_cast<unsigned long long>(on_path), static_cast<unsigned long long>(total),
+              static_cast<unsigned long long>(total / 16));
+  EXPECT_LT(on_path * 16 * 4, total * 3) << "the trimmed path kept three quarters of its share or more";
+  EXPECT_EQ(f.ep(0).qp(qp.a)->path()->stats().retired, 0u);
 }
 
 TEST(Trimming, LastHopTrimsLeaveEvsAlone) {
@@ -226,10 +263,12 @@ TEST(Ecn, MarksMoveTrafficOffTheEvWithoutRetransmission) {
   r.match.path = 0;
   r.match.kind = PacketKind::data;
   f.add_rule(r);
-  uint64_t on_marked_path_late = 0, on_marked_path_early = 0;
+  uint64_t on_marked_path_late = 0, on_marked_path_early = 0, early_others = 0, total_data = 0;
   f.on_transmit = [&](const Packet& p, Time t) {
-    if (p.src == 0 && p.kind() == PacketKind::data && p.plane == 0 && p.path == 0)
-      (t < at_us(100) ? on_marked_path_early : on_marked_path_late)++;
+    if (p.src != 0 || p.kind() != PacketKind::data) return;
+    ++total_data;
+    if (p.plane == 0 && p.path == 0) (t < at_us(100) ? on_marked_path_early : on_marked_path_late)++;
+    else if (t < at_us(100)) ++early_others;
   };
   const auto qp = f.connect(0, 1, testing::default_qp());
   const auto res = harness::write_and_wait(f, qp, 0, 1, 8 << 20, at_ms(20));
@@ -237,9 +276,13 @@ TEST(Ecn, MarksMoveTrafficOffTheEvWithoutRetransmission) {
   EXPECT_EQ(res.retransmissions, 0u);
   EXPECT_GT(f.ep(0).qp(qp.a)->path()->stats().skips, 0u);
   EXPECT_EQ(f.ep(0).qp(qp.a)->path()->stats().retired, 0u);
-  std::printf("[ info ] packets on the marked path: %llu in the first 100 us, %llu after\n",
+  std::printf("[ info ] packets on the marked path: %llu in the first 100 us, %llu after, of %llu data packets\n",
               static_cast<unsigned long long>(on_marked_path_early),
-              static_cast<unsigned long long>(on_marked_path_late));
+              static_cast<unsigned long long>(on_marked_path_late), static_cast<unsigned long long>(total_data));
+  // The claim: traffic moves off the marked path. Its fair share of 16 paths
+  // is 1/16 of the packets; once the marks are seen it carries far less.
+  const uint64_t late_total = total_data - on_marked_path_early - early_others;
+  EXPECT_LT(on_marked_path_late * 16, late_total / 4) << "the marked path kept more than a quarter of its share";
 }
 
 TEST(RetryExhaustion, FailsTheQpAndFlushesEverything) {

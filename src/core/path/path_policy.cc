@@ -131,6 +131,10 @@ void PathPolicy::rotate_control_ev(uint8_t port) {
   std::vector<int>& set = control_[port];
   const size_t pos = control_pos_[port];
   set[pos] = pick_control(port, set[pos]);
+  // The answer to the duplicate that prompted this goes out on the new EV
+  // (control_ev() advances first): the next EV of the set is no fresher
+  // evidence than the one just replaced.
+  control_pos_[port] = (pos + set.size() - 1) % set.size();
 }
 
 void PathPolicy::adopt_control_ev(int slot) {

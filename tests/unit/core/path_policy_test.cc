@@ -825,14 +825,17 @@ TEST_F(PolicyTest, ReverseEvSetRotates) {
     }
     EXPECT_EQ(cycle(port), first);  // period 4
   }
-  // rotate_control_ev replaces the EV used last; the others stay.
+  // rotate_control_ev replaces the EV used last, and the replacement is
+  // the next one used (the answer to the duplicate that prompted it); the
+  // others stay, in their order.
   std::vector<int> before = cycle(0);
   const int last = before.back();
   pp->rotate_control_ev(0);
   std::vector<int> now = cycle(0);
   EXPECT_EQ(std::count(now.begin(), now.end(), last), 0);
-  for (size_t k = 0; k + 1 < 4; ++k) EXPECT_EQ(now[k], before[k]);
-  EXPECT_EQ(pp->slot(now[3]).port, 0);
+  for (size_t k = 0; k + 1 < 4; ++k) EXPECT_EQ(now[k + 1], before[k]);
+  EXPECT_EQ(pp->slot(now[0]).port, 0);
+  EXPECT_EQ(cycle(0), now);  // still period 4
   // adopt_control_ev puts an EV into the set (once).
   int outsider = kNone;
   for (int s : backups_on(*pp, 0))
