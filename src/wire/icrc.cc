@@ -87,19 +87,4 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
   return ~crc;
 }
 
-uint32_t icrc(std::span<const uint8_t> headers, std::span<const uint8_t> payload) {
-  uint32_t crc = kAfterMaskedLrh;
-  if (headers.size() >= Bth::kSize) {
-    uint8_t bth[Bth::kSize];
-    std::memcpy(bth, headers.data(), Bth::kSize);
-    bth[4] = 0xFF;
-    crc = crc32_update(crc, bth);
-    crc = crc32_update(crc, headers.subspan(Bth::kSize));
-  } else {
-    crc = crc32_update(crc, headers);
-  }
-  crc = crc32_update(crc, payload);
-  return ~crc;
-}
-
 }  // namespace mrc::wire

@@ -63,10 +63,4 @@ inline uint32_t get_icrc(const uint8_t* in) {
   return v;
 }
 
-/// Transport-only ICRC, the pre-IBTA definition this tree used before it
-/// built IP/UDP headers: the eight 0xFF bytes, BTH with resv8a masked, the
-/// rest; no IP or UDP header. Kept only until the test harness frames its
-/// packets (wire/framing.hpp); not interoperable with any RoCE peer.
-uint32_t icrc(std::span<const uint8_t> headers, std::span<const uint8_t> payload);
-
 }  // namespace mrc::wire

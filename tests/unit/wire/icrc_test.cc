@@ -294,10 +294,5 @@ TEST(Icrc, TravelsLeastSignificantByteFirst) {
   EXPECT_EQ(~crc32_update(0xFFFFFFFFu, d), 0x2144DF1Cu);
 }
 
-TEST(IcrcTransportOnly, CoversEightOnesThenMaskedBth) {
-  // zlib.crc32(b"\xff"*8 + BTH with byte 4 set to 0xFF + b"123456789").
-  EXPECT_EQ(icrc(kBth, bytes_of("123456789")), 0x26ED4915u);
-}
-
 }  // namespace
 }  // namespace mrc::wire
