@@ -1,6 +1,7 @@
 // Writes the seed corpus for the fuzz targets: valid encoded packets of every
 // opcode (with and without TSETH, with payload and pad), a few near-misses,
-// and the individual extension headers cut from them.
+// the individual extension headers cut from them, and framed packets (IP +
+// UDP + packet + ICRC) in every EV mode for the frame parser.
 //
 //   fuzz_gen_corpus <dir>   writes <dir>/<target>/<name> files
 //
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
 #include "wire/packet.hpp"
 
 namespace {
@@ -114,6 +117,81 @@ void write_ext(const Headers& h, const Bytes& chain, const std::string& name) {
   }
 }
 
+// A framed packet for fuzz_parse_frame: its first byte is the target's
+// configuration selector (EV mode in the low bits), then the frame.
+Bytes framed(const FrameFormat& fmt, const Headers& h, const Bytes& payload) {
+  const Bytes chain = encode_chain(h);
+  FrameFields f;
+  f.src[0] = f.dst[0] = 0xFD;
+  f.src[15] = 1;
+  f.dst[15] = 2;
+  f.srv6_carrier = {0xCA, 0xFE, 0xCA, 0xFE, 0x01, 0x01, 0x02, 0x02};
+  if (fmt.ip == IpVersion::v4) f.src = f.dst = {10, 0, 0, 1};
+  f.ev = fmt.mode == EvMode::udp ? 0xC123 : 0xABCD0123;
+  f.traffic_class = 0x12;
+  Bytes out(kMaxFrameHeaderBytes);
+  auto r = build_frame(fmt, f, chain, payload, out);
+  if (!r.ok()) {
+    std::fprintf(stderr, "build_frame failed\n");
+    std::exit(1);
+  }
+  out.resize(r->header_len);
+  out.insert(out.end(), chain.begin(), chain.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  uint8_t crc[kIcrcBytes];
+  put_icrc(r->icrc, crc);
+  out.insert(out.end(), crc, crc + kIcrcBytes);
+  out.insert(out.begin(), static_cast<uint8_t>(fmt.mode));
+  return out;
+}
+
+void write_frames() {
+  const Headers data = base(Opcode::write_only, true);
+  const Bytes payload(64, 0x5A);
+  struct Case {
+    const char* name;
+    EvMode mode;
+    IpVersion ip;
+    UdpChecksumMode checksum;
+  };
+  const Case cases[] = {
+      {"udp_ipv4", EvMode::udp, IpVersion::v4, UdpChecksumMode::computed},
+      {"udp_ipv4_nocsum", EvMode::udp, IpVersion::v4, UdpChecksumMode::zero},
+      {"udp_ipv6", EvMode::udp, IpVersion::v6, UdpChecksumMode::computed},
+      {"stev", EvMode::stev, IpVersion::v6, UdpChecksumMode::computed},
+      {"srv6", EvMode::srv6, IpVersion::v6, UdpChecksumMode::computed},
+      {"srv6_nocsum", EvMode::srv6, IpVersion::v6, UdpChecksumMode::zero},
+  };
+  for (const Case& c : cases) {
+    FrameFormat fmt;
+    fmt.mode = c.mode;
+    fmt.ip = c.ip;
+    fmt.checksum = c.checksum;
+    const std::string n = c.name;
+    write("parse_frame", n + "_write_only", framed(fmt, data, payload));
+    write("parse_frame", n + "_sack", framed(fmt, base(Opcode::sack, false), {}));
+    // Trimmed in flight: cut after the transport headers, the outermost IP
+    // length fixed, UDP's not (reference 3.9).
+    Bytes t = framed(fmt, data, payload);
+    t.resize(t.size() - payload.size() - kIcrcBytes);
+    const size_t ip_total = t.size() - 1;
+    if (c.ip == IpVersion::v4) {
+      t[3] = static_cast<uint8_t>(ip_total >> 8);
+      t[4] = static_cast<uint8_t>(ip_total);
+      t[11] = t[12] = 0;  // header checksum: recomputed below
+      uint32_t sum = 0;
+      for (size_t i = 1; i < 21; i += 2) sum += uint32_t{t[i]} << 8 | t[i + 1];
+      while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+      t[11] = static_cast<uint8_t>(~sum >> 8);
+      t[12] = static_cast<uint8_t>(~sum);
+    } else {
+      t[5] = static_cast<uint8_t>((ip_total - 40) >> 8);
+      t[6] = static_cast<uint8_t>(ip_total - 40);
+    }
+    write("parse_frame", n + "_trimmed", t);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,6 +245,7 @@ int main(int argc, char** argv) {
     over.push_back(2);
     write("parse_packet", "err_over_dma", over);
   }
-  std::printf("wrote seeds for %d header chains under %s\n", files, argv[1]);
+  write_frames();
+  std::printf("wrote seeds for %d header chains and framed packets under %s\n", files, argv[1]);
   return 0;
 }

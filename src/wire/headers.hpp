@@ -5,8 +5,9 @@
 // table, so a layout correction is a one-line change here and every user,
 // test and fuzzer follows. Offsets count from the MSB of the header's first
 // byte. The layouts are the provisional reconstruction the reference adopts
-// (reference section 8, item 1); reserved bits are written as zero and
-// ignored on decode.
+// (reference section 8, item 1); PETH, ERTH and EETH follow the public
+// implementations field by field (docs/architecture.md, "PETH, ERTH, EETH").
+// Reserved bits are written as zero and ignored on decode.
 //
 // decode() never reads past the bytes it is given: a short buffer yields
 // Errc::truncated.
@@ -249,6 +250,13 @@ struct Neth {
 };
 
 /// Reliability probe header (PETH), 16 bytes. Consumes no PSN.
+///
+/// Layout (byte: field), as both public implementations encode it
+/// (anichol67/MRC-Client core/mrc_headers.py, HanGuTalker/uet-simulator
+/// src/mrc/model/mrc-header.cc; docs/architecture.md "PETH, ERTH, EETH"):
+///   0-1: type (4) | next_header (5) | reserved (7);  2: reserved;  3: vendor;
+///   4-5: probe_id;  6-7: reserved;  8-9: src_conn;  10-11: dst_conn;
+///   12-13: timestamp;  14-15: alt_resolution (bit 15) | reserved (11) | format (4, low bits of byte 15).
 struct Peth {
   static constexpr size_t kSize = 16;
   uint8_t type = 0;
@@ -265,13 +273,13 @@ struct Peth {
   static void fields(V&& v, S& s) {
     v(0, 4, s.type);
     v(4, 5, s.next_header);
-    v(16, 8, s.vendor);
+    v(24, 8, s.vendor);
     v(32, 16, s.probe_id);
     v(64, 16, s.src_conn);
     v(80, 16, s.dst_conn);
     v(96, 16, s.timestamp);
     v(112, 1, s.alt_resolution);
-    v(116, 4, s.format);
+    v(124, 4, s.format);
   }
 };
 
@@ -280,44 +288,69 @@ struct Peth {
 enum class EpWireOp : uint8_t { port_status_update = 0, ev_probe = 1 };
 
 /// Endpoint request header (ERTH), 16 bytes; sent to QP 0x2, request id in BTH PSN[15:0].
+///
+/// Layout, as the one public implementation with an ERTH encodes it
+/// (anichol67/MRC-Client core/mrc_headers.py):
+///   0-1: type (4) | next_header (5) | reserved (5) | op (2, bits 1:0 of byte 1);
+///   2: reserved;  3: vendor;  4-7: port_status_mask;  8-11: reserved;
+///   12-13: timestamp;  14-15: alt_resolution (bit 15) | reserved (11) | format (4).
 struct Erth {
   static constexpr size_t kSize = 16;
+  uint8_t type = 0;
+  uint8_t next_header = 0;
   uint8_t op = 0;                ///< 2 bits, an EpWireOp
   uint8_t vendor = 0;
   uint32_t port_status_mask = 0; ///< bit N-1 set: local port N is up (1-based ports)
   uint16_t timestamp = 0;
   bool alt_resolution = false;
-  uint8_t format = 1;
+  uint8_t format = 1;            ///< 4 bits
 
   template <class V, class S>
   static void fields(V&& v, S& s) {
-    v(0, 2, s.op);
-    v(8, 8, s.vendor);
+    v(0, 4, s.type);
+    v(4, 5, s.next_header);
+    v(14, 2, s.op);
+    v(24, 8, s.vendor);
     v(32, 32, s.port_status_mask);
     v(96, 16, s.timestamp);
     v(112, 1, s.alt_resolution);
-    v(116, 4, s.format);
+    v(124, 4, s.format);
   }
 };
 
 /// Endpoint response header (EETH), 36 bytes.
+///
+/// Layout. From anichol67/MRC-Client core/mrc_headers.py (the one public
+/// implementation with an EETH): type (4) | next_header (5) in bytes 0-1, op
+/// in bits 5:4 of byte 1, the reflected timestamp in bytes 28-29; everything
+/// else is reserved there. The fields below marked "OpenMRC" have no home in
+/// that layout and sit in its reserved bytes (a peer following it writes
+/// zeros, which decode as "unknown"):
+///   3: vendor (byte 3, as in ERTH, PETH and NETH);
+///   4-7: entropy (OpenMRC; where SETH and NETH carry the reflected EV);
+///   8: rx_port (OpenMRC);  9 bit 7: svc_time_adjusted (OpenMRC);
+///   28-29: reflected_ts.
 struct Eeth {
   static constexpr size_t kSize = 36;
+  uint8_t type = 0;
+  uint8_t next_header = 0;
   uint8_t op = 0;                ///< 2 bits, echoes the request's EpWireOp
-  bool svc_time_adjusted = false;///< reflected_ts already includes the responder's service time
+  bool svc_time_adjusted = false;///< OpenMRC: reflected_ts already includes the responder's service time
   uint8_t vendor = 0;
-  uint8_t rx_port = 0;           ///< 1-based port the request arrived on
-  uint16_t reflected_ts = 0;
-  uint32_t entropy = 0;          ///< reflected EV of the request
+  uint8_t rx_port = 0;           ///< OpenMRC: 1-based port the request arrived on (0: not reported)
+  uint16_t reflected_ts = 0;     ///< the request's ERTH timestamp
+  uint32_t entropy = 0;          ///< OpenMRC: reflected EV of the request (0: not reported)
 
   template <class V, class S>
   static void fields(V&& v, S& s) {
-    v(0, 2, s.op);
-    v(2, 1, s.svc_time_adjusted);
-    v(8, 8, s.vendor);
-    v(16, 8, s.rx_port);
-    v(32, 16, s.reflected_ts);
-    v(64, 32, s.entropy);
+    v(0, 4, s.type);
+    v(4, 5, s.next_header);
+    v(10, 2, s.op);
+    v(24, 8, s.vendor);
+    v(32, 32, s.entropy);
+    v(64, 8, s.rx_port);
+    v(72, 1, s.svc_time_adjusted);
+    v(224, 16, s.reflected_ts);
   }
 };
 

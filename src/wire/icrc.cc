@@ -22,6 +22,19 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
 }
 constexpr auto kT = make_tables();
 
+// CRC state after the eight 0xFF bytes that stand in for the masked LRH:
+// the same for every packet, so computed once, at compile time.
+constexpr uint32_t after_masked_lrh() {
+  uint32_t c = 0xFFFFFFFFu;
+  for (int i = 0; i < 8; ++i) c = kT[0][(c ^ 0xFFu) & 0xFF] ^ (c >> 8);
+  return c;
+}
+constexpr uint32_t kAfterMaskedLrh = after_masked_lrh();
+
+constexpr size_t kIpv4Bytes = 20;
+constexpr size_t kIpv6Bytes = 40;
+constexpr size_t kUdpBytes = 8;
+
 }  // namespace
 
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
@@ -41,18 +54,35 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
   return crc;
 }
 
-uint32_t icrc(std::span<const uint8_t> headers, std::span<const uint8_t> payload) {
-  static constexpr uint8_t kMaskedNetwork[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-  uint32_t crc = crc32_update(0xFFFFFFFFu, kMaskedNetwork);
-  if (headers.size() >= Bth::kSize) {
-    uint8_t bth[Bth::kSize];
-    std::memcpy(bth, headers.data(), Bth::kSize);
-    bth[4] = 0xFF;  // BTH resv8a (FECN/BECN in IB) may change in flight: masked
-    crc = crc32_update(crc, bth);
-    crc = crc32_update(crc, headers.subspan(Bth::kSize));
+Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
+                      std::span<const uint8_t> payload) {
+  if (transport.size() < Bth::kSize || ip_udp.empty()) return Errc::invalid_argument;
+  size_t ip_len = 0;
+  if (ip_udp.size() == kIpv4Bytes + kUdpBytes && ip_udp[0] == 0x45)
+    ip_len = kIpv4Bytes;
+  else if (ip_udp.size() == kIpv6Bytes + kUdpBytes && (ip_udp[0] >> 4) == 6)
+    ip_len = kIpv6Bytes;
+  else
+    return Errc::invalid_argument;
+
+  // The masked copy of IP + UDP + BTH: at most 60 bytes, on the stack.
+  uint8_t m[kIpv6Bytes + kUdpBytes + Bth::kSize];
+  std::memcpy(m, ip_udp.data(), ip_udp.size());
+  if (ip_len == kIpv4Bytes) {
+    m[1] = 0xFF;                   // type of service: DSCP remarking, ECN marking
+    m[8] = 0xFF;                   // TTL: decremented per hop
+    m[10] = m[11] = 0xFF;          // header checksum: follows TOS and TTL
   } else {
-    crc = crc32_update(crc, headers);
+    m[0] |= 0x0F;                  // traffic class, high nibble (version kept)
+    m[1] = m[2] = m[3] = 0xFF;     // traffic class low nibble, flow label
+    m[7] = 0xFF;                   // hop limit
   }
+  m[ip_len + 6] = m[ip_len + 7] = 0xFF;  // UDP checksum: may be zero or recomputed
+  uint8_t* bth = m + ip_len + kUdpBytes;
+  std::memcpy(bth, transport.data(), Bth::kSize);
+  bth[4] = 0xFF;                   // BTH resv8a (FECN/BECN in InfiniBand)
+  uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, ip_len + kUdpBytes + Bth::kSize));
+  crc = crc32_update(crc, transport.subspan(Bth::kSize));
   crc = crc32_update(crc, payload);
   return ~crc;
 }

@@ -1,17 +1,33 @@
-// Invariant CRC (ICRC, IBTA 9.8.2 as RoCEv2 applies it): CRC-32 (IEEE
-// 802.3 polynomial) over the transport headers and payload, with the fields
-// that change in flight masked to ones. Every MRC packet carries it as the
-// last 4 bytes; a receiver drops a packet whose ICRC does not match.
+// Invariant CRC (ICRC) of RoCEv2 (IBTA vol. 1 9.8.2 as annex A17 applies it
+// to IP/UDP): the CRC-32 of IEEE 802.3 over the packet from the IP header to
+// the end of the payload, with every field a router or switch may change in
+// flight masked to ones. Every MRC packet carries it as its last 4 bytes; a
+// receiver drops a packet whose ICRC does not match (DESIGN.md "Software
+// device").
 //
-// What is covered here: eight 0xFF bytes standing in for the masked
-// network-layer fields (so the value does not depend on an address an SRv6
-// switch rewrites; DESIGN.md "Software device"), then BTH with its reserved
-// byte masked, the remaining headers and the payload. A trimmed packet's
-// ICRC is not checked (the switch removed the bytes it covered).
+// The CRC runs over, in order:
+//  1. eight 0xFF bytes, standing in for the masked InfiniBand LRH;
+//  2. the IP header the packet is delivered on, with its variant fields set
+//     to ones: IPv4 type of service (DSCP+ECN), TTL and header checksum;
+//     IPv6 traffic class, flow label and hop limit. In SRv6 encapsulation
+//     this is the INNER IPv6 header: the outer one's destination is the uSID
+//     carrier each switch shifts (wire/framing.hpp finds the right header);
+//  3. the UDP header with its checksum set to ones;
+//  4. BTH with its resv8a byte (byte 4, FECN/BECN in InfiniBand) set to ones;
+//  5. the remaining transport headers, the payload and the pad bytes.
+// The CRC is the reflected CRC-32 (polynomial 0xEDB88320, initial value
+// 0xFFFFFFFF, final inversion) and goes on the wire least significant byte
+// first (put_icrc), as Linux's soft-RoCE (rxe) and RoCE NICs append it.
+//
+// A trimmed packet's ICRC is not checked: the switch removed the bytes it
+// covered (reference 3.9).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "util/result.hpp"
 
 namespace mrc::wire {
 
@@ -21,7 +37,30 @@ inline constexpr size_t kIcrcBytes = 4;
 /// (start with 0xFFFFFFFF, finish by inverting).
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes);
 
-/// ICRC of a packet given as header chain + payload (either may be empty).
-uint32_t icrc(std::span<const uint8_t> headers, std::span<const uint8_t> payload);
+/// The IBTA RoCEv2 ICRC of one packet, as it is on the wire (masking is done
+/// here on a copy; nothing is modified).
+///  - `ip_udp`: the covered IP header immediately followed by the UDP
+///    header: 28 bytes starting with an IPv4 header without options
+///    (version 4, IHL 5), or 48 bytes starting with an IPv6 header (version
+///    6; in SRv6 mode the inner one);
+///  - `transport`: BTH and the headers after it (at least a BTH);
+///  - `payload`: everything after those up to the ICRC: payload and pad.
+/// The split between `transport` and `payload` does not matter as long as
+/// BTH is whole in `transport`. Errc::invalid_argument if `ip_udp` is not
+/// one of the two shapes above or `transport` is shorter than a BTH.
+Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
+                      std::span<const uint8_t> payload);
+
+/// Writes `icrc` to `out[0..4)` in wire order (least significant byte first).
+inline void put_icrc(uint32_t icrc, uint8_t* out) {
+  for (size_t i = 0; i < kIcrcBytes; ++i) out[i] = static_cast<uint8_t>(icrc >> (8 * i));
+}
+
+/// Reads an ICRC written by put_icrc() from `in[0..4)`.
+inline uint32_t get_icrc(const uint8_t* in) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < kIcrcBytes; ++i) v |= uint32_t{in[i]} << (8 * i);
+  return v;
+}
 
 }  // namespace mrc::wire

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "wire/framing.hpp"
 #include "wire/icrc.hpp"
 #include "wire/packet.hpp"
 
@@ -13,6 +14,27 @@ namespace {
 [[noreturn]] void die(const char* what, Errc e) {
   std::fprintf(stderr, "harness: %s failed: %s\n", what, std::string(to_string(e)).c_str());
   std::abort();
+}
+// The frame format of every harness packet: STEV (the core's EVs are 32
+// bits), IPv6, the reference's default split, UDP port 4791.
+wire::FrameFormat frame_format() {
+  wire::FrameFormat f;
+  f.mode = wire::EvMode::stev;
+  return f;
+}
+// fd00:0:0:<plane>::<host + 1>: one address per host port (plane).
+wire::IpAddress port_address(int host, int plane) {
+  wire::IpAddress a{};
+  a[0] = 0xFD;
+  a[6] = static_cast<uint8_t>(plane >> 8);
+  a[7] = static_cast<uint8_t>(plane);
+  a[14] = static_cast<uint8_t>((host + 1) >> 8);
+  a[15] = static_cast<uint8_t>(host + 1);
+  return a;
+}
+// Sets ECN CE (traffic class bits 1:0) in the packet's IPv6 header.
+void mark_ce(Packet& p) {
+  if (p.net_len >= wire::kIpv6HeaderBytes) p.net[1] = static_cast<uint8_t>(p.net[1] | 0x30);
 }
 uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -178,11 +200,22 @@ void Fabric::transmit(int host, const core::Transmit& tx, const uint8_t* hdr) {
   p->bytes.assign(hdr, hdr + tx.header_len);
   if (cfg_.carry_payload && tx.payload && tx.payload_len)
     p->bytes.insert(p->bytes.end(), tx.payload, tx.payload + tx.payload_len);
-  // The NIC appends the ICRC over what it carries (header + payload bytes).
-  const uint32_t crc = wire::icrc(std::span<const uint8_t>(p->bytes.data(), tx.header_len),
-                                  std::span<const uint8_t>(p->bytes.data() + tx.header_len,
-                                                           p->bytes.size() - tx.header_len));
-  for (int i = 0; i < 4; ++i) p->bytes.push_back(static_cast<uint8_t>(crc >> (8 * i)));
+  // The NIC frames the packet and appends the ICRC over the IPv6 and UDP
+  // headers and what it carries (header + payload bytes).
+  wire::FrameFields ff;
+  ff.src = port_address(p->src, p->plane);
+  ff.dst = port_address(p->dst, p->plane);
+  ff.ev = p->entropy;
+  const auto frame = wire::build_frame(frame_format(), ff,
+                                       std::span<const uint8_t>(p->bytes.data(), tx.header_len),
+                                       std::span<const uint8_t>(p->bytes.data() + tx.header_len,
+                                                                p->bytes.size() - tx.header_len),
+                                       p->net);
+  if (!frame) die("build_frame", frame.error());
+  p->net_len = static_cast<uint8_t>(frame->header_len);
+  uint8_t crc[wire::kIcrcBytes];
+  wire::put_icrc(frame->icrc, crc);
+  p->bytes.insert(p->bytes.end(), crc, crc + wire::kIcrcBytes);
   p->path = path_of(p->src, p->dst, p->entropy);
   ++stats_.sent;
   hash_packet(*p);
@@ -238,6 +271,7 @@ bool Fabric::apply_rules(Packet* p, Time at, Duration* extra) {
         break;
       case Action::ecn:
         p->ecn = true;
+        mark_ce(*p);
         ++stats_.ecn_marked;
         break;
       case Action::duplicate: {
@@ -287,6 +321,7 @@ void Fabric::route(Packet* p, Time at) {
   }
   if (cfg_.ecn_threshold_bytes && queued_bytes > cfg_.ecn_threshold_bytes && p->kind() == PacketKind::data) {
     p->ecn = true;
+    mark_ce(*p);
     ++stats_.ecn_marked;
   }
   const Duration ser = Duration::serialization(uint64_t{p->header_len} + p->payload_len + 52, cfg_.path_rate_bps);
@@ -299,13 +334,10 @@ void Fabric::deliver(Packet* p) {
   // Receiving NIC: verify the ICRC (not on trimmed packets, whose payload a
   // switch removed) and drop corrupt packets before the transport sees them.
   if (p->trim == core::TrimMark::none) {
-    const size_t n = p->bytes.size() - 4;
-    const uint32_t want = wire::icrc(std::span<const uint8_t>(p->bytes.data(), std::min<size_t>(p->header_len, n)),
-                                     std::span<const uint8_t>(p->bytes.data() + std::min<size_t>(p->header_len, n),
-                                                              n - std::min<size_t>(p->header_len, n)));
-    uint32_t got = 0;
-    for (int i = 0; i < 4; ++i) got |= uint32_t{p->bytes[n + static_cast<size_t>(i)]} << (8 * i);
-    if (got != want) {
+    const size_t n = p->bytes.size() - wire::kIcrcBytes;
+    const auto want = wire::frame_icrc(std::span<const uint8_t>(p->net.data(), p->net_len),
+                                       std::span<const uint8_t>(p->bytes.data(), n), {});
+    if (!want || *want != wire::get_icrc(p->bytes.data() + n)) {
       ++stats_.icrc_drops;
       const int dst = p->dst;
       delete p;

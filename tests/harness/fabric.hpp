@@ -12,7 +12,17 @@
 // kind, time window) plus an action (drop, trim, trim at last hop, ECN mark,
 // duplicate, corrupt a byte, extra delay) applied to all, the Nth, a bitmap of,
 // or a seeded random fraction of the matching packets.
+//
+// Every packet is framed as the software device frames it in STEV mode
+// (wire/framing.hpp): an IPv6 header from the source's port address to the
+// destination's on that plane (fd00:0:0:<plane>::<host + 1>), the EV in the
+// UDP source port and flow label, UDP to 4791. The sending NIC computes the
+// IBTA ICRC over those headers and the packet; the receiving NIC checks it
+// and drops a corrupt packet (FabricStats::icrc_drops). An ECN mark sets CE
+// in the IPv6 header, a field the ICRC masks.
 #pragma once
+
+#include <array>
 
 #include <cstdint>
 #include <functional>
@@ -24,6 +34,7 @@
 #include "core/endpoint.hpp"
 #include "util/prng.hpp"
 #include "util/time.hpp"
+#include "wire/framing.hpp"
 
 namespace mrc::harness {
 
@@ -85,6 +96,10 @@ struct Packet {
   uint16_t header_len = 0;
   uint32_t payload_len = 0;
   std::vector<uint8_t> bytes;       ///< header (+ payload if carried) + ICRC (unless trimmed)
+  /// IPv6 + UDP headers in front of `bytes` (wire::build_frame), kept apart
+  /// so `bytes` starts at BTH as the core produces and consumes it.
+  std::array<uint8_t, wire::kMaxFrameHeaderBytes> net{};
+  uint8_t net_len = 0;
   uint64_t id = 0;
   PacketKind kind() const;
 };

@@ -596,19 +596,22 @@ TEST(HeaderKat, NackCodes) {
   EXPECT_FALSE(nack_implicates_path(NackCode::no_bitmap));
 }
 
+// PETH, ERTH and EETH: expected bytes derived by hand from the layouts of
+// anichol67/MRC-Client core/mrc_headers.py and (PETH) HanGuTalker/uet-simulator
+// src/mrc/model/mrc-header.cc; see docs/architecture.md "PETH, ERTH, EETH".
 TEST(HeaderKat, Peth) {
   Peth h;
-  h.type = 0x1;             // [0..4)   0001
-  h.next_header = 0x02;     // [4..9)   00010 -> byte 0 = 0001 0001, byte 1 MSB = 0
-  h.vendor = 0x99;          // [9..16) reserved, [16..24)
-  h.probe_id = 0xBEEF;      // [24..32) reserved, [32..48)
-  h.src_conn = 0x1111;      // [48..64) reserved, [64..80)
-  h.dst_conn = 0x2222;      // [80..96)
-  h.timestamp = 0x3333;     // [96..112)
-  h.alt_resolution = true;  // [112] -> 0x80 of byte 14
-  h.format = 1;             // [116..120) -> low nibble of byte 14; byte 15 reserved
-  const Bytes want = {0x11, 0x00, 0x99, 0x00, 0xBE, 0xEF, 0x00, 0x00,
-                      0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x81, 0x00};
+  h.type = 0x1;             // byte 0 high nibble
+  h.next_header = 0x02;     // 00010: byte 0 low nibble 0001, byte 1 bit 7 = 0
+  h.vendor = 0x99;          // byte 3 (byte 2 reserved)
+  h.probe_id = 0xBEEF;      // bytes 4-5 (6-7 reserved)
+  h.src_conn = 0x1111;      // bytes 8-9
+  h.dst_conn = 0x2222;      // bytes 10-11
+  h.timestamp = 0x3333;     // bytes 12-13
+  h.alt_resolution = true;  // bit 15 of the word at 14-15 -> 0x80 in byte 14
+  h.format = 1;             // bits 3:0 of that word -> low nibble of byte 15
+  const Bytes want = {0x11, 0x00, 0x00, 0x99, 0xBE, 0xEF, 0x00, 0x00,
+                      0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x80, 0x01};
   EXPECT_EQ(enc(h), want);
   const Peth d = dec<Peth>(want);
   EXPECT_EQ(d.type, 1);
@@ -620,53 +623,136 @@ TEST(HeaderKat, Peth) {
   EXPECT_EQ(d.timestamp, 0x3333);
   EXPECT_TRUE(d.alt_resolution);
   EXPECT_EQ(d.format, 1);
+  // type 0xF / next header 0x1F fill byte 0 and bit 7 of byte 1 only.
+  h = Peth{};
+  h.type = 0xF;
+  h.next_header = 0x1F;
+  h.format = 0;
+  EXPECT_EQ(enc(h), Bytes({0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST(HeaderKat, PethFromUetSimulatorBytes) {
+  // What HanGuTalker/uet-simulator's PETH serializer emits for probe 7 from
+  // PDC 0x0102 to 0x0304 at time 0x0A0B with vendor info 0x55: zero
+  // type/next-header, the constant 0x0001 (format 1) in bytes 14-15.
+  const Bytes theirs = {0x00, 0x00, 0x00, 0x55, 0x00, 0x07, 0x00, 0x00,
+                        0x01, 0x02, 0x03, 0x04, 0x0A, 0x0B, 0x00, 0x01};
+  const Peth d = dec<Peth>(theirs);
+  EXPECT_EQ(d.vendor, 0x55);
+  EXPECT_EQ(d.probe_id, 7);
+  EXPECT_EQ(d.src_conn, 0x0102);
+  EXPECT_EQ(d.dst_conn, 0x0304);
+  EXPECT_EQ(d.timestamp, 0x0A0B);
+  EXPECT_FALSE(d.alt_resolution);
+  EXPECT_EQ(d.format, 1);
+  EXPECT_EQ(enc(d), theirs);
 }
 
 TEST(HeaderKat, Erth) {
   Erth h;
-  h.op = static_cast<uint8_t>(EpWireOp::ev_probe);  // [0..2) = 01 -> 0x40
-  h.vendor = 0x42;                  // [2..8) reserved, [8..16)
-  h.port_status_mask = 0x8000000F;  // [16..32) reserved, [32..64)
-  h.timestamp = 0xABCD;             // [64..96) reserved, [96..112)
-  h.alt_resolution = false;         // [112]
-  h.format = 1;                     // [116..120) -> 0x01 in byte 14
-  const Bytes want = {0x40, 0x42, 0x00, 0x00, 0x80, 0x00, 0x00, 0x0F,
-                      0x00, 0x00, 0x00, 0x00, 0xAB, 0xCD, 0x01, 0x00};
+  h.type = 0xA;                                     // byte 0 = 1010 | 1010 (next_header[4:1])
+  h.next_header = 0x15;                             // 10101: bit 0 -> byte 1 bit 7
+  h.op = static_cast<uint8_t>(EpWireOp::ev_probe);  // byte 1 bits 1:0 = 01
+  h.vendor = 0x42;                                  // byte 3 (byte 2 reserved)
+  h.port_status_mask = 0x8000000F;                  // bytes 4-7 (8-11 reserved)
+  h.timestamp = 0xABCD;                             // bytes 12-13
+  h.alt_resolution = false;                         // byte 14 bit 7
+  h.format = 1;                                     // byte 15 low nibble
+  const Bytes want = {0xAA, 0x81, 0x00, 0x42, 0x80, 0x00, 0x00, 0x0F,
+                      0x00, 0x00, 0x00, 0x00, 0xAB, 0xCD, 0x00, 0x01};
   EXPECT_EQ(enc(h), want);
   const Erth d = dec<Erth>(want);
+  EXPECT_EQ(d.type, 0xA);
+  EXPECT_EQ(d.next_header, 0x15);
   EXPECT_EQ(d.op, 1);
   EXPECT_EQ(d.vendor, 0x42);
   EXPECT_EQ(d.port_status_mask, 0x8000000Fu);
   EXPECT_EQ(d.timestamp, 0xABCD);
   EXPECT_FALSE(d.alt_resolution);
   EXPECT_EQ(d.format, 1);
-  // port_status_update is op 0 on the wire; op is 2 bits (3 -> 0xC0).
+  // port_status_update is op 0 on the wire; op is 2 bits (0xFF -> 11).
   h.op = static_cast<uint8_t>(EpWireOp::port_status_update);
-  EXPECT_EQ(enc(h)[0], 0x00);
+  EXPECT_EQ(enc(h)[1], 0x80);
   h.op = 0xFF;
-  EXPECT_EQ(enc(h)[0], 0xC0);
+  EXPECT_EQ(enc(h)[1], 0x83);
+  EXPECT_EQ(enc(h)[0], 0xAA);
+}
+
+TEST(HeaderKat, ErthProbeFromMrcClientDecodesAsProbe) {
+  // MRC-Client's ERTH for an EV probe (op 1) at time 0x0102 with everything
+  // else zero. The old layout read op from the top of byte 0 and took this
+  // for a port-status update with mask 0.
+  const Bytes probe = {0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                       0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x01};
+  const Erth d = dec<Erth>(probe);
+  EXPECT_EQ(static_cast<EpWireOp>(d.op), EpWireOp::ev_probe);
+  EXPECT_EQ(d.port_status_mask, 0u);
+  EXPECT_EQ(d.timestamp, 0x0102);
+  EXPECT_EQ(d.format, 1);
+  EXPECT_EQ(enc(d), probe);
+  // And its port-status update for ports 1 and 3 (mask 0b101).
+  const Bytes psu = {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05,
+                     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01};
+  const Erth u = dec<Erth>(psu);
+  EXPECT_EQ(static_cast<EpWireOp>(u.op), EpWireOp::port_status_update);
+  EXPECT_EQ(u.port_status_mask, 5u);
 }
 
 TEST(HeaderKat, Eeth) {
   Eeth h;
-  h.op = 2;                    // [0..2) 10
-  h.svc_time_adjusted = true;  // [2] -> byte 0 = 101 00000 = 0xA0
-  h.vendor = 0x7E;             // [8..16)
-  h.rx_port = 8;               // [16..24)
-  h.reflected_ts = 0x0F0F;     // [24..32) reserved, [32..48)
-  h.entropy = 0xDEADBEEF;      // [48..64) reserved, [64..96); [96..288) reserved
+  h.type = 0x3;                // byte 0 = 0011 | 0010 (next_header[4:1])
+  h.next_header = 0x04;        // 00100: byte 1 bit 7 = 0
+  h.op = 1;                    // byte 1 bits 5:4 = 01 -> 0x10
+  h.vendor = 0x7E;             // byte 3 (byte 2 reserved)
+  h.entropy = 0xDEADBEEF;      // bytes 4-7
+  h.rx_port = 8;               // byte 8
+  h.svc_time_adjusted = true;  // byte 9 bit 7
+  h.reflected_ts = 0x0F0F;     // bytes 28-29; 10-27 and 30-35 reserved
   Bytes want(36, 0);
-  const uint8_t head[] = {0xA0, 0x7E, 0x08, 0x00, 0x0F, 0x0F, 0x00, 0x00,
-                          0xDE, 0xAD, 0xBE, 0xEF};
+  const uint8_t head[] = {0x32, 0x10, 0x00, 0x7E, 0xDE, 0xAD, 0xBE, 0xEF, 0x08, 0x80};
   std::copy(std::begin(head), std::end(head), want.begin());
+  want[28] = 0x0F;
+  want[29] = 0x0F;
   EXPECT_EQ(enc(h), want);
   const Eeth d = dec<Eeth>(want);
-  EXPECT_EQ(d.op, 2);
+  EXPECT_EQ(d.type, 3);
+  EXPECT_EQ(d.next_header, 4);
+  EXPECT_EQ(d.op, 1);
   EXPECT_TRUE(d.svc_time_adjusted);
   EXPECT_EQ(d.vendor, 0x7E);
   EXPECT_EQ(d.rx_port, 8);
   EXPECT_EQ(d.reflected_ts, 0x0F0F);
   EXPECT_EQ(d.entropy, 0xDEADBEEFu);
+  // MRC-Client's reserved bits of byte 1 (6, 3..0) stay clear with every field full.
+  Eeth full;
+  full.type = 0xF;
+  full.next_header = 0x1F;
+  full.op = 3;
+  full.svc_time_adjusted = true;
+  full.vendor = full.rx_port = 0xFF;
+  full.reflected_ts = 0xFFFF;
+  full.entropy = 0xFFFFFFFF;
+  const Bytes e = enc(full);
+  EXPECT_EQ(e[1], 0xB0);  // next_header bit 0 + op
+  EXPECT_EQ(e[2], 0x00);
+  for (size_t i = 10; i < 28; ++i) EXPECT_EQ(e[i], 0x00) << i;
+  for (size_t i = 30; i < 36; ++i) EXPECT_EQ(e[i], 0x00) << i;
+}
+
+TEST(HeaderKat, EethFromMrcClientBytes) {
+  // MRC-Client's EETH answering an EV probe (op 1) whose timestamp was
+  // 0x1234: op in byte 1 bits 5:4, timestamp at 28-29, nothing else.
+  Bytes theirs(36, 0);
+  theirs[1] = 0x10;
+  theirs[28] = 0x12;
+  theirs[29] = 0x34;
+  const Eeth d = dec<Eeth>(theirs);
+  EXPECT_EQ(static_cast<EpWireOp>(d.op), EpWireOp::ev_probe);
+  EXPECT_EQ(d.reflected_ts, 0x1234);
+  EXPECT_EQ(d.rx_port, 0);  // not reported by that layout
+  EXPECT_EQ(d.entropy, 0u);
+  EXPECT_FALSE(d.svc_time_adjusted);
+  EXPECT_EQ(enc(d), theirs);
 }
 
 }  // namespace

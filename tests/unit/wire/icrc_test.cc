@@ -1,5 +1,6 @@
 // Tests for wire/icrc.hpp: the CRC-32 against its published check value and a
-// bit-at-a-time reference, and the ICRC's coverage and masking.
+// bit-at-a-time reference; the IBTA RoCEv2 ICRC against masked byte strings
+// built here by hand from the rule, its coverage and its masking.
 #include "wire/icrc.hpp"
 
 #include <gtest/gtest.h>
@@ -64,67 +65,233 @@ TEST(Crc32, IncrementalUpdateEqualsOneShot) {
   }
 }
 
-TEST(Icrc, KnownAnswer) {
-  // zlib.crc32(b"\xff"*8 + BTH with byte 4 set to 0xFF + b"123456789").
-  EXPECT_EQ(icrc(kBth, bytes_of("123456789")), 0x26ED4915u);
-  // Headers shorter than a BTH are covered as they are, after the 8 masked bytes.
-  const Bytes five = {0, 1, 2, 3, 4};
-  EXPECT_EQ(icrc(five, {}), 0x7171307Fu);
+// ---- IBTA RoCEv2 ICRC over IP + UDP + BTH + rest
+
+const Bytes kMeth = {0x00, 0x01, 0x00, 0x02};
+constexpr uint8_t kUdpLen = 8 + 16 + 9 + 4;  // UDP + BTH/METH + "123456789" + ICRC
+
+// IPv6 (traffic class 0xBA, flow label 0x12345, hop limit 0x40, fd00::1 ->
+// fd00::2) + UDP (0xC001 -> 4791, checksum 0xABCD), as on the wire.
+Bytes ipv6_udp() {
+  Bytes b = {0x6B, 0xA1, 0x23, 0x45, 0x00, kUdpLen, 17, 0x40};
+  for (uint8_t last : {uint8_t{1}, uint8_t{2}}) {
+    b.push_back(0xFD);
+    b.insert(b.end(), 14, 0x00);
+    b.push_back(last);
+  }
+  const Bytes udp = {0xC0, 0x01, 0x12, 0xB7, 0x00, kUdpLen, 0xAB, 0xCD};
+  b.insert(b.end(), udp.begin(), udp.end());
+  return b;
 }
 
-TEST(Icrc, EqualsCrcOfMaskedConcatenation) {
+// IPv4 (TOS 0xB8, id 0x1234, DF, TTL 0x40, checksum 0x5A5A, 10.0.0.1 ->
+// 10.0.0.2) + the same UDP with checksum 0.
+Bytes ipv4_udp() {
+  return {0x45, 0xB8, 0x00, 20 + kUdpLen, 0x12, 0x34, 0x40, 0x00, 0x40, 17, 0x5A, 0x5A,
+          10, 0, 0, 1, 10, 0, 0, 2, 0xC0, 0x01, 0x12, 0xB7, 0x00, kUdpLen, 0x00, 0x00};
+}
+
+Bytes transport() {
+  Bytes t = kBth;
+  t.insert(t.end(), kMeth.begin(), kMeth.end());
+  return t;
+}
+
+// The byte string the rule says the CRC covers, written out field by field.
+Bytes masked_ipv6_string() {
+  Bytes s(8, 0xFF);                                      // masked LRH
+  const Bytes ip = {0x6F, 0xFF, 0xFF, 0xFF,              // version | TC, flow label -> ones
+                    0x00, kUdpLen, 17, 0xFF};            // payload length, NH, hop limit -> ones
+  s.insert(s.end(), ip.begin(), ip.end());
+  const Bytes full = ipv6_udp();
+  s.insert(s.end(), full.begin() + 8, full.begin() + 40);  // addresses as they are
+  const Bytes udp = {0xC0, 0x01, 0x12, 0xB7, 0x00, kUdpLen, 0xFF, 0xFF};  // checksum -> ones
+  s.insert(s.end(), udp.begin(), udp.end());
+  Bytes bth = kBth;
+  bth[4] = 0xFF;                                         // resv8a -> ones
+  s.insert(s.end(), bth.begin(), bth.end());
+  s.insert(s.end(), kMeth.begin(), kMeth.end());
+  const Bytes pl = bytes_of("123456789");
+  s.insert(s.end(), pl.begin(), pl.end());
+  return s;
+}
+
+Bytes masked_ipv4_string() {
+  Bytes s(8, 0xFF);
+  const Bytes ip = {0x45, 0xFF, 0x00, 20 + kUdpLen,      // TOS -> ones
+                    0x12, 0x34, 0x40, 0x00,              // id, flags/fragment kept
+                    0xFF, 17, 0xFF, 0xFF,                // TTL, checksum -> ones
+                    10, 0, 0, 1, 10, 0, 0, 2,
+                    0xC0, 0x01, 0x12, 0xB7, 0x00, kUdpLen, 0xFF, 0xFF};
+  s.insert(s.end(), ip.begin(), ip.end());
+  Bytes bth = kBth;
+  bth[4] = 0xFF;
+  s.insert(s.end(), bth.begin(), bth.end());
+  s.insert(s.end(), kMeth.begin(), kMeth.end());
+  const Bytes pl = bytes_of("123456789");
+  s.insert(s.end(), pl.begin(), pl.end());
+  return s;
+}
+
+TEST(Icrc, MaskedLrhSeedIsTheKnownConstant) {
+  // rxe (drivers/infiniband/sw/rxe/rxe_icrc.c) starts its CRC from this
+  // state: 0xFFFFFFFF advanced over eight 0xFF bytes.
+  EXPECT_EQ(crc32_update(0xFFFFFFFFu, Bytes(8, 0xFF)), 0xDEBB20E3u);
+}
+
+TEST(Icrc, Ipv6KnownAnswer) {
+  const Bytes pl = bytes_of("123456789");
+  // zlib.crc32 of masked_ipv6_string(), computed outside this code base.
+  EXPECT_EQ(icrc(ipv6_udp(), transport(), pl).value(), 0x13D93F5Bu);
+  EXPECT_EQ(icrc(ipv6_udp(), transport(), pl).value(), reference_crc32(masked_ipv6_string()));
+}
+
+TEST(Icrc, Ipv4KnownAnswer) {
+  const Bytes pl = bytes_of("123456789");
+  EXPECT_EQ(icrc(ipv4_udp(), transport(), pl).value(), 0x8BB3A157u);
+  EXPECT_EQ(icrc(ipv4_udp(), transport(), pl).value(), reference_crc32(masked_ipv4_string()));
+}
+
+TEST(Icrc, RandomPacketsEqualCrcOfMaskedConcatenation) {
   Prng rng(11);
-  Bytes hdr = kBth;
-  for (int i = 0; i < 24; ++i) hdr.push_back(static_cast<uint8_t>(rng.next_u64()));
-  Bytes payload(1000);
-  for (auto& x : payload) x = static_cast<uint8_t>(rng.next_u64());
-  Bytes masked = hdr;
-  masked[4] = 0xFF;
-  Bytes all(8, 0xFF);
-  all.insert(all.end(), masked.begin(), masked.end());
-  all.insert(all.end(), payload.begin(), payload.end());
-  EXPECT_EQ(icrc(hdr, payload), reference_crc32(all));
+  for (int round = 0; round < 50; ++round) {
+    const bool v6 = round % 2 == 0;
+    Bytes ip = v6 ? ipv6_udp() : ipv4_udp();
+    for (size_t i = 1; i < ip.size(); ++i) ip[i] = static_cast<uint8_t>(rng.next_u64());
+    Bytes t(Bth::kSize + rng.below(40));
+    for (auto& x : t) x = static_cast<uint8_t>(rng.next_u64());
+    Bytes payload(rng.below(2000));
+    for (auto& x : payload) x = static_cast<uint8_t>(rng.next_u64());
+    Bytes m = ip;
+    if (v6) {
+      m[0] = 0x6F;
+      m[1] = m[2] = m[3] = m[7] = 0xFF;
+    } else {
+      m[1] = m[8] = m[10] = m[11] = 0xFF;
+    }
+    const size_t u = v6 ? 40 : 20;
+    m[u + 6] = m[u + 7] = 0xFF;
+    Bytes all(8, 0xFF);
+    all.insert(all.end(), m.begin(), m.end());
+    const size_t bth_at = all.size();
+    all.insert(all.end(), t.begin(), t.end());
+    all[bth_at + 4] = 0xFF;
+    all.insert(all.end(), payload.begin(), payload.end());
+    ASSERT_EQ(icrc(ip, t, payload).value(), reference_crc32(all)) << round;
+  }
 }
 
-TEST(Icrc, SplitBetweenHeadersAndPayloadDoesNotMatter) {
+TEST(Icrc, SplitBetweenTransportAndPayloadDoesNotMatter) {
   Bytes pkt = kBth;
   for (int i = 0; i < 60; ++i) pkt.push_back(static_cast<uint8_t>(i * 13));
-  const uint32_t want = icrc(std::span<const uint8_t>(pkt.data(), 12),
-                             std::span<const uint8_t>(pkt.data() + 12, pkt.size() - 12));
+  const auto ip = ipv6_udp();
+  const uint32_t want = icrc(ip, std::span<const uint8_t>(pkt.data(), 12),
+                             std::span<const uint8_t>(pkt.data() + 12, pkt.size() - 12))
+                            .value();
   for (size_t h = Bth::kSize; h <= pkt.size(); ++h) {
-    EXPECT_EQ(icrc(std::span<const uint8_t>(pkt.data(), h),
-                   std::span<const uint8_t>(pkt.data() + h, pkt.size() - h)),
+    EXPECT_EQ(icrc(ip, std::span<const uint8_t>(pkt.data(), h),
+                   std::span<const uint8_t>(pkt.data() + h, pkt.size() - h))
+                  .value(),
               want)
         << h;
   }
 }
 
-TEST(Icrc, MasksOnlyBthReservedByte) {
-  Bytes hdr = kBth;
-  hdr.resize(40, 0x11);
-  const Bytes payload(64, 0x22);
-  const uint32_t base = icrc(hdr, payload);
-  // Byte 4 of BTH may change in flight: any value gives the same ICRC.
-  for (unsigned v = 0; v < 256; ++v) {
-    Bytes h = hdr;
-    h[4] = static_cast<uint8_t>(v);
-    ASSERT_EQ(icrc(h, payload), base) << v;
-  }
-  // Every other bit is covered: a CRC catches any single-bit flip.
-  for (size_t i = 0; i < hdr.size(); ++i) {
-    if (i == 4) continue;
+// Flips every bit of the IP+UDP bytes and of the BTH, one at a time: a bit in
+// a masked byte (or masked nibble) must leave the ICRC alone, any other bit
+// must change it.
+void check_masking(const Bytes& ip_udp, const std::vector<uint8_t>& mask_of_byte) {
+  const Bytes t = transport();
+  const Bytes pl = bytes_of("123456789");
+  const uint32_t base = icrc(ip_udp, t, pl).value();
+  for (size_t i = 0; i < ip_udp.size(); ++i) {
     for (int bit = 0; bit < 8; ++bit) {
-      Bytes h = hdr;
-      h[i] = static_cast<uint8_t>(h[i] ^ (1u << bit));
-      ASSERT_NE(icrc(h, payload), base) << "header byte " << i << " bit " << bit;
+      Bytes b = ip_udp;
+      b[i] = static_cast<uint8_t>(b[i] ^ (1u << bit));
+      const auto r = icrc(b, t, pl);
+      if (!r.ok()) {  // changed the version nibble or IHL: not an ICRC input any more
+        EXPECT_EQ(i, 0u);
+        continue;
+      }
+      const bool masked = (mask_of_byte[i] >> bit) & 1u;
+      if (masked)
+        EXPECT_EQ(*r, base) << "masked byte " << i << " bit " << bit;
+      else
+        EXPECT_NE(*r, base) << "covered byte " << i << " bit " << bit;
     }
   }
-  for (size_t i = 0; i < payload.size(); ++i) {
-    Bytes p = payload;
-    p[i] = static_cast<uint8_t>(p[i] ^ 0x80u);
-    ASSERT_NE(icrc(hdr, p), base) << "payload byte " << i;
+  for (size_t i = 0; i < t.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      Bytes b = t;
+      b[i] = static_cast<uint8_t>(b[i] ^ (1u << bit));
+      if (i == 4)
+        EXPECT_EQ(icrc(ip_udp, b, pl).value(), base) << "BTH resv8a bit " << bit;
+      else
+        EXPECT_NE(icrc(ip_udp, b, pl).value(), base) << "transport byte " << i << " bit " << bit;
+    }
   }
+  for (size_t i = 0; i < pl.size(); ++i) {
+    Bytes p = pl;
+    p[i] = static_cast<uint8_t>(p[i] ^ 0x01u);
+    EXPECT_NE(icrc(ip_udp, t, p).value(), base) << "payload byte " << i;
+  }
+}
+
+TEST(Icrc, Ipv6MasksTrafficClassFlowLabelHopLimitAndUdpChecksum) {
+  std::vector<uint8_t> mask(48, 0x00);
+  mask[0] = 0x0F;                       // traffic class high nibble
+  mask[1] = mask[2] = mask[3] = 0xFF;   // traffic class low nibble + flow label
+  mask[7] = 0xFF;                       // hop limit
+  mask[46] = mask[47] = 0xFF;           // UDP checksum
+  check_masking(ipv6_udp(), mask);
+}
+
+TEST(Icrc, Ipv4MasksTosTtlChecksumAndUdpChecksum) {
+  std::vector<uint8_t> mask(28, 0x00);
+  mask[1] = 0xFF;                       // TOS
+  mask[8] = 0xFF;                       // TTL
+  mask[10] = mask[11] = 0xFF;           // header checksum
+  mask[26] = mask[27] = 0xFF;           // UDP checksum
+  check_masking(ipv4_udp(), mask);
+}
+
+TEST(Icrc, RejectsWhatIsNotOneIpHeaderPlusUdp) {
+  const Bytes t = transport();
+  EXPECT_EQ(icrc(Bytes{}, t, {}).error(), Errc::invalid_argument);
+  Bytes v6 = ipv6_udp();
+  EXPECT_EQ(icrc(Bytes(v6.begin(), v6.end() - 1), t, {}).error(), Errc::invalid_argument);
+  v6.push_back(0);
+  EXPECT_EQ(icrc(v6, t, {}).error(), Errc::invalid_argument);
+  Bytes v4 = ipv4_udp();
+  v4[0] = 0x46;  // IHL 6: options
+  EXPECT_EQ(icrc(v4, t, {}).error(), Errc::invalid_argument);
+  v4[0] = 0x55;  // version 5
+  EXPECT_EQ(icrc(v4, t, {}).error(), Errc::invalid_argument);
+  // A 48-byte span that is not IPv6, a 28-byte one that is not IPv4.
+  Bytes not6 = ipv6_udp();
+  not6[0] = 0x45;
+  EXPECT_EQ(icrc(not6, t, {}).error(), Errc::invalid_argument);
+  EXPECT_EQ(icrc(ipv4_udp(), Bytes(kBth.begin(), kBth.end() - 1), {}).error(),
+            Errc::invalid_argument);
+}
+
+TEST(Icrc, TravelsLeastSignificantByteFirst) {
+  uint8_t b[4];
+  put_icrc(0x13D93F5Bu, b);
+  EXPECT_EQ(b[0], 0x5B);
+  EXPECT_EQ(b[1], 0x3F);
+  EXPECT_EQ(b[2], 0xD9);
+  EXPECT_EQ(b[3], 0x13);
+  EXPECT_EQ(get_icrc(b), 0x13D93F5Bu);
   EXPECT_EQ(kIcrcBytes, 4u);
+  // The same order as a CRC-32 trailer: running the CRC over data + trailer
+  // leaves the CRC-32 residue (0x2144DF1C after the final inversion).
+  Bytes d = bytes_of("123456789");
+  const uint32_t c = ~crc32_update(0xFFFFFFFFu, d);
+  uint8_t t[4];
+  put_icrc(c, t);
+  d.insert(d.end(), t, t + 4);
+  EXPECT_EQ(~crc32_update(0xFFFFFFFFu, d), 0x2144DF1Cu);
 }
 
 }  // namespace
