@@ -50,6 +50,8 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.rc_ack_delay: must be > 0 (default 1 us)");
   if (p.cnp_interval < Duration{})
     return reject(why, "protocol.cnp_interval: must be >= 0 (default 50 us; 0 = a CNP per marked packet)");
+  if (p.skip_max < Duration{})
+    return reject(why, "protocol.skip_max: must be >= 0 (0 = no time cap, one rotation)");
   if (p.tail_probes > 16)
     return reject(why, "protocol.tail_probes: must be 0..16 (default 3)");
   if (p.ep_reply_burst == 0)

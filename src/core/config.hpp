@@ -33,6 +33,13 @@ struct ProtocolConfig {
   uint32_t reorder_packets = 3;
   /// ... and it has been in flight longer than base_rtt + this allowance.
   Duration reorder_allowance = Duration::us(5);
+  /// A SKIP EV is passed over once in its port's rotation, or only until it
+  /// has been SKIP this long if that comes first. The reference recommends
+  /// a cap of one base RTT (section 8, item 7); the default here is no cap
+  /// (0), a measured deviation: with 32 active EVs per port a rotation
+  /// takes longer than a base RTT, and the cap sent traffic back onto
+  /// congested paths early (docs/architecture.md, "Deviations").
+  Duration skip_max{};
   /// Tail loss probes per silence (RFC 8985's TLP, one each probe timeout,
   /// doubling) before the ACK timeout takes over; 0 = none.
   uint32_t tail_probes = 3;

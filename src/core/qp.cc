@@ -235,6 +235,7 @@ void Qp::reset_state() {
   ooo_count_ = bytes_since_sack_ = 0;
   rcvd_reported_ = rcvd_credited_ = acked_bytes_ = 0;
   tail_probe_psn_ = 0;
+  oor_window_ = 0;
   peer_mpr_ = 0;
   sack_pending_ = probe_due_ = reverse_probe_due_ = false;
   rc_resend_ = rc_epsn_ = 0;
@@ -387,7 +388,7 @@ void Qp::flush_ev_events() {
   // filtered by the profile's event mask (reference 4.10).
   const EvProfile& evp = ep_.ev_profiles_.at(attr_.ev_profile_id);
   for (EvEvent& e : ev_events_) {
-    const bool wanted = (e.to == EvState::good && evp.event_on_good) ||
+    const bool wanted = (e.held && evp.event_on_assumed_bad) || (e.to == EvState::good && evp.event_on_good) ||
                         (e.to == EvState::assumed_bad && evp.event_on_assumed_bad) ||
                         e.to == EvState::denied || e.from == EvState::denied;
     if (!wanted) continue;

@@ -345,6 +345,7 @@ class Qp {
   uint64_t rcvd_credited_ = 0;   ///< ... of which credited to the controller
   uint64_t acked_bytes_ = 0;     ///< nominal bytes of every PSN acknowledged
   uint8_t peer_mpr_ = 0;         ///< dynamic MPR last advertised (0 = none)
+  uint64_t oor_window_ = 0;      ///< window (PSNs) a PSN_OOR_WINDOW NACK implied (0 = none)
   bool probe_due_ = false;
   bool reverse_probe_due_ = false;
   Time last_delivery_;           ///< last SACK that confirmed one of our EVs

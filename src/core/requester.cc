@@ -22,7 +22,8 @@ uint64_t Qp::window_psns() const {
   // Dynamic MPR (reference 3.4): follow the responder's advertised window
   // when both sides enabled it.
   if ((attr_.cap & qp_cap::kDynamicMpr) && peer_mpr_ != 0) mpr = std::min<uint64_t>(mpr, peer_mpr_);
-  return mpr * kMprUnit;
+  const uint64_t w = mpr * kMprUnit;
+  return oor_window_ ? std::min(w, oor_window_) : w;
 }
 
 Qp::SendMsg* Qp::msg_by_msn(uint64_t msn) {
@@ -142,10 +143,21 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   if ((path_->sendable_ports() & port_mask) == 0) return SendResult::ports_busy;
 
   // 2. Retransmissions, oldest first, each on an EV other than the one that lost it.
+  size_t beyond_window = 0;
   while (!rtx_q_.empty()) {
     const uint64_t psn = rtx_q_.front();
     if (psn < snd_una_ || acked_.test(psn) || rec(psn).state != PktState::lost) {
       rtx_q_.pop_front();
+      continue;
+    }
+    if (psn - snd_una_ >= window_psns()) {
+      // Dynamic MPR shrank the responder's window below this PSN (reference
+      // 3.4): it waits at the back until the window reaches it. The oldest
+      // unacknowledged PSN is always inside, so something stays sendable or
+      // in flight.
+      if (++beyond_window > rtx_q_.size()) break;
+      rtx_q_.pop_front();
+      rtx_q_.push_back(psn);
       continue;
     }
     SendRecord& r = rec(psn);
@@ -317,7 +329,10 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
     return;
   }
   ++stats_.sacks_received;
-  if (s.mpr != 0) peer_mpr_ = s.mpr;
+  if (s.mpr != 0) {
+    peer_mpr_ = s.mpr;
+    oor_window_ = 0;  // the responder said what its window is
+  }
 
   // The triggering packet: its EV gets the path verdict, its timestamp the RTT.
   bool rtt_valid = false;
@@ -461,6 +476,14 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     return;
   }
   if (r.state != PktState::inflight) return;  // already being recovered
+  if (code == wire::NackCode::psn_oor_window) {
+    // The responder's window ends at or below this PSN (a dynamic-MPR
+    // shrink no SACK has told us of yet, or an MPR above its MPR_DEST).
+    // Until a SACK says otherwise, stay below it, or this PSN and the ones
+    // after it would be resent into the same refusal over and over.
+    const uint64_t limit = std::max<uint64_t>(kMprUnit, (psn - snd_una_) / kMprUnit * kMprUnit);
+    oor_window_ = oor_window_ ? std::min(oor_window_, limit) : limit;
+  }
   if (code == wire::NackCode::trimmed && r.ev != path::PathPolicy::kNone) path_->on_trimmed(now, r.ev);
   cc::NackInfo ni;
   ni.now = now;

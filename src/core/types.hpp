@@ -153,6 +153,11 @@ struct EvEvent {
   EvState from = EvState::good;
   EvState to = EvState::good;
   uint32_t drop_count = 0;  ///< losses attributed to this EV since its last event
+  /// A demotion to ASSUMED_BAD was refused because it would leave fewer
+  /// than ev_min_active usable EVs (reference 8, item 9): `from` == `to`,
+  /// the EV stays in service. Reported once until the EV leaves service,
+  /// when the profile asks for ASSUMED_BAD events.
+  bool held = false;
 };
 
 /// A peer reported its port status (reference 4.7), or a local port changed.

@@ -50,7 +50,7 @@ struct Pair {
   std::vector<Sent> log;
   std::vector<Event> events_a, events_b;
 
-  explicit Pair(uint8_t retry_exp = 25, uint8_t retry_linear = 7, EndpointConfig cfg = {}) {
+  explicit Pair(uint8_t retry_exp = 25, uint8_t retry_linear = 7, EndpointConfig cfg = {}, uint32_t cap = 0) {
     cfg.ports.assign(2, PortConfig{});
     cfg.seed = 11;
     a = make_ep(cfg);
@@ -61,12 +61,12 @@ struct Pair {
     dst_mr = *b->reg_mr(reinterpret_cast<uint64_t>(dst.data()), dst.size(), access::kRemoteWrite);
     qa = *a->create_qp(QpInit{});
     qb = *b->create_qp(QpInit{});
-    connect(*a, qa, qb, kHostB, 0x100, 0x200, retry_exp, retry_linear);
-    connect(*b, qb, qa, kHostA, 0x200, 0x100, retry_exp, retry_linear);
+    connect(*a, qa, qb, kHostB, 0x100, 0x200, retry_exp, retry_linear, cap);
+    connect(*b, qb, qa, kHostA, 0x200, 0x100, retry_exp, retry_linear, cap);
   }
 
   void connect(Endpoint& e, uint32_t q, uint32_t dest, uint64_t peer, uint32_t sq, uint32_t rq, uint8_t rexp,
-               uint8_t rlin) {
+               uint8_t rlin, uint32_t cap) {
     namespace qa_ = qp_attr;
     QpAttr at;
     at.state = QpState::init;
@@ -76,9 +76,10 @@ struct Pair {
     at.rq_psn = rq;
     at.peer = peer;
     at.path_mtu = kMtu;
+    at.cap = cap;
     ASSERT_TRUE(e.modify_qp(now, q, at,
                             qa_::kState | qa_::kDestQpn | qa_::kRqPsn | qa_::kPeer | qa_::kPathMtu |
-                                qa_::kMaxWimmDest | qa_::kMprDest)
+                                qa_::kMaxWimmDest | qa_::kMprDest | qa_::kCap)
                     .ok());
     at.state = QpState::rts;
     at.sq_psn = sq;
@@ -636,6 +637,109 @@ TEST(Keys, AFlushedWriteReleasesItsRegion) {
   at.state = QpState::error;
   ASSERT_TRUE(p.a->modify_qp(p.now, p.qa, at, qp_attr::kState).ok());
   EXPECT_TRUE(p.a->dereg_mr(p.src_mr.lkey).ok());
+}
+
+// ------------------------------------------------------------- protocol points
+
+TEST(ProtocolPoints, AnUnknownNackReasonIsDroppedAsMalformed) {
+  Pair p;
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  p.drain(kHostA);  // A's packets go out (and B answers) before the NACK
+  const Sent* d = p.last(kHostA, wire::Opcode::write_middle);
+  ASSERT_NE(d, nullptr);
+  wire::Parsed dp;
+  ASSERT_TRUE(wire::parse_into(d->bytes, dp));
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = dp.h.bth.psn;
+  h.neth.reason = 0x33;  // no such code
+  h.neth.nack_psn = dp.h.bth.psn;
+  h.neth.reflected_ts = dp.h.tseth.timestamp;
+  const uint64_t before = p.a->stats().rx_malformed;
+  p.inject(kHostA, kHostB, encode(h), 0);
+  EXPECT_EQ(p.a->stats().rx_malformed - before, 1u);
+  EXPECT_EQ(p.qp_a().stats().nacks_received, 0u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+}
+
+TEST(ProtocolPoints, TheResponderOrdersWriteImmCompletionsByPsnNotMeth) {
+  // Pins a documented choice (docs/architecture.md): the responder never
+  // reads METH's MSN and RQMSN. Completions follow PSN order, which is
+  // message order, so scrambling METH on the wire changes nothing.
+  Pair p;
+  p.filter = [](const Sent& s) {
+    if (s.from == kHostA && (s.bytes[0] & 0xE0) == 0xC0) {  // MRC data: METH follows BTH
+      auto& b = const_cast<Bytes&>(s.bytes);
+      for (size_t i = 12; i < 16; ++i) b[i] = static_cast<uint8_t>(b[i] * 31 + 7);
+    }
+    return true;
+  };
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(p.b->post_recv(p.qb, RecvWr{100 + i}).ok());
+  for (uint32_t i = 0; i < 3; ++i) {
+    SendWr wr;
+    wr.wr_id = i;
+    wr.opcode = WrOpcode::rdma_write_with_imm;
+    wr.local_addr = p.src_mr.addr + i * 8 * kMtu;
+    wr.lkey = p.src_mr.lkey;
+    wr.length = 8 * kMtu;
+    wr.remote_addr = p.dst_mr.addr + i * 8 * kMtu;
+    wr.rkey = p.dst_mr.rkey;
+    wr.imm = 0xA0 + i;
+    ASSERT_TRUE(p.a->post_send(p.now, p.qa, wr).ok());
+  }
+  ASSERT_TRUE(p.run_until([&] { return p.completed(2); }, Duration::ms(2)));
+  std::vector<uint32_t> imms;
+  for (const Event& e : p.events_b)
+    if (auto* wc = std::get_if<WorkCompletion>(&e); wc && wc->with_imm) {
+      EXPECT_EQ(wc->status, WcStatus::success);
+      imms.push_back(wc->imm);
+    }
+  EXPECT_EQ(imms, (std::vector<uint32_t>{0xA0, 0xA1, 0xA2}));
+  EXPECT_TRUE(p.data_arrived(24 * kMtu));
+}
+
+TEST(ProtocolPoints, RetransmissionsWaitForAWindowThatDynamicMprShrank) {
+  // Reference 3.4: when the responder shrinks its window, the requester
+  // delays retransmissions that would fall outside it, as it pauses new
+  // data. PSN +10 is lost, which holds the window's base, and so are
+  // +300..+309 far above it; then B shrinks its window to 128 PSNs. New
+  // data already on its way when B shrank may be refused (a race the
+  // reference accepts); a retransmission never may.
+  Pair p(25, 7, EndpointConfig{}, qp_cap::kDynamicMpr);
+  std::vector<bool> seen(4096, false);
+  uint64_t rtx_refused = 0, rtx_sent = 0, oor_before = 0;
+  bool last_rtx = false;
+  auto account = [&] {
+    if (last_rtx && p.b->stats().rx_psn_out_of_window > oor_before) ++rtx_refused;
+    last_rtx = false;
+  };
+  p.filter = [&](const Sent& s) {
+    account();
+    if (s.from != kHostA || (s.bytes[0] & 0xE0) != 0xC0) return true;
+    const uint32_t off = ((uint32_t{s.bytes[9]} << 16) | (uint32_t{s.bytes[10]} << 8) | s.bytes[11]) - 0x100;
+    const bool first = off < seen.size() && !seen[off];
+    if (off < seen.size()) seen[off] = true;
+    if (!first) {
+      last_rtx = true;
+      ++rtx_sent;
+      oor_before = p.b->stats().rx_psn_out_of_window;
+    }
+    return !(first && (off == 10 || (off >= 300 && off < 310)));
+  };
+  ASSERT_TRUE(p.write(1, 400 * kMtu).ok());
+  while (!seen[0x140]) p.step();
+  ASSERT_TRUE(p.b->set_mpr_dest(p.qb, 1).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(5)));
+  account();
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(400 * kMtu));
+  EXPECT_GE(rtx_sent, 11u);
+  EXPECT_EQ(rtx_refused, 0u) << "a retransmission went past the shrunk window";
+  // One resend per lost or refused packet (plus the tail probes): no loop
+  // of resends into the same refusal.
+  EXPECT_LE(p.qp_a().stats().retransmissions, 10 + 1 + p.b->stats().rx_psn_out_of_window + 3);
 }
 
 }  // namespace

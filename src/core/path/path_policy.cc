@@ -19,6 +19,7 @@ PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const Proto
       by_port_(num_ports),
       control_(num_ports, std::vector<int>(std::max<uint32_t>(1, proto.reverse_evs_per_port), kNone)),
       control_pos_(num_ports, 0) {
+  if (proto_.skip_max == Duration{}) proto_.skip_max = Duration::infinite();
   slots_.reserve(evs.size());
   for (const EvEntry& e : evs) {
     EvSlot s;
@@ -84,9 +85,10 @@ uint32_t PathPolicy::usable_active() const {
   return n;
 }
 
-void PathPolicy::emit(Time now, int slot, EvState from, EvState to) {
+void PathPolicy::emit(Time now, int slot, EvState from, EvState to, bool held) {
   EvSlot& s = slots_[static_cast<size_t>(slot)];
   EvEvent ev;
+  ev.held = held;
   ev.at = now;
   ev.ev = s.value;
   ev.port = s.port;
@@ -217,7 +219,7 @@ class MrcPathPolicy final : public PathPolicy {
     }
   }
 
-  int select(Time, uint32_t port_mask, int avoid) override {
+  int select(Time now, uint32_t port_mask, int avoid) override {
     const uint32_t ports = port_mask & sendable_ports();
     if (ports == 0) return kNone;
     // Round-robin over the candidate ports, starting after the last one used.
@@ -227,7 +229,7 @@ class MrcPathPolicy final : public PathPolicy {
     for (uint32_t k = 0; k < num_ports_; ++k) {
       const uint32_t p = (rr_port_ + k) % num_ports_;
       if (!(ports >> p & 1u)) continue;
-      const int s = next_in_rotation(p, avoid);
+      const int s = next_in_rotation(now, p, avoid);
       if (s == kNone) continue;
       if (s == avoid) {
         if (only_avoid_port < 0) only_avoid_port = static_cast<int>(p);
@@ -253,6 +255,7 @@ class MrcPathPolicy final : public PathPolicy {
     if (mark == wire::Mark::skip_once) {
       if (s.state == EvState::good) {
         s.state = EvState::skip;
+        health_[static_cast<size_t>(slot)].skipped_at = now;
         ++stats_.skips;
       }
       if (s.marks_in_row < 255) ++s.marks_in_row;
@@ -265,10 +268,11 @@ class MrcPathPolicy final : public PathPolicy {
     }
   }
 
-  void on_trimmed(Time, int slot) override {
+  void on_trimmed(Time now, int slot) override {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
     if (s.state == EvState::good) {
       s.state = EvState::skip;
+      health_[static_cast<size_t>(slot)].skipped_at = now;
       ++stats_.skips;
     }
   }
@@ -371,7 +375,7 @@ class MrcPathPolicy final : public PathPolicy {
   // the oldest backup, which takes the packet (see swap_with_backup). With
   // a large active set this needs a mark on every active EV within one
   // rotation: widespread congestion, where the swap costs nothing.
-  int next_in_rotation(uint32_t p, int avoid) {
+  int next_in_rotation(Time now, uint32_t p, int avoid) {
     Rotation& r = rot_[p];
     if (r.dirty && r.pos >= r.order.size()) reshuffle(p);
     const size_t n = std::max<size_t>(r.order.size(), active_[p].size());
@@ -383,6 +387,13 @@ class MrcPathPolicy final : public PathPolicy {
       const int s = r.order[r.pos++];
       EvSlot& e = slots_[static_cast<size_t>(s)];
       if (!e.active || e.port != p) continue;
+      if (e.state == EvState::skip && proto_.skip_max != Duration::infinite() &&
+          now - health_[static_cast<size_t>(s)].skipped_at >= proto_.skip_max) {
+        // SKIP lapses after one rotation or skip_max, whichever comes first
+        // (reference 8, item 7): a slow rotation must not keep an EV out of
+        // service long after the congestion that marked it.
+        e.state = EvState::good;
+      }
       if (e.state == EvState::skip) {
         e.state = EvState::good;
         if (fallback == kNone) fallback = s;
@@ -496,7 +507,15 @@ class MrcPathPolicy final : public PathPolicy {
       const bool replaced = !backup_[s.port].empty();
       const uint32_t after = usable_active() - (replaced ? 0 : 1);
       if (after < opt_.ev_min_active || after == 0) {
+        // Kept in service, and the controller is told once (reference 8,
+        // item 9): an event with the state unchanged and `held` set, until
+        // the EV does leave service.
         ++stats_.min_active_holds;
+        EvHealth& hh = health_[static_cast<size_t>(slot)];
+        if (!hh.hold_reported) {
+          hh.hold_reported = true;
+          emit(now, slot, s.state, s.state, true);
+        }
         return;
       }
     }
@@ -504,6 +523,7 @@ class MrcPathPolicy final : public PathPolicy {
     leave_service(slot);
     s.state = EvState::assumed_bad;
     EvHealth& h = health_[static_cast<size_t>(slot)];
+    h.hold_reported = false;
     h.good_probes = 0;
     h.probe_outstanding = false;
     h.probe_backoff = proto_.probe_interval;
@@ -524,6 +544,8 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     h.good_probes = 0;
     h.probe_outstanding = false;
+    h.hold_reported = false;
+    h.skipped_at = now;
     h.next_probe = Time::never();
     backup_[s.port].push_back(static_cast<uint16_t>(slot));
     promote(s.port);

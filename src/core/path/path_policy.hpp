@@ -50,7 +50,9 @@ struct EvHealth {
   bool probe_outstanding = false;
   bool answer_expected = false; ///< a probe left on this EV and was not answered yet
   uint16_t probe_ts = 0;        ///< its TSETH-resolution timestamp
+  bool hold_reported = false;   ///< an ev_min_active hold was reported (until it leaves service)
   Time probe_sent_at;
+  Time skipped_at;              ///< when it last went to SKIP
   uint32_t drops = 0;           ///< losses since the last event for this EV
   Duration probe_backoff;
   Time next_probe = Time::never();
@@ -158,7 +160,7 @@ class PathPolicy {
 
  protected:
   virtual void on_port_mask_changed() {}
-  void emit(Time now, int slot, EvState from, EvState to);
+  void emit(Time now, int slot, EvState from, EvState to, bool held = false);
   bool control_usable(int slot) const;
   int pick_control(uint8_t port, int avoid);
 

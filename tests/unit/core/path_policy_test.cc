@@ -494,7 +494,16 @@ TEST_F(PolicyTest, EvMinActiveStopsRetiring) {
   EXPECT_EQ(pp->stats().promotions, 0u);
   EXPECT_EQ(pp->count(EvState::assumed_bad), 2u);
   EXPECT_EQ(pp->count(EvState::good), 6u);
-  EXPECT_EQ(events.size(), 2u);
+  // Two retirements, and one held event for each of the six EVs kept in
+  // service (reference 8, item 9: keep it GOOD and raise an event).
+  ASSERT_EQ(events.size(), 8u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_FALSE(events[i].held);
+  for (size_t i = 2; i < 8; ++i) {
+    EXPECT_TRUE(events[i].held);
+    EXPECT_EQ(events[i].from, EvState::good);
+    EXPECT_EQ(events[i].to, EvState::good);
+    EXPECT_EQ(events[i].ev, pp->slot(static_cast<int>(i)).value);
+  }
   // The first two were retired; the rest stay GOOD and active.
   EXPECT_EQ(pp->slot(0).state, EvState::assumed_bad);
   EXPECT_EQ(pp->slot(1).state, EvState::assumed_bad);
@@ -502,10 +511,44 @@ TEST_F(PolicyTest, EvMinActiveStopsRetiring) {
     EXPECT_EQ(pp->slot(i).state, EvState::good) << i;
     EXPECT_TRUE(pp->slot(i).active) << i;
   }
-  // Another loss on a held EV is refused again.
+  // Another loss on a held EV is refused again, and not reported twice.
   pp->on_lost(t0, 5);
   EXPECT_EQ(pp->stats().min_active_holds, 7u);
   EXPECT_EQ(pp->usable_active(), 6u);
+  EXPECT_EQ(events.size(), 8u);
+}
+
+TEST_F(PolicyTest, SkipLapsesAfterOneRotationOrSkipMax) {
+  EvProfile p;
+  p.ev_count = 8;
+  p.active_count = 8;
+  p.ev_min_active = 1;
+  // Default: no time cap, one rotation.
+  {
+    auto pp = make(p, 1);
+    const int s = pp->select(t0, 0b1, kNone);
+    pp->on_delivered(t0, s, wire::Mark::skip_once);
+    ASSERT_EQ(pp->slot(s).state, EvState::skip);
+    std::vector<int> picks;
+    for (int k = 0; k < 16; ++k) picks.push_back(pp->select(t0 + Duration::ms(1), 0b1, kNone));
+    // Passed over once however late, then used again.
+    EXPECT_EQ(std::count(picks.begin(), picks.end(), s), 1);
+  }
+  // With skip_max, a SKIP older than it is used at its turn.
+  proto.skip_max = Duration::us(5);
+  {
+    auto pp = make(p, 1);
+    const int s = pp->select(t0, 0b1, kNone);
+    pp->on_delivered(t0, s, wire::Mark::skip_once);
+    std::vector<int> picks;
+    for (int k = 0; k < 16; ++k) picks.push_back(pp->select(t0 + Duration::us(6), 0b1, kNone));
+    EXPECT_EQ(std::count(picks.begin(), picks.end(), s), 2);
+    // A fresh mark within skip_max is still passed over.
+    pp->on_delivered(t0 + Duration::us(6), s, wire::Mark::skip_once);
+    picks.clear();
+    for (int k = 0; k < 8; ++k) picks.push_back(pp->select(t0 + Duration::us(7), 0b1, kNone));
+    EXPECT_EQ(std::count(picks.begin(), picks.end(), s), 0);
+  }
 }
 
 TEST_F(PolicyTest, EvMinActiveCountsOnlyUsablePorts) {
