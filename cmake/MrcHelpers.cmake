@@ -19,7 +19,8 @@ if(MRC_ENABLE_ASAN)
   target_link_options(mrc_build_flags INTERFACE -fsanitize=address)
 endif()
 if(MRC_ENABLE_UBSAN)
-  target_compile_options(mrc_build_flags INTERFACE -fsanitize=undefined -fno-sanitize-recover=undefined)
+  # Any UB report aborts the process, so ctest sees a failure instead of a log line.
+  target_compile_options(mrc_build_flags INTERFACE -fsanitize=undefined -fno-sanitize-recover=all)
   target_link_options(mrc_build_flags INTERFACE -fsanitize=undefined)
 endif()
 
