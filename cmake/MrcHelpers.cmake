@@ -9,12 +9,18 @@ target_compile_options(mrc_build_flags INTERFACE
 if(MRC_WERROR)
   target_compile_options(mrc_build_flags INTERFACE -Werror)
 endif()
+if(MRC_ENABLE_ASSERTS)
+  # RelWithDebInfo/Release put -DNDEBUG in CMAKE_CXX_FLAGS_<CONFIG>; the target
+  # options come later on the command line, so -UNDEBUG wins and assert() stays.
+  target_compile_options(mrc_build_flags INTERFACE -UNDEBUG)
+endif()
 if(MRC_ENABLE_ASAN)
   target_compile_options(mrc_build_flags INTERFACE -fsanitize=address -fno-omit-frame-pointer)
   target_link_options(mrc_build_flags INTERFACE -fsanitize=address)
 endif()
 if(MRC_ENABLE_UBSAN)
-  target_compile_options(mrc_build_flags INTERFACE -fsanitize=undefined -fno-sanitize-recover=undefined)
+  # Any UB report aborts the process, so ctest sees a failure instead of a log line.
+  target_compile_options(mrc_build_flags INTERFACE -fsanitize=undefined -fno-sanitize-recover=all)
   target_link_options(mrc_build_flags INTERFACE -fsanitize=undefined)
 endif()
 

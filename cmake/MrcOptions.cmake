@@ -12,4 +12,5 @@ option(MRC_BUILD_BENCH "Build the Google Benchmark micro-benchmarks" ${_mrc_top}
 option(MRC_BUILD_FUZZ "Build the libFuzzer targets (needs clang)" OFF)
 option(MRC_ENABLE_ASAN "Build with AddressSanitizer" OFF)
 option(MRC_ENABLE_UBSAN "Build with UndefinedBehaviorSanitizer" OFF)
+option(MRC_ENABLE_ASSERTS "Keep assert() in optimized builds: drops NDEBUG for OpenMRC's own targets" OFF)
 option(MRC_WERROR "Treat compiler warnings as errors" OFF)

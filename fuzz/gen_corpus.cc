@@ -1,7 +1,11 @@
 // Writes the seed corpus for the fuzz targets: valid encoded packets of every
 // opcode (with and without TSETH, with payload and pad), a few near-misses,
-// the individual extension headers cut from them, and framed packets (IP +
-// UDP + packet + ICRC) in every EV mode for the frame parser.
+// the individual extension headers cut from them, framed packets (IP +
+// UDP + packet + ICRC) in every EV mode for the frame parser, and for
+// fuzz_endpoint record streams built around a short clean transfer of the
+// endpoint pair (endpoint_pair.hpp): the transfer alone, replays and
+// mutations of its packets, each kind of packet it sent injected as raw
+// bytes, and losses.
 //
 //   fuzz_gen_corpus <dir>   writes <dir>/<target>/<name> files
 //
@@ -17,6 +21,7 @@
 
 #include "wire/framing.hpp"
 #include "wire/icrc.hpp"
+#include "endpoint_pair.hpp"
 #include "wire/packet.hpp"
 
 namespace {
@@ -192,6 +197,94 @@ void write_frames() {
   }
 }
 
+// fuzz_endpoint seeds (see RecordOp in endpoint_pair.hpp).
+int write_endpoint_seeds() {
+  using mrc::fuzz::EndpointPair;
+  using mrc::fuzz::RecordOp;
+  namespace flag = mrc::fuzz::rec_flag;
+  auto op = [](RecordOp o) { return static_cast<uint8_t>(o); };
+  int files = 0;
+  // MTU 4096; MTU 256; MTU 1024 with the PSN wrapping; fixed CC with a
+  // 128-PSN window; MTU 256, wrapping, finite retries (PairVariant::from_byte).
+  static constexpr uint8_t kVariants[] = {0x02, 0x00, 0x05, 0x1A, 0x24};
+  for (const uint8_t variant : kVariants) {
+    char tag[8];
+    std::snprintf(tag, sizeof tag, "v%02x", variant);
+    const std::string v = tag;
+    // The transfer on its own.
+    write("endpoint", v + "_clean", Bytes{variant, op(RecordOp::advance_long), 4, op(RecordOp::advance_long), 40});
+    // What the pair sends in its first 10 us (the last kCaptured packets each way).
+    EndpointPair pair(mrc::fuzz::PairVariant::from_byte(variant));
+    pair.advance(mrc::Duration::us(10));
+    const Bytes lead{variant, op(RecordOp::advance), 24, op(RecordOp::advance), 24};  // 10 us
+    // Replays of the latest packet each way, then a mutated one each way.
+    Bytes replay = lead;
+    for (uint8_t to : {uint8_t{0}, flag::kToRequester}) {
+      const Bytes rec{op(RecordOp::mutate), to, 0, 0};
+      replay.insert(replay.end(), rec.begin(), rec.end());
+    }
+    replay.insert(replay.end(), {op(RecordOp::advance_long), 20});
+    write("endpoint", v + "_replay", replay);
+    Bytes mutated = lead;
+    mutated.insert(mutated.end(), {op(RecordOp::mutate), 0, 1, 2, 0x04, 0x01, 0x90, 0x00});
+    mutated.insert(mutated.end(), {op(RecordOp::mutate), flag::kToRequester, 0, 1, 0x0C, 0x80});
+    mutated.insert(mutated.end(), {op(RecordOp::advance_long), 20});
+    write("endpoint", v + "_mutated", mutated);
+    auto raw_seed = [&](const std::string& name, uint8_t flags, std::span<const uint8_t> pkt) {
+      Bytes raw = lead;
+      const size_t n = std::min<size_t>(pkt.size(), 255);  // an inject record carries at most 255 bytes
+      raw.insert(raw.end(), {op(RecordOp::inject), flags, static_cast<uint8_t>(n)});
+      raw.insert(raw.end(), pkt.begin(), pkt.begin() + static_cast<long>(n));
+      raw.insert(raw.end(), {op(RecordOp::advance_long), 20});
+      write("endpoint", v + "_raw_" + name, raw);
+    };
+    // Every kind of packet the transfer sent, as raw bytes, to its receiver.
+    bool seen[2][256] = {};
+    for (const int to : {EndpointPair::kResponder, EndpointPair::kRequester}) {
+      for (const EndpointPair::Captured& c : pair.captured(1 - to)) {
+        if (c.bytes.empty() || seen[to][c.bytes[0]]) continue;
+        seen[to][c.bytes[0]] = true;
+        const bool to_req = to == EndpointPair::kRequester;
+        raw_seed(std::string(to_req ? "to_req_" : "to_rsp_") + lower(opcode_info(c.bytes[0]).name),
+                 static_cast<uint8_t>((to_req ? flag::kToRequester : 0) | (c.port ? flag::kPort1 : 0)), c.bytes);
+      }
+    }
+    // Control packets the transfer does not send on its own: port-status
+    // updates (all ports up, one down) and an EV probe to each side, a
+    // retriable NACK for the first PSN to the requester.
+    for (const uint32_t mask : {3u, 2u}) {
+      Headers h;
+      h.bth.opcode = static_cast<uint8_t>(Opcode::endpoint_request);
+      h.bth.dest_qp = 2;
+      h.bth.psn = 7;
+      h.erth.op = static_cast<uint8_t>(EpWireOp::port_status_update);
+      h.erth.port_status_mask = mask;
+      raw_seed("to_req_port_status_" + std::to_string(mask), flag::kToRequester, encode_chain(h));
+      raw_seed("to_rsp_port_status_" + std::to_string(mask), 0, encode_chain(h));
+      if (mask == 3) {
+        h.erth.op = static_cast<uint8_t>(EpWireOp::ev_probe);
+        raw_seed("to_rsp_ev_probe", flag::kPort1, encode_chain(h));
+      }
+    }
+    {
+      const mrc::fuzz::PairVariant pv = mrc::fuzz::PairVariant::from_byte(variant);
+      Headers h;
+      h.bth.opcode = static_cast<uint8_t>(Opcode::nack);
+      h.bth.dest_qp = pair.qpn(EndpointPair::kRequester);
+      h.neth.reason = static_cast<uint8_t>(NackCode::trimmed);
+      h.neth.nack_psn = pv.first_psn;
+      raw_seed("to_req_nack_trimmed", flag::kToRequester, encode_chain(h));
+    }
+    // Losses and reordering, more work and receives.
+    write("endpoint", v + "_loss",
+          Bytes{variant, op(RecordOp::advance), 10, op(RecordOp::drop), 0, op(RecordOp::drop), 3,
+                op(RecordOp::delay), 1, 40, op(RecordOp::post), 0x20, 0x00, 0x81, op(RecordOp::post_recv), 3,
+                op(RecordOp::advance_long), 30, op(RecordOp::advance_long), 200});
+    files += 5;
+  }
+  return files;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +339,8 @@ int main(int argc, char** argv) {
     write("parse_packet", "err_over_dma", over);
   }
   write_frames();
-  std::printf("wrote seeds for %d header chains and framed packets under %s\n", files, argv[1]);
+  const int endpoint_files = write_endpoint_seeds();
+  std::printf("wrote seeds for %d header chains, framed packets and %d+ endpoint record streams under %s\n", files,
+              endpoint_files, argv[1]);
   return 0;
 }
