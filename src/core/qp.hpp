@@ -178,6 +178,8 @@ class Qp {
   uint16_t ts_now(Time now) const;
   Duration rto() const;
   void rearm_recovery(Time now);
+  bool purge_fifo();
+  bool window_allows(uint32_t nominal);
   void set_timer(QpTimer t, Time at) { timers_[static_cast<size_t>(t)] = at; }
   Time timer(QpTimer t) const { return timers_[static_cast<size_t>(t)]; }
   uint32_t nominal(uint32_t header_len, uint32_t payload_len) const {

@@ -166,7 +166,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
     // window that silence has closed would otherwise hold it until the ACK
     // timeout it exists to beat.
     const bool probe = psn == tail_probe_psn_;
-    if (!probe && (!cc_->can_send(r.nominal) || pace(now, r.nominal))) return SendResult::blocked;
+    if (!probe && (!window_allows(r.nominal) || pace(now, r.nominal))) return SendResult::blocked;
     const int ev = path_->select(now, port_mask, r.ev);
     if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
     SendMsg* m = msg_by_msn(r.msn);
@@ -186,7 +186,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   if (imm && !m.imm_counted && imm_inflight_ >= attr_.max_wimm) return SendResult::blocked;
   const uint64_t remaining = m.wr.length - uint64_t{m.sent_pkts} * mtu_;
   const uint32_t nom = nominal(40, static_cast<uint32_t>(std::min<uint64_t>(mtu_, remaining)));
-  if (!cc_->can_send(nom) || pace(now, nom)) return SendResult::blocked;
+  if (!window_allows(nom) || pace(now, nom)) return SendResult::blocked;
   const int ev = path_->select(now, port_mask, path::PathPolicy::kNone);
   if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
   if (m.sent_pkts == 0) {
@@ -654,16 +654,31 @@ void Qp::detect_losses(Time now) {
   }
 }
 
-void Qp::rearm_recovery(Time now) {
-  // Purge stale entries so the front is the oldest live transmission.
+// Drops stale entries from the front of the send-order FIFO, so its front
+// is the oldest transmission still in flight; true if there is one.
+bool Qp::purge_fifo() {
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
     if (e.psn >= snd_una_ && !acked_.test(e.psn) && rec(e.psn).tx_seq == e.tx_seq &&
         rec(e.psn).state == PktState::inflight)
-      break;
+      return true;
     fifo_.pop_front();
   }
-  if (fifo_.empty()) {
+  return false;
+}
+
+// The congestion window never holds back a QP that has nothing in flight:
+// the controller's count comes from the peer's rounded receive clock, and
+// when SACKs are lost, reordered or duplicated it can stay above zero with
+// every packet accounted for. With nothing in flight no SACK will come to
+// correct it and no timer runs, so one packet may always go (as TCP always
+// lets one segment out); its SACK brings the clock up to date.
+bool Qp::window_allows(uint32_t nominal) {
+  return cc_->can_send(nominal) || !purge_fifo();
+}
+
+void Qp::rearm_recovery(Time now) {
+  if (!purge_fifo()) {
     set_timer(QpTimer::recovery, Time::never());
     arm_stall_timer(now);
     return;
