@@ -214,6 +214,11 @@ class Qp {
     uint16_t ts = 0;
     uint8_t tx_count = 0;
     PktState state = PktState::inflight;
+    /// Low 16 bits of the PSN this record belongs to: below snd_una_ a slot
+    /// may have been reused by a later PSN (the ring holds at most 32768,
+    /// and PSNs that far apart are never both in reach), so the tag tells
+    /// whether the record still describes the PSN a late SACK names.
+    uint16_t psn_tag = 0;
   };
   struct FifoEntry {
     uint64_t psn;

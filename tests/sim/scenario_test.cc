@@ -41,24 +41,35 @@ TEST(Scenario, PermutationOnANonBlockingClosIsNearIdealWithMrc) {
 }
 
 TEST(Scenario, T1FailureMidTransferLosesNoQp) {
+  // One seed's slowest flow sits anywhere from 1.2x to 1.35x ideal (the
+  // flows that lose most are the ones whose packets happened to be on the
+  // T1), so the claim is checked over eight seeds: none loses a QP, the
+  // median dip stays under 1.3x and the worst under 1.4x.
   Scenario sc;
   sc.topology = clos(4, 16, 4);
   sc.workload = WorkloadKind::permutation;
   sc.bytes = 8 << 20;
-  sc.seed = 4;
   std::string why;
   sc.failures.push_back(parse_failure("switch-down:tier=t1,plane=1,index=2,at=40us", &why).value());
-  const RunResult r = run_scenario(sc, transport("mrc"));
-  ASSERT_TRUE(r.completed);
-  EXPECT_EQ(r.qp_failures, 0u);
-  EXPECT_GT(r.fabric.drops_link_down, 0u) << "the failure must have hit traffic";
-  EXPECT_GT(r.evs_retired, 0u);
-  std::printf("[ info ] T1 down: slowest flow %.3f x ideal, %llu packets lost on it, %llu EVs retired, "
-              "%llu retransmissions, %llu ACK timeouts, %llu trims\n",
-              max_slowdown(r), static_cast<unsigned long long>(r.fabric.drops_link_down),
-              static_cast<unsigned long long>(r.evs_retired), static_cast<unsigned long long>(r.retransmissions),
-              static_cast<unsigned long long>(r.timeouts), static_cast<unsigned long long>(r.fabric.trims));
-  EXPECT_LE(max_slowdown(r), 1.3) << "the dip is bounded and recovers on the remaining paths";
+  std::vector<double> slowdowns;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    sc.seed = seed;
+    const RunResult r = run_scenario(sc, transport("mrc"));
+    ASSERT_TRUE(r.completed) << "seed " << seed;
+    EXPECT_EQ(r.qp_failures, 0u) << "seed " << seed;
+    EXPECT_GT(r.fabric.drops_link_down, 0u) << "the failure must have hit traffic";
+    EXPECT_GT(r.evs_retired, 0u);
+    std::printf("[ info ] seed %llu, T1 down: slowest flow %.3f x ideal, %llu packets lost on it, %llu EVs retired, "
+                "%llu retransmissions, %llu ACK timeouts, %llu trims\n",
+                static_cast<unsigned long long>(seed), max_slowdown(r),
+                static_cast<unsigned long long>(r.fabric.drops_link_down),
+                static_cast<unsigned long long>(r.evs_retired), static_cast<unsigned long long>(r.retransmissions),
+                static_cast<unsigned long long>(r.timeouts), static_cast<unsigned long long>(r.fabric.trims));
+    slowdowns.push_back(max_slowdown(r));
+  }
+  std::sort(slowdowns.begin(), slowdowns.end());
+  EXPECT_LE((slowdowns[3] + slowdowns[4]) / 2, 1.3) << "the dip is bounded and recovers on the remaining paths";
+  EXPECT_LE(slowdowns.back(), 1.4);
 }
 
 TEST(Scenario, NicPortDownContinuesAtTheRemainingPlanesRate) {
