@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: installs what is missing, builds the dev preset (assertions
 # on, warnings are errors), runs every libFuzzer target for a bounded time
-# (MRC_FUZZ_SECONDS per target, default 30; 0 skips), then the unit, harness
+# (MRC_FUZZ_SECONDS per target, default 20; 0 skips), then the unit, harness
 # and claim tests with ctest; then builds the asan preset (AddressSanitizer +
 # UBSan, assertions on, any report aborts) and runs ctest again under it
 # (MRC_SKIP_ASAN=1 skips this stage, for quick local runs).
@@ -11,7 +11,7 @@ cd "$root"
 scripts/deps.sh
 cmake --preset dev >/dev/null
 cmake --build --preset dev
-secs="${MRC_FUZZ_SECONDS:-30}"
+secs="${MRC_FUZZ_SECONDS:-20}"
 if [[ "$secs" != 0 ]]; then
   scripts/run_fuzz.sh "$secs"
 fi
