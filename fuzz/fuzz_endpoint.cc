@@ -7,7 +7,8 @@
 //
 // Input: one byte selecting the pair's configuration (MTU, initial PSN, CC,
 // MPR, retries), then records (RecordOp). Seeds: fuzz_gen_corpus writes
-// some from a clean transfer (fuzz/corpus/endpoint/).
+// some from a clean transfer (fuzz/corpus/endpoint/), where the regress_*
+// inputs, each a core issue the target once found, are committed by hand.
 //
 // MRC_FUZZ_ENDPOINT_TRACE=1 prints the records of an input as they run.
 #include <cstdlib>
