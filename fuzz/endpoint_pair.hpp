@@ -19,15 +19,19 @@
 //     remote write, and the memory behind an unbacked region) are compared
 //     with a shadow copy;
 //  2. no crash and no assert (the fuzz preset keeps assertions on);
-//  3. no silent hang: a QP in RTS with sends posted and not completed has a
-//     timer armed (Endpoint::next_timeout()) or something to send
-//     (has_pending_transmit()). A packet still in flight may yet rescue such
-//     a QP, but nothing guarantees its delivery: one loss and it waits
-//     forever, so the state itself is the bug;
-//  4. bounded queues and work: the events drained and the packets polled in
-//     one step stay under generous caps, time advances (no timer re-arming
-//     at the same instant forever), and one input takes at most kMaxRounds
-//     deliveries and timer expiries (no packet storm);
+//  3. no silent hang: a QP in RTS with outstanding work
+//     (Qp::has_outstanding_work(): posted work not yet sent, acknowledged
+//     or recovered) has a timer armed (Endpoint::next_timeout()) or
+//     something to send (has_pending_transmit()); a requester WR not yet
+//     completed is such work. A packet still in flight may yet rescue a QP
+//     without either, but nothing guarantees its delivery: one loss and it
+//     waits forever, so the state itself is the bug;
+//  4. bounded queues and work: every QP's control queue holds at most
+//     Qp::kMaxCtrl packets, an endpoint holds at most one port-status
+//     report per QP (one per connected peer), the events drained and the
+//     packets polled in one step stay under caps, time advances (no timer
+//     re-arming at the same instant forever), and one input takes at most
+//     kMaxRounds deliveries and timer expiries (no packet storm);
 //  5. a fatal NACK (UNEXP_EVENT) or AETH NAK the fuzzer forges for a PSN the
 //     requester never sent does not fail the QP;
 //  6. every completion matches a posted WR, once; without injected, dropped
@@ -44,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <variant>
 #include <vector>
@@ -131,9 +136,13 @@ class EndpointPair {
   static constexpr size_t kRspBytes = kUb + kSmallRegionBytes + kGuard;
   static constexpr size_t kReqBytes = kGuard + kSrcBytes + kGuard;
 
-  // Caps for invariant 4. Generous on purpose: the core does not expose its
-  // queue sizes yet, so these bound what one step may produce; tighter caps
-  // come with the hardening work.
+  // Caps for invariant 4. The queues the core caps itself (a QP's control
+  // queue, Qp::kMaxCtrl; the peers' port-status reports, one per connected
+  // peer) are checked against its own bounds in check_queue_caps(). What one
+  // step yields besides has no stated cap (data is bounded by the CC and PSN
+  // windows, events by the posted work and the EVs' transitions), so these
+  // two sit well above anything a correct step produces and only catch a
+  // runaway.
   static constexpr size_t kMaxEventsPerStep = 4096;
   static constexpr size_t kMaxTransmitsPerStep = 8192;
   static constexpr uint32_t kMaxSpinsAtOneInstant = 10000;
@@ -425,6 +434,10 @@ class EndpointPair {
   /// Polls every packet both sides have now, drains their events and checks
   /// invariants 3, 4 and 6.
   void settle() {
+    // Before polling: polling empties the control queues, so this is where
+    // they hold the most (everything one instant's deliveries and timers
+    // queued).
+    check_queue_caps();
     for (int h = 0; h < 2; ++h) {
       size_t n = 0;
       uint8_t hdr[wire::kMaxHeaderBytes];
@@ -451,20 +464,52 @@ class EndpointPair {
       }
     }
     drain_events();
-    // Invariant 3: outstanding sends, QP in RTS, but nothing armed and nothing to send.
-    if (!outstanding_.empty() && state(kRequester) == core::QpState::rts) {
-      const core::Endpoint& r = ep(kRequester);
-      const core::Qp& q = *r.qp(qpn_[kRequester]);
-      if (r.next_timeout().is_never() && !r.has_pending_transmit()) {
+    check_no_silent_hang();
+  }
+
+  /// Invariant 4, the queues the core caps: a QP's control queue, and the
+  /// port-status reports an endpoint holds (one per connected peer, so no
+  /// more than it has QPs).
+  void check_queue_caps() const {
+    for (int h = 0; h < 2; ++h) {
+      const core::Endpoint& e = *ep_[h];
+      const std::vector<uint32_t> qps = e.qp_numbers();
+      MRC_PAIR_CHECK(e.peer_status_entries() <= qps.size(),
+                     "host %d holds %zu peer port-status entries with %zu QP(s)", h, e.peer_status_entries(),
+                     qps.size());
+      for (uint32_t n : qps) {
+        const size_t queued = e.qp(n)->control_queued();
+        MRC_PAIR_CHECK(queued <= core::Qp::kMaxCtrl, "host %d QP 0x%x has %zu control packets queued (cap %zu)", h,
+                       n, queued, core::Qp::kMaxCtrl);
+      }
+    }
+  }
+
+  /// Invariant 3: a QP in RTS with outstanding work has a timer armed or
+  /// something to send; and a requester WR not yet completed counts as such
+  /// work (else the core forgot it and the first check cannot see the hang).
+  void check_no_silent_hang() const {
+    if (!outstanding_.empty() && state(kRequester) == core::QpState::rts)
+      MRC_PAIR_CHECK(ep_[kRequester]->qp(qpn_[kRequester])->has_outstanding_work(),
+                     "the requester's QP is in RTS with %zu WR(s) not completed but reports no outstanding work",
+                     outstanding_.size());
+    for (int h = 0; h < 2; ++h) {
+      const core::Endpoint& e = *ep_[h];
+      if (!e.next_timeout().is_never() || e.has_pending_transmit()) continue;
+      for (uint32_t n : e.qp_numbers()) {
+        const core::Qp& q = *e.qp(n);
+        if (q.state() != core::QpState::rts || !q.has_outstanding_work()) continue;
         const core::QpStats& st = q.stats();
-        MRC_PAIR_FAIL("silent hang: the requester's QP is in RTS with %zu WR(s) outstanding, no timer armed "
-                      "and nothing to send (t=%.3f us, %zu packet(s) in flight; CC %.*s window %llu bytes, "
-                      "%lld in flight; QP sent %llu data, %llu rtx, got %llu SACKs, %llu NACKs; %llu timeouts, "
-                      "%llu tail probes)",
-                      outstanding_.size(), now_.to_us(), flight_.size(),
-                      static_cast<int>(q.controller()->name().size()), q.controller()->name().data(),
-                      static_cast<unsigned long long>(q.controller()->cwnd_bytes()),
-                      static_cast<long long>(q.controller()->inflight_bytes()),
+        const core::cc::Controller* cc = q.controller();
+        const std::string_view cc_name = cc ? cc->name() : std::string_view("none");
+        MRC_PAIR_FAIL("silent hang: host %d QP 0x%x is in RTS with work outstanding (%zu WR(s) not completed), "
+                      "no timer armed and nothing to send (t=%.3f us, %zu packet(s) in flight; CC %.*s window "
+                      "%llu bytes, %lld in flight; QP sent %llu data, %llu rtx, got %llu SACKs, %llu NACKs; "
+                      "%llu timeouts, %llu tail probes)",
+                      h, n, h == kRequester ? outstanding_.size() : size_t{0}, now_.to_us(), flight_.size(),
+                      static_cast<int>(cc_name.size()), cc_name.data(),
+                      static_cast<unsigned long long>(cc ? cc->cwnd_bytes() : 0),
+                      static_cast<long long>(cc ? cc->inflight_bytes() : 0),
                       static_cast<unsigned long long>(st.data_packets_sent),
                       static_cast<unsigned long long>(st.retransmissions),
                       static_cast<unsigned long long>(st.sacks_received),
