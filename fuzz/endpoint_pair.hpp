@@ -19,25 +19,23 @@
 //     remote write, and the memory behind an unbacked region) are compared
 //     with a shadow copy;
 //  2. no crash and no assert (the fuzz preset keeps assertions on);
-//  3. no silent hang: a QP in RTS with sends posted and not completed has a
-//     timer armed (Endpoint::next_timeout()) or something to send
-//     (has_pending_transmit()). A packet still in flight may yet rescue such
-//     a QP, but nothing guarantees its delivery: one loss and it waits
-//     forever, so the state itself is the bug;
-//  4. bounded queues and work: the events drained and the packets polled in
-//     one step stay under generous caps, time advances (no timer re-arming
-//     at the same instant forever), and one input takes at most kMaxRounds
-//     deliveries and timer expiries (no packet storm);
+//  3. no silent hang: a QP in RTS with outstanding work
+//     (Qp::has_outstanding_work(): posted work not yet sent, acknowledged
+//     or recovered) has a timer armed (Endpoint::next_timeout()) or
+//     something to send (has_pending_transmit()); a requester WR not yet
+//     completed is such work. A packet still in flight may yet rescue a QP
+//     without either, but nothing guarantees its delivery: one loss and it
+//     waits forever, so the state itself is the bug;
+//  4. bounded queues and work: every QP's control queue holds at most
+//     Qp::kMaxCtrl packets, an endpoint holds at most one port-status
+//     report per QP (one per connected peer), the events drained and the
+//     packets polled in one step stay under caps, time advances (no timer
+//     re-arming at the same instant forever), and one input takes at most
+//     kMaxRounds deliveries and timer expiries (no packet storm);
 //  5. a fatal NACK (UNEXP_EVENT) or AETH NAK the fuzzer forges for a PSN the
 //     requester never sent does not fail the QP;
 //  6. every completion matches a posted WR, once; without injected, dropped
 //     or delayed packets every WR completes successfully.
-//
-// Known core issues being fixed elsewhere can be skipped (constructor flag
-// skip_known_issues; fuzz_endpoint sets it unless MRC_FUZZ_ENDPOINT_STRICT=1):
-// known_issue() lists the injected packets dropped for them, settle() the
-// one state invariant 3 tolerates and run_until() the one storm it stops.
-// Each carries a TODO naming its issue; fuzz/known_issues/ has reproducers.
 #pragma once
 
 #include <algorithm>
@@ -50,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <variant>
 #include <vector>
@@ -137,15 +136,27 @@ class EndpointPair {
   static constexpr size_t kRspBytes = kUb + kSmallRegionBytes + kGuard;
   static constexpr size_t kReqBytes = kGuard + kSrcBytes + kGuard;
 
-  // Caps for invariant 4. Generous on purpose: the core does not expose its
-  // queue sizes yet, so these bound what one step may produce; tighter caps
-  // come with the hardening work.
+  // Caps for invariant 4. The queues the core caps itself (a QP's control
+  // queue, Qp::kMaxCtrl; the peers' port-status reports, one per connected
+  // peer) are checked against its own bounds in check_queue_caps(). What one
+  // step yields besides has no stated cap (data is bounded by the CC and PSN
+  // windows, events by the posted work and the EVs' transitions), so these
+  // two sit well above anything a correct step produces and only catch a
+  // runaway.
   static constexpr size_t kMaxEventsPerStep = 4096;
   static constexpr size_t kMaxTransmitsPerStep = 8192;
   static constexpr uint32_t kMaxSpinsAtOneInstant = 10000;
-  /// Rounds (deliveries or timer expiries) per input: a clean transfer takes
-  /// a few hundred; no input of a 1700-input corpus exceeds this but the
-  /// NACK storms below.
+  /// Rounds (passes delivering the packets and firing the timers due at one
+  /// instant) per input. Exceeding it is a violation (a packet or timer storm), not a cut:
+  /// a correct core stays far below. A round serves every packet due at one
+  /// instant, and an instant's transmissions land on at most 16 latencies;
+  /// clean transfers take tens of rounds, 48 WRs of 16 KiB at MTU 256 a few
+  /// hundred. What recurs without new input backs off: EV probes to 10 ms,
+  /// the ACK timeout from 262 us (timeout 8); over the longest run (256
+  /// records of 5.12 ms, 1.3 s) the 16 EVs' probes and their answers make
+  /// some 6300 rounds. The cap also bounds one input's work, so a storm is
+  /// reported as a crash with its input instead of running into libFuzzer's
+  /// timeout.
   static constexpr uint64_t kMaxRounds = 50000;
   static constexpr size_t kMaxPosts = 48;   ///< < kInitialRecvs: IMMs never lack a receive
   static constexpr size_t kInitialRecvs = 64;
@@ -157,10 +168,7 @@ class EndpointPair {
     uint32_t entropy = 0;
   };
 
-  /// `skip_known_issues`: drop the injected packets that trip core issues
-  /// already being fixed (known_issue()), so a CI run stays green meanwhile.
-  explicit EndpointPair(const PairVariant& v, bool skip_known_issues = false)
-      : v_(v), skip_known_issues_(skip_known_issues) {
+  explicit EndpointPair(const PairVariant& v) : v_(v) {
     init_memory();
     core::EndpointConfig ec;
     ec.ports.assign(kPorts, core::PortConfig{});
@@ -204,7 +212,7 @@ class EndpointPair {
   uint32_t qpn(int h) const { return qpn_[h]; }
   const std::deque<Captured>& captured(int sender) const { return captured_[sender]; }
   bool interfered() const { return interfered_; }
-  uint64_t known_issues_skipped() const { return known_issues_skipped_; }
+  uint64_t rounds() const { return rounds_; }
   size_t outstanding() const { return outstanding_.size(); }
 
   // ------------------------------------------------------------------ records
@@ -212,13 +220,9 @@ class EndpointPair {
   void advance(Duration d) { run_until(now_ + d); }
 
   /// Delivers `bytes` to host `dst` now, as if from its peer, then lets the
-  /// pair react. Returns false if the filter dropped it.
-  bool inject(int dst, std::span<const uint8_t> bytes, uint8_t flags, uint32_t entropy) {
+  /// pair react.
+  void inject(int dst, std::span<const uint8_t> bytes, uint8_t flags, uint32_t entropy) {
     interfered_ = true;
-    if (skip_known_issues_ && known_issue(dst, bytes)) {
-      ++known_issues_skipped_;
-      return false;
-    }
     core::RxMeta meta;
     meta.port = (flags & rec_flag::kPort1) ? 1 : 0;
     meta.peer = static_cast<uint64_t>(1 - dst);
@@ -235,7 +239,6 @@ class EndpointPair {
       MRC_PAIR_CHECK(sent_psns_.count(*fatal_psn), "a forged fatal NACK/NAK for PSN 0x%06x, which the "
                      "requester never sent, failed its QP", *fatal_psn);
     settle();
-    return true;
   }
 
   /// Posts one more WRITE (or WRITE_WITH_IMM) on the requester: `len` bytes
@@ -296,7 +299,7 @@ class EndpointPair {
       run_until(std::min(end, now_ + Duration::us(100)));
       if (now_ == before) break;
     }
-    if (!interfered_ && !halted_ && state(kRequester) == core::QpState::rts)
+    if (!interfered_ && state(kRequester) == core::QpState::rts)
       MRC_PAIR_CHECK(outstanding_.empty(), "%zu WR(s) did not complete within %.0f us of clean traffic",
                      outstanding_.size(), limit.to_us());
     MRC_PAIR_CHECK(!failed_without_interference_, "a WR failed (status %s) although no packet was forged, "
@@ -405,29 +408,6 @@ class EndpointPair {
     }
   }
 
-  /// Injected packets that trip known core issues (TODO: remove each case
-  /// when its core fix lands; run with MRC_FUZZ_ENDPOINT_STRICT=1 to see them).
-  bool known_issue(int dst, std::span<const uint8_t> bytes) const {
-    auto p = wire::parse(bytes);
-    if (!p.ok()) return false;
-    // TODO(hardening: port-status mask with no usable plane): a
-    // PORT_STATUS_UPDATE whose mask leaves no port in common with the
-    // receiver's up ports empties the QP's port mask; its data then waits
-    // in RTS with no timer armed and nothing sendable (invariant 3).
-    if (p->h.opcode() == wire::Opcode::endpoint_request && p->h.bth.dest_qp == core::kEndpointOpsQpn &&
-        static_cast<wire::EpWireOp>(p->h.erth.op) == wire::EpWireOp::port_status_update &&
-        (p->h.erth.port_status_mask & ep_[dst]->local_port_mask()) == 0)
-      return true;
-    // TODO(hardening: fatal NACK for a PSN never sent): the requester fails
-    // its QP on any NACK UNEXP_EVENT, whatever PSN it names, where a NAK
-    // (AETH) for nothing outstanding is ignored (invariant 5).
-    if (dst == kRequester && p->h.opcode() == wire::Opcode::nack && p->h.bth.dest_qp == qpn_[kRequester] &&
-        !wire::nack_is_retriable(static_cast<wire::NackCode>(p->h.neth.reason)) &&
-        !sent_psns_.count(p->h.neth.nack_psn))
-      return true;
-    return false;
-  }
-
   core::QpState state(int h) const {
     const core::Qp* q = ep_[h]->qp(qpn_[h]);
     return q ? q->state() : core::QpState::reset;
@@ -454,6 +434,10 @@ class EndpointPair {
   /// Polls every packet both sides have now, drains their events and checks
   /// invariants 3, 4 and 6.
   void settle() {
+    // Before polling: polling empties the control queues, so this is where
+    // they hold the most (everything one instant's deliveries and timers
+    // queued).
+    check_queue_caps();
     for (int h = 0; h < 2; ++h) {
       size_t n = 0;
       uint8_t hdr[wire::kMaxHeaderBytes];
@@ -480,31 +464,52 @@ class EndpointPair {
       }
     }
     drain_events();
-    // Invariant 3: outstanding sends, QP in RTS, but nothing armed and nothing to send.
-    if (!outstanding_.empty() && state(kRequester) == core::QpState::rts) {
-      const core::Endpoint& r = ep(kRequester);
-      const core::Qp& q = *r.qp(qpn_[kRequester]);
-      // No timer armed means the QP has no transmission in flight, so any
-      // bytes its congestion controller still counts in flight are stale.
-      // TODO(hardening: CC in-flight bytes outlive the QP's flight): NSCC
-      // only takes bytes out of flight from the rcvd_bytes clock of later
-      // SACKs; when the SACK carrying the last clock update is lost or
-      // arrives behind an older one, the stale count keeps the window shut,
-      // no timer is armed, and the queued work never leaves. Skipped with
-      // the known issues until the core fix lands.
-      const bool stale_cc_flight = q.controller() && q.controller()->inflight_bytes() > 0;
-      if (r.next_timeout().is_never() && !r.has_pending_transmit() && skip_known_issues_ && stale_cc_flight) {
-        ++known_issues_skipped_;
-      } else if (r.next_timeout().is_never() && !r.has_pending_transmit()) {
+    check_no_silent_hang();
+  }
+
+  /// Invariant 4, the queues the core caps: a QP's control queue, and the
+  /// port-status reports an endpoint holds (one per connected peer, so no
+  /// more than it has QPs).
+  void check_queue_caps() const {
+    for (int h = 0; h < 2; ++h) {
+      const core::Endpoint& e = *ep_[h];
+      const std::vector<uint32_t> qps = e.qp_numbers();
+      MRC_PAIR_CHECK(e.peer_status_entries() <= qps.size(),
+                     "host %d holds %zu peer port-status entries with %zu QP(s)", h, e.peer_status_entries(),
+                     qps.size());
+      for (uint32_t n : qps) {
+        const size_t queued = e.qp(n)->control_queued();
+        MRC_PAIR_CHECK(queued <= core::Qp::kMaxCtrl, "host %d QP 0x%x has %zu control packets queued (cap %zu)", h,
+                       n, queued, core::Qp::kMaxCtrl);
+      }
+    }
+  }
+
+  /// Invariant 3: a QP in RTS with outstanding work has a timer armed or
+  /// something to send; and a requester WR not yet completed counts as such
+  /// work (else the core forgot it and the first check cannot see the hang).
+  void check_no_silent_hang() const {
+    if (!outstanding_.empty() && state(kRequester) == core::QpState::rts)
+      MRC_PAIR_CHECK(ep_[kRequester]->qp(qpn_[kRequester])->has_outstanding_work(),
+                     "the requester's QP is in RTS with %zu WR(s) not completed but reports no outstanding work",
+                     outstanding_.size());
+    for (int h = 0; h < 2; ++h) {
+      const core::Endpoint& e = *ep_[h];
+      if (!e.next_timeout().is_never() || e.has_pending_transmit()) continue;
+      for (uint32_t n : e.qp_numbers()) {
+        const core::Qp& q = *e.qp(n);
+        if (q.state() != core::QpState::rts || !q.has_outstanding_work()) continue;
         const core::QpStats& st = q.stats();
-        MRC_PAIR_FAIL("silent hang: the requester's QP is in RTS with %zu WR(s) outstanding, no timer armed "
-                      "and nothing to send (t=%.3f us, %zu packet(s) in flight; CC %.*s window %llu bytes, "
-                      "%lld in flight; QP sent %llu data, %llu rtx, got %llu SACKs, %llu NACKs; %llu timeouts, "
-                      "%llu tail probes)",
-                      outstanding_.size(), now_.to_us(), flight_.size(),
-                      static_cast<int>(q.controller()->name().size()), q.controller()->name().data(),
-                      static_cast<unsigned long long>(q.controller()->cwnd_bytes()),
-                      static_cast<long long>(q.controller()->inflight_bytes()),
+        const core::cc::Controller* cc = q.controller();
+        const std::string_view cc_name = cc ? cc->name() : std::string_view("none");
+        MRC_PAIR_FAIL("silent hang: host %d QP 0x%x is in RTS with work outstanding (%zu WR(s) not completed), "
+                      "no timer armed and nothing to send (t=%.3f us, %zu packet(s) in flight; CC %.*s window "
+                      "%llu bytes, %lld in flight; QP sent %llu data, %llu rtx, got %llu SACKs, %llu NACKs; "
+                      "%llu timeouts, %llu tail probes)",
+                      h, n, h == kRequester ? outstanding_.size() : size_t{0}, now_.to_us(), flight_.size(),
+                      static_cast<int>(cc_name.size()), cc_name.data(),
+                      static_cast<unsigned long long>(cc ? cc->cwnd_bytes() : 0),
+                      static_cast<long long>(cc ? cc->inflight_bytes() : 0),
                       static_cast<unsigned long long>(st.data_packets_sent),
                       static_cast<unsigned long long>(st.retransmissions),
                       static_cast<unsigned long long>(st.sacks_received),
@@ -553,7 +558,6 @@ class EndpointPair {
 
   /// Runs the pair until `t`: delivers packets and fires timers in time order.
   void run_until(Time t) {
-    if (halted_) return;
     uint32_t spins = 0;
     Time last = now_;
     for (;;) {
@@ -571,16 +575,6 @@ class EndpointPair {
         last = next;
       }
       if (++rounds_ > kMaxRounds) {
-        // TODO(hardening: PSN_OOR_WINDOW NACK storm): the responder answers
-        // every retransmission of a PSN beyond its window with a
-        // PSN_OOR_WINDOW NACK and the requester retransmits on each, without
-        // backoff or progress, for ever (fuzz/known_issues/endpoint/
-        // nack_oor_storm). Skipped with the known issues: the input stops.
-        if (skip_known_issues_ && ep(kRequester).qp(qpn_[kRequester])->stats().losses_nack > kMaxRounds / 4) {
-          ++known_issues_skipped_;
-          halted_ = true;
-          return;
-        }
         MRC_PAIR_FAIL("more than %llu rounds by t=%.3f us (requester timer %.3f us, responder timer %.3f us, "
                       "%zu packet(s) in flight): a timer storm?",
                       static_cast<unsigned long long>(kMaxRounds), now_.to_us(), ep(0).next_timeout().to_us(),
@@ -599,8 +593,6 @@ class EndpointPair {
   }
 
   PairVariant v_;
-  bool skip_known_issues_;
-  uint64_t known_issues_skipped_ = 0;
   std::unique_ptr<core::Endpoint> ep_[2];
   uint32_t qpn_[2] = {0, 0};
   core::MemoryRegion src_mr_, dst_mr_[2], ro_mr_, ub_mr_;
@@ -609,7 +601,6 @@ class EndpointPair {
   std::map<FlightKey, InFlight> flight_;  ///< the network, in delivery order
   uint64_t next_seq_ = 0;
   uint64_t rounds_ = 0;
-  bool halted_ = false;  ///< a known issue stopped the run (skip_known_issues_)
   std::deque<Captured> captured_[2];
   std::unordered_set<uint32_t> sent_psns_;   ///< 24-bit PSNs of the requester's data packets
   std::unordered_set<uint64_t> outstanding_; ///< wr_ids posted, not yet completed

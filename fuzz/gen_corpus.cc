@@ -11,7 +11,10 @@
 //
 // The output is committed under fuzz/corpus/ (regenerate with the
 // `fuzz_corpus` build target); scripts/run_fuzz.sh also regenerates it into
-// its scratch directory so the seeds follow codec changes.
+// its scratch directory so the seeds follow codec changes. The
+// fuzz/corpus/endpoint/regress_* inputs are not generated: each reproduces
+// a core issue fuzz_endpoint once found, kept as a regression seed, and
+// regenerating writes only its own names and leaves them in place.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
