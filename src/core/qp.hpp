@@ -250,6 +250,14 @@ class Qp {
   void build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx, int ev, uint8_t* hdr,
                   Transmit& tx);
   SendMsg* msg_by_msn(uint64_t msn);
+  /// Index in sq_ of the sent message that owns `psn`, or SIZE_MAX.
+  size_t owner_of(uint64_t psn) const;
+  /// A send-order FIFO entry still names a transmission in flight.
+  bool in_flight(const FifoEntry& e) const {
+    if (e.psn < snd_una_ || acked_.test(e.psn)) return false;
+    const SendRecord& r = records_[e.psn & rec_mask_];
+    return r.tx_seq == e.tx_seq && r.state == PktState::inflight;
+  }
   void on_sack(Time now, const RxMeta& meta, const wire::Headers& h);
   void on_nack(Time now, const wire::Headers& h);
   uint64_t take_rcvd_credit(const wire::Headers& h);

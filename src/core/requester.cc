@@ -26,6 +26,12 @@ uint64_t Qp::window_psns() const {
   return oor_window_ ? std::min(w, oor_window_) : w;
 }
 
+size_t Qp::owner_of(uint64_t psn) const {
+  for (size_t i = 0; i < sq_.size(); ++i)
+    if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) return i;
+  return SIZE_MAX;
+}
+
 Qp::SendMsg* Qp::msg_by_msn(uint64_t msn) {
   if (sq_.empty() || msn < sq_.front().msn) return nullptr;
   const uint64_t i = msn - sq_.front().msn;
@@ -474,10 +480,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
   if (!wire::nack_is_retriable(code)) {
     // UNEXP_EVENT: fatal for the QP (remote operational error), charged to
     // the WR that owns the PSN.
-    size_t failing = SIZE_MAX;
-    for (size_t i = 0; i < sq_.size(); ++i)
-      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
-    fail(now, WcStatus::rem_op_err, failing);
+    fail(now, WcStatus::rem_op_err, owner_of(psn));
     return;
   }
   if (r.state != PktState::inflight) return;  // already being recovered
@@ -550,10 +553,7 @@ void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
   // operational error): the WR that owns the PSN fails, the rest flush.
   // It must name a PSN that is outstanding (AETH carries no timestamp, so
   // the PSN is all a forger has to guess: a 24-bit value inside the window).
-  size_t failing = SIZE_MAX;
-  if (psn >= snd_una_ && psn < next_psn_ && !acked_.test(psn))
-    for (size_t i = 0; i < sq_.size(); ++i)
-      if (sq_[i].sent_pkts > 0 && psn >= sq_[i].first_psn && psn < sq_[i].first_psn + sq_[i].npkts) failing = i;
+  const size_t failing = psn >= snd_una_ && psn < next_psn_ && !acked_.test(psn) ? owner_of(psn) : SIZE_MAX;
   if (failing == SIZE_MAX) {
     ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
     return;
@@ -634,15 +634,11 @@ void Qp::detect_losses(Time now) {
   const Duration age = loss_age();
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
-    if (e.psn < snd_una_ || acked_.test(e.psn)) {
+    if (!in_flight(e)) {
       fifo_.pop_front();
       continue;
     }
     SendRecord& r = rec(e.psn);
-    if (r.tx_seq != e.tx_seq || r.state != PktState::inflight) {
-      fifo_.pop_front();
-      continue;
-    }
     // Loss rule (reference 8, item 5): enough later-sent packets SACKed and
     // older than any plausible reordering. Near the tail of a transfer fewer
     // packets follow a hole, so a single later delivery also suffices once
@@ -663,10 +659,7 @@ void Qp::detect_losses(Time now) {
 // is the oldest transmission still in flight; true if there is one.
 bool Qp::purge_fifo() {
   while (!fifo_.empty()) {
-    const FifoEntry e = fifo_.front();
-    if (e.psn >= snd_una_ && !acked_.test(e.psn) && rec(e.psn).tx_seq == e.tx_seq &&
-        rec(e.psn).state == PktState::inflight)
-      return true;
+    if (in_flight(fifo_.front())) return true;
     fifo_.pop_front();
   }
   return false;
@@ -715,8 +708,7 @@ void Qp::arm_stall_timer(Time now) {
 // `sent_at` only if it lies between the stamp and now: the responder echoes
 // the stamp, possibly plus its service time (reference 8, item 11).
 bool Qp::echo_plausible(uint16_t sent_ts, Time sent_at, uint16_t echo, Time now) const {
-  const uint16_t ahead = static_cast<uint16_t>(echo - sent_ts);
-  return ahead <= (now - sent_at) / ep_.cfg_.protocol.timestamp_tick + 1;
+  return path::echo_plausible(sent_ts, sent_at, echo, now, ep_.cfg_.protocol.timestamp_tick);
 }
 
 void Qp::on_recovery_timer(Time now) {
@@ -741,12 +733,11 @@ void Qp::on_recovery_timer(Time now) {
   bool expired = false;
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
-    SendRecord& r = rec(e.psn);
-    if (e.psn < snd_una_ || acked_.test(e.psn) || r.tx_seq != e.tx_seq || r.state != PktState::inflight) {
+    if (!in_flight(e)) {
       fifo_.pop_front();
       continue;
     }
-    if (now - r.sent_at < limit) break;
+    if (now - rec(e.psn).sent_at < limit) break;
     fifo_.pop_front();
     // An expired packet is evidence against its EV only if a packet sent
     // after it was delivered: then the reverse path worked and this packet's
@@ -768,9 +759,7 @@ void Qp::on_recovery_timer(Time now) {
     while (!fifo_.empty()) {
       const FifoEntry e = fifo_.front();
       fifo_.pop_front();
-      const SendRecord& r = rec(e.psn);
-      if (e.psn < snd_una_ || acked_.test(e.psn) || r.tx_seq != e.tx_seq || r.state != PktState::inflight) continue;
-      declare_lost(now, e.psn, kLossFlight);
+      if (in_flight(e)) declare_lost(now, e.psn, kLossFlight);
     }
   }
   if (!expired && tail_probe_due() && now >= last_send_ + tail_probe_timeout()) {
@@ -782,8 +771,8 @@ void Qp::on_recovery_timer(Time now) {
     // packet as an inferred loss (it leaves flight and the window shrinks).
     while (!fifo_.empty()) {
       const FifoEntry e = fifo_.back();
-      SendRecord& r = rec(e.psn);
-      if (e.psn >= snd_una_ && !acked_.test(e.psn) && r.tx_seq == e.tx_seq && r.state == PktState::inflight) {
+      if (in_flight(e)) {
+        SendRecord& r = rec(e.psn);
         r.state = PktState::lost;
         cc_->on_inferred_loss(now, r.nominal);
         rtx_q_.push_front(e.psn);  // first in line: it is what breaks the silence

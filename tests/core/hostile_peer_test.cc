@@ -93,6 +93,17 @@ struct Pair {
 
   Endpoint& ep(uint64_t host) { return host == kHostA ? *a : *b; }
 
+  /// Headers of a WRITE_ONLY to B's QP at B's region (PSN left to the caller).
+  wire::Headers write_to_b() const {
+    wire::Headers h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
+    h.bth.dest_qp = qb;
+    h.bth.ts = true;
+    h.reth.va = dst_mr.addr;
+    h.reth.rkey = dst_mr.rkey;
+    return h;
+  }
+
   Status write(uint64_t wr_id, uint32_t len, uint64_t offset = 0) {
     SendWr wr;
     wr.wr_id = wr_id;
@@ -479,12 +490,7 @@ TEST(EvEvents, ADenyIsReportedAtOnce) {
 
 TEST(Floods, OutOfWindowWritesQueueOneNack) {
   Pair p;
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
-  h.bth.dest_qp = p.qb;
-  h.bth.ts = true;
-  h.reth.va = p.dst_mr.addr;
-  h.reth.rkey = p.dst_mr.rkey;
+  wire::Headers h = p.write_to_b();
   for (uint32_t i = 0; i < 100000; ++i) {
     h.bth.psn = (0x100 + 5000 + i) & wire::kPsnMask;  // far outside the 1024-PSN window
     p.inject(kHostB, kHostA, encode(h), 0);
@@ -496,12 +502,8 @@ TEST(Floods, OutOfWindowWritesQueueOneNack) {
 
 TEST(Floods, BadKeyWritesQueueOneNak) {
   Pair p;
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
-  h.bth.dest_qp = p.qb;
+  wire::Headers h = p.write_to_b();
   h.bth.psn = 0x100;
-  h.bth.ts = true;
-  h.reth.va = p.dst_mr.addr;
   for (uint32_t i = 0; i < 10000; ++i) {
     h.reth.rkey = p.dst_mr.rkey ^ (i + 1);
     p.inject(kHostB, kHostA, encode(h), 0);
@@ -513,10 +515,7 @@ TEST(Floods, BadKeyWritesQueueOneNak) {
 TEST(Floods, TheControlQueueNeverPassesItsCap) {
   Pair p;
   // Distinct trimmed packets inside the window each earn a NACK, up to the cap.
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
-  h.bth.dest_qp = p.qb;
-  h.bth.ts = true;
+  wire::Headers h = p.write_to_b();
   for (uint32_t i = 0; i < 1000; ++i) {
     h.bth.psn = 0x100 + i;
     RxMeta m;

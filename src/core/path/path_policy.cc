@@ -57,9 +57,7 @@ void PathPolicy::on_probe_sent(int slot, uint16_t ts, Time now) {
 
 bool PathPolicy::probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const {
   const EvHealth& h = health_[static_cast<size_t>(slot)];
-  if (!h.answer_expected) return false;
-  const uint16_t ahead = static_cast<uint16_t>(echo - h.probe_ts);
-  return ahead <= (now - h.probe_sent_at) / tick + 1;
+  return h.answer_expected && echo_plausible(h.probe_ts, h.probe_sent_at, echo, now, tick);
 }
 
 int PathPolicy::find(uint32_t value) const {

@@ -59,6 +59,16 @@ struct EvHealth {
   uint64_t packets_lost = 0;
 };
 
+/// True if a timestamp echo `echo` can answer a transmission stamped
+/// `sent_ts` (TSETH ticks of `tick`) at `sent_at`: it lies between the stamp
+/// and now, as the peer echoes the stamp plus at most its service time
+/// (reference 3.3, 8 item 11). A blind forger must hit that window of the
+/// 16-bit timestamp.
+inline bool echo_plausible(uint16_t sent_ts, Time sent_at, uint16_t echo, Time now, Duration tick) {
+  const uint16_t ahead = static_cast<uint16_t>(echo - sent_ts);
+  return ahead <= (now - sent_at) / tick + 1;
+}
+
 /// Counters a policy keeps (reported per QP).
 struct PathStats {
   uint64_t retired = 0;        ///< GOOD/SKIP -> ASSUMED_BAD
