@@ -8,6 +8,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   clang libclang-rt-14-dev   # libFuzzer targets and their bounded run
+  libibverbs-dev             # verbs types (ibv_send_wr, ibv_wc, ...) for the OCP C API
 )
 
 missing=()
