@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     const Time t_end = f.now() + step;
     f.run_until(
         [&] {
-          while (auto e = f.ep(0).poll_event()) {
+          while (auto e = f.next_event(0)) {
             if (auto* w = std::get_if<core::WorkCompletion>(&*e)) {
               done = true;
               status = w->status;

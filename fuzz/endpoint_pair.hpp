@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "core/qp.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::fuzz {
@@ -181,6 +182,10 @@ class EndpointPair {
       auto ep = core::Endpoint::create(ec, &why);
       MRC_PAIR_CHECK(ep.ok(), "endpoint config rejected: %s", why.c_str());
       ep_[h] = std::move(ep.value());
+      // CQs 0 (unused), kSendCq and kRecvCq, each large enough for every WR
+      // that can be outstanding: an overflow is a finding (CqErrorEvent).
+      for (uint32_t c = 0; c <= kRecvCq; ++c)
+        MRC_PAIR_CHECK(ep_[h]->create_cq(ec.max_send_wr + ec.max_recv_wr).value() == c, "CQ ids are 0, 1, 2");
       core::EvProfile evp;
       evp.ev_count = 16;
       evp.active_count = 8;
@@ -532,27 +537,40 @@ class EndpointPair {
   void drain_events() {
     for (int h = 0; h < 2; ++h) {
       size_t n = 0;
+      core::WorkCompletion wcs[16];
+      for (uint32_t cq : {kSendCq, kRecvCq}) {
+        while (size_t got = ep(h).poll_cq(cq, wcs)) {
+          for (size_t i = 0; i < got; ++i) {
+            MRC_PAIR_CHECK(++n <= kMaxEventsPerStep, "host %d queued more than %zu events in one step", h,
+                           kMaxEventsPerStep);
+            on_completion(h, cq, wcs[i]);
+          }
+        }
+      }
       while (auto e = ep(h).poll_event()) {
         MRC_PAIR_CHECK(++n <= kMaxEventsPerStep, "host %d queued more than %zu events in one step", h,
                        kMaxEventsPerStep);
-        const auto* wc = std::get_if<core::WorkCompletion>(&*e);
-        if (!wc) continue;
-        if (h == kRequester) {
-          MRC_PAIR_CHECK(wc->cq == kSendCq && wc->opcode == core::WcOpcode::rdma_write,
-                         "requester completion on CQ %u, opcode %d", wc->cq, static_cast<int>(wc->opcode));
-          MRC_PAIR_CHECK(outstanding_.erase(wc->wr_id) == 1, "completion for WR %llu, which is not outstanding",
-                         static_cast<unsigned long long>(wc->wr_id));
-          if (wc->status != core::WcStatus::success && !interfered_ && !failed_without_interference_) {
-            failed_without_interference_ = true;
-            first_failure_ = wc->status;
-          }
-        } else {
-          MRC_PAIR_CHECK(wc->cq == kRecvCq && wc->opcode == core::WcOpcode::recv_rdma_with_imm,
-                         "responder completion on CQ %u, opcode %d", wc->cq, static_cast<int>(wc->opcode));
-          MRC_PAIR_CHECK(++recvs_completed_ <= recvs_posted_, "more receive completions (%llu) than receives posted",
-                         static_cast<unsigned long long>(recvs_completed_));
-        }
+        MRC_PAIR_CHECK(!std::holds_alternative<core::CqErrorEvent>(*e), "host %d overflowed a CQ", h);
       }
+    }
+  }
+
+  void on_completion(int h, uint32_t cq, const core::WorkCompletion& wc) {
+    MRC_PAIR_CHECK(wc.cq == cq, "completion for CQ %u polled from CQ %u", wc.cq, cq);
+    if (h == kRequester) {
+      MRC_PAIR_CHECK(cq == kSendCq && wc.opcode == core::WcOpcode::rdma_write,
+                     "requester completion on CQ %u, opcode %d", cq, static_cast<int>(wc.opcode));
+      MRC_PAIR_CHECK(outstanding_.erase(wc.wr_id) == 1, "completion for WR %llu, which is not outstanding",
+                     static_cast<unsigned long long>(wc.wr_id));
+      if (wc.status != core::WcStatus::success && !interfered_ && !failed_without_interference_) {
+        failed_without_interference_ = true;
+        first_failure_ = wc.status;
+      }
+    } else {
+      MRC_PAIR_CHECK(cq == kRecvCq && wc.opcode == core::WcOpcode::recv_rdma_with_imm,
+                     "responder completion on CQ %u, opcode %d", cq, static_cast<int>(wc.opcode));
+      MRC_PAIR_CHECK(++recvs_completed_ <= recvs_posted_, "more receive completions (%llu) than receives posted",
+                     static_cast<unsigned long long>(recvs_completed_));
     }
   }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 
+#include "core/qp.hpp"
 #include "wire/psn.hpp"
 
 namespace mrc::core {
@@ -83,11 +85,73 @@ Result<MemoryRegion> Endpoint::reg_mr(uint64_t addr, uint64_t length, uint32_t a
 
 Status Endpoint::dereg_mr(uint32_t lkey) { return mrs_.dereg(lkey); }
 
+// ----------------------------------------------------------------- CQs
+
+Result<uint32_t> Endpoint::create_cq(uint32_t capacity) {
+  if (capacity == 0 || capacity > kMaxCqe) return Errc::invalid_argument;
+  uint32_t id;
+  if (!free_cqs_.empty()) {
+    id = free_cqs_.back();
+    free_cqs_.pop_back();
+  } else {
+    if (cqs_.size() >= kMaxCqs) return Errc::no_memory;
+    id = static_cast<uint32_t>(cqs_.size());
+    cqs_.emplace_back();
+  }
+  cqs_[id] = std::make_unique<Cq>();
+  cqs_[id]->capacity = capacity;
+  return id;
+}
+
+Endpoint::Cq* Endpoint::find_cq(uint32_t cq) { return cq < cqs_.size() ? cqs_[cq].get() : nullptr; }
+
+Status Endpoint::destroy_cq(uint32_t cq) {
+  Cq* c = find_cq(cq);
+  if (!c) return Errc::not_found;
+  if (c->users > 0) return Errc::busy;
+  cqs_[cq].reset();
+  free_cqs_.push_back(cq);
+  return {};
+}
+
+size_t Endpoint::poll_cq(uint32_t cq, std::span<WorkCompletion> out) {
+  Cq* c = find_cq(cq);
+  if (!c) return 0;
+  size_t n = 0;
+  while (n < out.size() && !c->ring.empty()) {
+    out[n++] = c->ring.front();
+    c->ring.pop_front();
+  }
+  return n;
+}
+
+std::optional<Endpoint::CqInfo> Endpoint::cq_info(uint32_t cq) const {
+  const Cq* c = const_cast<Endpoint*>(this)->find_cq(cq);
+  if (!c) return std::nullopt;
+  return CqInfo{c->capacity, static_cast<uint32_t>(c->ring.size()), c->overflows};
+}
+
+// A full CQ loses the completion (ibverbs: CQ overrun); the owner hears of
+// it once, through IBV_EVENT_CQ_ERR, since the queue no longer accounts
+// for every WR.
+void Endpoint::push_completion(const WorkCompletion& wc) {
+  Cq* c = find_cq(wc.cq);
+  assert(c && "a QP's CQs outlive it (destroy_cq refuses while used)");
+  if (c->ring.size() >= c->capacity) {
+    if (c->overflows++ == 0) push_event(CqErrorEvent{wc.cq});
+    return;
+  }
+  c->ring.push_back(wc);
+}
+
 // ----------------------------------------------------------------- QPs
 
 Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
   if (init.pd != kDefaultPd && std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
     return Errc::not_found;
+  Cq* scq = find_cq(init.send_cq);
+  Cq* rcq = find_cq(init.recv_cq);
+  if (!scq || !rcq) return Errc::not_found;
   uint32_t idx;
   if (!free_qp_slots_.empty()) {
     idx = free_qp_slots_.back();
@@ -103,6 +167,8 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
   // The QP's PRNG stream is keyed by its slot, not its (random) number, so a
   // seeded run chooses the same paths whatever the entropy source returns.
   qps_[idx] = std::make_unique<Qp>(*this, qpn, init, kFirstQpn + idx);
+  ++scq->users;
+  ++rcq->users;
   return qpn;
 }
 
@@ -122,14 +188,34 @@ std::vector<uint32_t> Endpoint::qp_numbers() const {
 
 const Qp* Endpoint::qp(uint32_t qpn) const { return const_cast<Endpoint*>(this)->find_qp(qpn); }
 
+std::optional<QpInfo> Endpoint::query_qp(uint32_t qpn) const {
+  const Qp* q = qp(qpn);
+  if (!q) return std::nullopt;
+  return q->info();
+}
+
+size_t Endpoint::query_evs(uint32_t qpn, std::span<EvInfo> out) const {
+  const Qp* q = qp(qpn);
+  if (!q || !q->path()) return 0;
+  const path::PathPolicy& p = *q->path();
+  for (size_t i = 0; i < p.size() && i < out.size(); ++i) {
+    const path::EvSlot& e = p.slot(static_cast<int>(i));
+    out[i] = EvInfo{e.value, e.port, e.state, e.active, e.packets_sent};
+  }
+  return p.size();
+}
+
 Status Endpoint::destroy_qp(uint32_t qpn) {
   Qp* q = find_qp(qpn);
   if (!q) return Errc::not_found;
+  q->flush_for_destroy();
   ctrl_list_.erase(q);
   data_list_.erase(q);
   heap_remove(*q);
   const uint64_t peer = q->peer();
   const uint32_t idx = qpn & ((1u << qpn_index_bits_) - 1);
+  --find_cq(q->send_cq())->users;
+  --find_cq(q->recv_cq())->users;
   qps_[idx].reset();
   free_qp_slots_.push_back(idx);
   forget_peer_if_unused(peer);

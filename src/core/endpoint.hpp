@@ -29,7 +29,6 @@
 
 #include "core/config.hpp"
 #include "core/mr_table.hpp"
-#include "core/qp.hpp"
 #include "core/types.hpp"
 #include "util/prng.hpp"
 #include "util/result.hpp"
@@ -37,6 +36,38 @@
 #include "wire/packet.hpp"
 
 namespace mrc::core {
+
+class Qp;
+
+/// A QP as a query sees it (Endpoint::query_qp): plain values, nothing
+/// that refers into the core.
+struct QpInfo {
+  uint32_t qpn = 0;
+  Transport transport = Transport::mrc;
+  QpState state = QpState::reset;
+  QpAttr attr;                     ///< attributes as last set
+  QpInit init;                     ///< creation arguments (CQs, PD, ...)
+  uint64_t peer = 0;
+  QpStats stats;
+  uint32_t send_queued = 0;        ///< send WRs posted and not yet completed
+  uint32_t recv_queued = 0;        ///< receive WQEs posted and not yet consumed
+  uint32_t evs = 0;                ///< EVs in the QP's set
+  uint32_t evs_good = 0;
+  uint32_t evs_assumed_bad = 0;
+  uint32_t evs_denied = 0;
+  uint64_t cwnd_bytes = 0;         ///< congestion window
+  int64_t inflight_bytes = 0;
+  Duration srtt;                   ///< smoothed RTT (0 before the first sample)
+};
+
+/// One EV of a QP's set (Endpoint::query_evs).
+struct EvInfo {
+  uint32_t value = 0;              ///< compact EV
+  uint8_t port = 0;                ///< 0-based port (plane)
+  EvState state = EvState::good;
+  bool active = false;             ///< in the active set (else backup / out of service)
+  uint64_t packets_sent = 0;
+};
 
 /// Endpoint-wide counters. Every dropped packet is counted under one reason.
 struct EndpointStats {
@@ -115,16 +146,38 @@ class Endpoint {
   /// flush the QP (modify to ERROR) and poll the flushed completions first.
   Status dereg_mr(uint32_t lkey);
 
+  // ---------------------------------------------------------------- CQs
+  /// Creates a completion queue holding up to `capacity` completions (a
+  /// bounded ring; memory grows with the completions actually held). QPs
+  /// name it in QpInit::send_cq / recv_cq. Errc::invalid_argument for a
+  /// capacity of 0 or above kMaxCqe; Errc::no_memory past kMaxCqs.
+  Result<uint32_t> create_cq(uint32_t capacity);
+  /// Destroys a CQ and the completions it holds. Errc::busy while a QP names
+  /// it; Errc::not_found for an unknown CQ.
+  Status destroy_cq(uint32_t cq);
+  /// Moves up to out.size() completions, oldest first, from CQ `cq` into
+  /// `out`; returns how many (0 when empty or unknown).
+  size_t poll_cq(uint32_t cq, std::span<WorkCompletion> out);
+  /// A CQ's occupancy and overflow record, or nullopt if unknown.
+  struct CqInfo {
+    uint32_t capacity = 0;
+    uint32_t size = 0;        ///< completions waiting to be polled
+    uint64_t overflows = 0;   ///< completions lost because the CQ was full
+  };
+  std::optional<CqInfo> cq_info(uint32_t cq) const;
+
   // ---------------------------------------------------------------- QPs
   /// Creates a QP in RESET. QPNs are random 24-bit values (a per-slot tag
   /// drawn from EndpointConfig::entropy above the slot index), so a peer
   /// cannot guess them and a packet for a destroyed QP never reaches its
   /// successor. Errc::no_memory when max_qps are in use; Errc::not_found for
-  /// an unknown init.pd.
+  /// an unknown init.pd or a send/recv CQ that does not exist.
   Result<uint32_t> create_qp(const QpInit& init);
   /// Every live QP's number, in slot order.
   std::vector<uint32_t> qp_numbers() const;
-  /// Destroys a QP (any state). Errc::not_found for an unknown QPN.
+  /// Destroys a QP (any state). Work still queued on it is flushed first:
+  /// each posted send and receive WR completes with wr_flush_err on its CQ.
+  /// Errc::not_found for an unknown QPN.
   Status destroy_qp(uint32_t qpn);
   /// Moves a QP through RESET -> INIT -> RTR -> RTS (-> ERROR, -> RESET).
   /// `mask` names the attributes to apply (qp_attr bits); each transition
@@ -132,7 +185,14 @@ class Endpoint {
   /// Errc::invalid_argument for an illegal transition, a missing required
   /// attribute, an attribute not allowed in this transition or out of range.
   Status modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask);
-  /// The QP, for queries (state, attributes, stats, EV states); nullptr if unknown.
+  /// The QP's state, attributes, counters and path summary; nullopt if unknown.
+  std::optional<QpInfo> query_qp(uint32_t qpn) const;
+  /// Copies the QP's EVs (in set order) into `out`; returns how many the QP
+  /// has, which may exceed out.size() (then only the first out.size() are
+  /// written: call again with more room). 0 for an unknown QPN.
+  size_t query_evs(uint32_t qpn, std::span<EvInfo> out) const;
+  /// The QP object itself (core/qp.hpp): for the core's own tests, which
+  /// look at internals. Drivers use query_qp().
   const Qp* qp(uint32_t qpn) const;
   /// A random 24-bit initial PSN from EndpointConfig::entropy (reference 3.4).
   uint32_t random_psn();
@@ -160,7 +220,9 @@ class Endpoint {
   Time next_timeout() const;
   /// Runs every timer due at or before `now`.
   void handle_timeout(Time now);
-  /// Next completion or event, or std::nullopt.
+  /// Next asynchronous or controller event (QP and CQ errors, EV state
+  /// changes, port status, probe results), or std::nullopt. Work
+  /// completions are polled from their CQ (poll_cq).
   std::optional<Event> poll_event();
   /// True if poll_transmit may return a packet for some port (a driver that
   /// sleeps on port availability uses this to know whether to wake ports).
@@ -224,6 +286,14 @@ class Endpoint {
   void heap_sift_up(size_t i);
   void heap_sift_down(size_t i);
   void push_event(Event e) { events_.push_back(std::move(e)); }
+  void push_completion(const WorkCompletion& wc);
+  struct Cq {
+    Ring<WorkCompletion> ring;
+    uint32_t capacity = 0;
+    uint32_t users = 0;       ///< QPs naming it (send and receive side each count)
+    uint64_t overflows = 0;
+  };
+  Cq* find_cq(uint32_t cq);
   void on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p);
   void on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p);
   void queue_port_status(Time now);
@@ -244,6 +314,8 @@ class Endpoint {
   std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
   std::vector<uint32_t> free_qp_slots_;
   std::deque<Event> events_;
+  std::vector<std::unique_ptr<Cq>> cqs_;   ///< index = CQ id; null = free
+  std::vector<uint32_t> free_cqs_;
   Ring<Qp*> ctrl_list_;
   Ring<Qp*> data_list_;
   std::vector<Qp*> heap_;
@@ -270,6 +342,9 @@ class Endpoint {
   static constexpr size_t kMaxOutstandingProbes = 1024;
   /// Endpoint-operation replies queued at once; more are shed (counted).
   static constexpr uint32_t kMaxQueuedReplies = 256;
+  /// Completion queues per endpoint, and completions per queue.
+  static constexpr size_t kMaxCqs = 65536;
+  static constexpr uint32_t kMaxCqe = 1u << 22;
 };
 
 }  // namespace mrc::core

@@ -16,6 +16,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "core/types.hpp"
 #include "util/prng.hpp"
 #include "util/result.hpp"
 
@@ -26,9 +27,6 @@ inline constexpr uint32_t kLocalWrite = 1u << 0;
 inline constexpr uint32_t kRemoteWrite = 1u << 1;
 }  // namespace access
 
-/// Protection domain 0 always exists: it is what QPs and regions use when
-/// the driver names none (the simulator, the test harness).
-inline constexpr uint32_t kDefaultPd = 0;
 
 /// 64 random bits per call. A device must pass an unpredictable source
 /// (getrandom); a simulation passes a seeded stream.

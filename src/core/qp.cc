@@ -29,8 +29,7 @@ Qp::~Qp() { drop_send_queue(); }
 // Every queued WR holds a reference on its source region (post_send), so
 // the region cannot be deregistered while a (re)transmission may read it.
 void Qp::drop_send_queue() {
-  for (size_t i = 0; i < sq_.size(); ++i)
-    if (sq_[i].holds_mr) ep_.mrs_.release(sq_[i].wr.lkey);
+  for (size_t i = 0; i < sq_.size(); ++i) release_source(sq_[i]);
   sq_.clear();
   sq_next_ = 0;
 }
@@ -245,10 +244,9 @@ void Qp::reset_state() {
   cnp_sent_ = false;
 }
 
-void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
-  (void)now;
-  // The failing WR completes with the cause; every other outstanding WR and
-  // receive WQE is flushed (ibverbs semantics: flushed WRs always complete).
+// The failing WR (if any) completes with `cause`; every other outstanding
+// WR and receive WQE is flushed (ibverbs: flushed WRs always complete).
+void Qp::flush_queues(WcStatus cause, size_t failing_msg) {
   for (size_t i = 0; i < sq_.size(); ++i) {
     WorkCompletion wc;
     wc.wr_id = sq_[i].wr.wr_id;
@@ -269,6 +267,38 @@ void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
   }
   drop_send_queue();
   recv_q_.clear();
+}
+
+QpInfo Qp::info() const {
+  QpInfo i;
+  i.qpn = qpn_;
+  i.transport = init_.transport;
+  i.state = state_;
+  i.attr = attr_;
+  i.init = init_;
+  i.peer = peer_;
+  i.stats = stats_;
+  i.send_queued = static_cast<uint32_t>(sq_.size());
+  i.recv_queued = static_cast<uint32_t>(recv_q_.size());
+  if (path_) {
+    i.evs = static_cast<uint32_t>(path_->size());
+    i.evs_good = path_->count(EvState::good);
+    i.evs_assumed_bad = path_->count(EvState::assumed_bad);
+    i.evs_denied = path_->count(EvState::denied);
+  }
+  if (cc_) {
+    i.cwnd_bytes = cc_->cwnd_bytes();
+    i.inflight_bytes = cc_->inflight_bytes();
+  }
+  i.srtt = srtt_;
+  return i;
+}
+
+void Qp::flush_for_destroy() { flush_queues(WcStatus::wr_flush_err, SIZE_MAX); }
+
+void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
+  (void)now;
+  flush_queues(cause, failing_msg);
   fifo_.clear();
   rtx_q_.clear();
   clear_ctrl();
@@ -279,37 +309,150 @@ void Qp::fail(Time now, WcStatus cause, size_t failing_msg) {
   ep_.push_event(QpErrorEvent{qpn_, cause});
 }
 
-void Qp::complete(const WorkCompletion& wc) { ep_.push_event(wc); }
+void Qp::complete(const WorkCompletion& wc) { ep_.push_completion(wc); }
 
 // ----------------------------------------------------------------- posting
 
 Status Qp::post_send(Time now, const SendWr& wr) {
   if (state_ != QpState::rts && state_ != QpState::error) return Errc::invalid_argument;
-  if (wr.length > kMaxMessageBytes) return Errc::invalid_argument;
   if (sq_.size() >= ep_.cfg_.max_send_wr) return Errc::no_memory;
   if (state_ == QpState::error) {
     complete(WorkCompletion{wr.wr_id, init_.send_cq, qpn_, WcStatus::wr_flush_err, WcOpcode::rdma_write});
     return {};
   }
   SendMsg m;
-  m.wr = wr;
-  m.wr.signaled = wr.signaled || init_.sq_sig_all;
-  if (wr.length > 0 && !ep_.mrs_.check_local(init_.pd, wr.lkey, wr.local_addr, wr.length)) {
+  if (Status st = stage_source(wr, m); !st) {
+    if (st.error() != Errc::permission) return st;
     // Local protection error: reported on the CQ, QP to ERROR (ibverbs).
     sq_.push_back(m);
     fail(now, WcStatus::loc_prot_err, sq_.size() - 1);
     return {};
   }
-  if (wr.length > 0) {
-    ep_.mrs_.acquire(wr.lkey);
-    m.holds_mr = true;
-  }
+  m.wr.signaled = wr.signaled || init_.sq_sig_all;
   m.msn = next_msn_++;
   if (wr.opcode == WrOpcode::rdma_write_with_imm) m.rqmsn = next_rqmsn_++;
-  m.npkts = wr.length == 0 ? 1 : (wr.length + mtu_ - 1) / mtu_;
+  m.npkts = m.wr.length == 0 ? 1 : (m.wr.length + mtu_ - 1) / mtu_;
   sq_.push_back(m);
   if (!roce()) arm_stall_timer(now);
   return {};
+}
+
+// Checks the WR's source and copies what must outlive the call (the gather
+// list, the inline bytes) into a side block. On success `m` holds the WR
+// with its spans cleared and wr.length set to the whole message. Returns
+// invalid_argument for a malformed WR (nothing queued, no completion) and
+// permission_denied for a local protection failure (the caller reports it
+// as a loc_prot_err completion); either way nothing is held.
+Status Qp::stage_source(const SendWr& wr, SendMsg& m) {
+  m.wr = wr;
+  m.wr.sg_list = {};
+  m.wr.inline_data = {};
+  const bool one_buffer = wr.local_addr != 0 || wr.lkey != 0 || wr.length != 0;
+  const int forms = int{one_buffer} + int{!wr.sg_list.empty()} + int{!wr.inline_data.empty()};
+  if (forms > 1) return Errc::invalid_argument;
+  if (!wr.inline_data.empty()) {
+    if (wr.inline_data.size() > kMaxInlineData) return Errc::invalid_argument;
+    m.source = Source::inline_data;
+  } else if (!wr.sg_list.empty()) {
+    if (wr.sg_list.size() > kMaxSge) return Errc::invalid_argument;
+    uint64_t total = 0;
+    for (const Sge& e : wr.sg_list) total += e.length;
+    if (total > kMaxMessageBytes) return Errc::invalid_argument;
+    m.source = Source::gather;
+    m.wr.length = static_cast<uint32_t>(total);
+  } else if (wr.length > kMaxMessageBytes) {
+    return Errc::invalid_argument;
+  }
+  // Every element is checked before any reference is taken, so a failure
+  // leaves nothing to undo.
+  if (m.source == Source::gather) {
+    for (const Sge& e : wr.sg_list)
+      if (e.length > 0 && !ep_.mrs_.check_local(init_.pd, e.lkey, e.addr, e.length))
+        return Errc::permission;
+  } else if (m.source == Source::buffer && wr.length > 0 &&
+             !ep_.mrs_.check_local(init_.pd, wr.lkey, wr.local_addr, wr.length)) {
+    return Errc::permission;
+  }
+  if (m.source == Source::buffer) {
+    if (wr.length > 0) {
+      ep_.mrs_.acquire(wr.lkey);
+      m.holds_mr = true;
+    }
+    return {};
+  }
+  if (free_blocks_.empty()) {
+    free_blocks_.push_back(static_cast<uint32_t>(blocks_.size()));
+    blocks_.push_back(std::make_unique<WrBlock>());
+  }
+  m.block = free_blocks_.back();
+  free_blocks_.pop_back();
+  WrBlock& b = *blocks_[m.block];
+  if (m.source == Source::inline_data) {
+    std::copy(wr.inline_data.begin(), wr.inline_data.end(), b.bytes.begin());
+    m.wr.length = static_cast<uint32_t>(wr.inline_data.size());
+    return {};
+  }
+  m.num_sge = static_cast<uint16_t>(wr.sg_list.size());
+  std::copy(wr.sg_list.begin(), wr.sg_list.end(), b.sge.begin());
+  for (const Sge& e : wr.sg_list)
+    if (e.length > 0) ep_.mrs_.acquire(e.lkey);
+  m.holds_mr = true;
+  return {};
+}
+
+// Drops what a message holds: its region references and its side block.
+// Called once per message, when it completes or is flushed.
+void Qp::release_source(SendMsg& m) {
+  if (m.source != Source::buffer) {
+    if (m.holds_mr) {
+      const WrBlock& b = *blocks_[m.block];
+      for (uint16_t i = 0; i < m.num_sge; ++i)
+        if (b.sge[i].length > 0) ep_.mrs_.release(b.sge[i].lkey);
+    }
+    free_blocks_.push_back(m.block);
+  } else if (m.holds_mr) {
+    ep_.mrs_.release(m.wr.lkey);
+  }
+  m.holds_mr = false;
+  m.source = Source::buffer;
+}
+
+// Points `tx` at payload bytes [offset, offset+len) of message `m`: directly
+// when they are contiguous (one buffer, inline, or inside one gather
+// element), else through the gather list.
+void Qp::set_payload(const SendMsg& m, uint64_t offset, uint32_t len, Transmit& tx) const {
+  tx.payload_len = len;
+  tx.payload = nullptr;
+  tx.gather = nullptr;
+  tx.gather_count = 0;
+  tx.gather_offset = 0;
+  if (len == 0) return;
+  switch (m.source) {
+    case Source::buffer:
+      tx.payload = reinterpret_cast<const uint8_t*>(m.wr.local_addr + offset);
+      return;
+    case Source::inline_data:
+      tx.payload = blocks_[m.block]->bytes.data() + offset;
+      return;
+    case Source::gather: break;
+  }
+  const WrBlock& b = *blocks_[m.block];
+  uint64_t at = offset;
+  for (uint16_t i = 0; i < m.num_sge; ++i) {
+    const Sge& e = b.sge[i];
+    if (at >= e.length) {
+      at -= e.length;
+      continue;
+    }
+    if (at + len <= e.length) {
+      tx.payload = reinterpret_cast<const uint8_t*>(e.addr + at);
+      return;
+    }
+    break;
+  }
+  tx.gather = b.sge.data();
+  tx.gather_count = m.num_sge;
+  tx.gather_offset = static_cast<uint32_t>(offset);
 }
 
 Status Qp::post_recv(const RecvWr& wr) {

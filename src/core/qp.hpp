@@ -27,6 +27,7 @@
 
 #include "core/cc/controller.hpp"
 #include "core/config.hpp"
+#include "core/endpoint.hpp"
 #include "core/path/path_policy.hpp"
 #include "core/types.hpp"
 #include "util/ring.hpp"
@@ -37,51 +38,12 @@ namespace mrc::core {
 
 class Endpoint;
 
-/// Per-QP counters.
-struct QpStats {
-  uint64_t data_packets_sent = 0;      ///< first transmissions
-  uint64_t retransmissions = 0;
-  uint64_t probes_sent = 0;
-  uint64_t control_sent = 0;           ///< SACK/NACK/ACK
-  uint64_t bytes_acked = 0;            ///< payload bytes of completed WRITEs
-  uint64_t losses_rule = 0;            ///< declared by the SACK loss rule
-  uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
-  uint64_t losses_nack = 0;            ///< retransmitted after a NACK
-  uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
-  uint64_t tail_probes = 0;            ///< newest packet resent after a silent tail
-  uint64_t stall_timeouts = 0;         ///< work queued but no usable path for a whole RTO
-  uint64_t sacks_received = 0;
-  uint64_t nacks_received = 0;
-  uint64_t spurious_losses = 0;        ///< declared lost, then SACKed before the retransmission left
-  uint64_t data_packets_received = 0;
-  uint64_t duplicates_received = 0;
-  uint64_t ooo_received = 0;
-  uint64_t trims_received = 0;
-  uint64_t rx_rejected = 0;            ///< data packets refused (window, access, state)
-  uint64_t access_errors = 0;          ///< responder: rkey/PD/access/bounds violations
-  uint64_t ctrl_shed = 0;              ///< control packets not queued (duplicate or over a cap)
-  uint64_t max_psn_span = 0;           ///< largest next_psn - snd_una seen (MPR check)
-  uint64_t max_wimm_inflight = 0;      ///< largest WriteIMMs in flight seen (WIMM check)
-  // RoCE RC only.
-  uint64_t rewinds = 0;                ///< go-back-N rewinds (NAK sequence error or ACK timeout)
-  uint64_t seq_naks_sent = 0;          ///< responder: NAK sequence errors sent (one per gap)
-  uint64_t cnps_sent = 0;              ///< responder: CNPs generated for ECN-CE data
-  uint64_t cnps_received = 0;          ///< requester: CNPs passed to the controller
-};
 
 /// Fixed per-QP timer table (aesthetics convention 4). `sack` is the
 /// responder's feedback-coalescing timer (SACK, or RC ACK); `pacing` wakes a
 /// QP its rate-based controller held back (cc::Controller::next_send_time).
 enum class QpTimer : uint8_t { recovery, sack, probe, reverse_probe, pacing, count };
 
-struct QpInit {
-  uint32_t send_cq = 0;
-  uint32_t recv_cq = 0;
-  bool sq_sig_all = false;
-  /// MRC, or the RoCEv2 RC baseline (types.hpp). Fixed for the QP's life.
-  Transport transport = Transport::mrc;
-  uint32_t pd = kDefaultPd;  ///< protection domain (Endpoint::alloc_pd)
-};
 
 class Qp {
  public:
@@ -110,15 +72,22 @@ class Qp {
   QpState state() const { return state_; }
   uint64_t peer() const { return peer_; }
   uint32_t pd() const { return init_.pd; }
+  uint32_t send_cq() const { return init_.send_cq; }
+  uint32_t recv_cq() const { return init_.recv_cq; }
   const QpStats& stats() const { return stats_; }
   const path::PathPolicy* path() const { return path_.get(); }
   const cc::Controller* controller() const { return cc_.get(); }
   /// Attributes as last set (query).
   const QpAttr& attr() const { return attr_; }
+  /// Everything Endpoint::query_qp reports.
+  QpInfo info() const;
 
   Status modify(Time now, const QpAttr& attr, uint32_t mask);
   Status post_send(Time now, const SendWr& wr);
   Status post_recv(const RecvWr& wr);
+  /// Before destruction: completes every posted send and receive WR with
+  /// wr_flush_err (no QP error event: the owner asked for it).
+  void flush_for_destroy();
   Status set_mpr_dest(uint8_t mpr);
   Status set_ev_denied(Time now, uint32_t value, bool denied);
 
@@ -167,6 +136,7 @@ class Qp {
   void enter_rts(Time now);
   void reset_state();
   void fail(Time now, WcStatus cause, size_t failing_msg);
+  void flush_queues(WcStatus cause, size_t failing_msg);
   void push_ctrl(const PendingCtrl& c);
   PendingCtrl pop_ctrl_at(size_t i);
   void clear_ctrl();
@@ -193,16 +163,32 @@ class Qp {
   bool complete_recv_imm(uint32_t byte_len, uint32_t imm);
 
   // ---- requester ----
+  /// Where a message's payload comes from (SendWr's three source forms).
+  enum class Source : uint8_t { buffer, gather, inline_data };
   struct SendMsg {
-    SendWr wr;
+    SendWr wr;               ///< spans cleared; wr.length = the whole message
     uint64_t msn = 0;
     uint64_t rqmsn = 0;
     uint64_t first_psn = 0;
     uint32_t npkts = 1;
     uint32_t sent_pkts = 0;  ///< packets given a PSN so far
     bool imm_counted = false;
-    bool holds_mr = false;   ///< holds a reference on the source region (wr.lkey)
+    bool holds_mr = false;   ///< holds references on its source region(s)
+    Source source = Source::buffer;
+    uint16_t num_sge = 0;    ///< gather form: elements in the block
+    uint32_t block = 0;      ///< gather/inline form: index into blocks_
   };
+  /// Side storage of a gather list or inline bytes, one per message that
+  /// needs it, recycled through free_blocks_ (so the steady state does not
+  /// allocate) and at a fixed address for the message's life (Transmit
+  /// points into it).
+  struct WrBlock {
+    std::array<Sge, kMaxSge> sge;
+    std::array<uint8_t, kMaxInlineData> bytes;
+  };
+  Status stage_source(const SendWr& wr, SendMsg& m);
+  void release_source(SendMsg& m);
+  void set_payload(const SendMsg& m, uint64_t offset, uint32_t len, Transmit& tx) const;
   enum class PktState : uint8_t { inflight, lost, acked };
   struct SendRecord {
     uint64_t tx_seq = 0;
@@ -335,6 +321,8 @@ class Qp {
   std::vector<EvEvent> ev_events_;
 
   // requester
+  std::vector<std::unique_ptr<WrBlock>> blocks_;
+  std::vector<uint32_t> free_blocks_;
   Ring<SendMsg> sq_;  ///< (references into it last until the next post_send)
   size_t sq_next_ = 0;           ///< first message with unsent packets
   uint64_t next_psn_ = 0;

@@ -154,8 +154,7 @@ void Qp::rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool 
   tx.tc = TrafficClass::data;  // RoCE has one data class, retransmissions included
   tx.trimmable = false;
   tx.header_len = static_cast<uint16_t>(hlen);
-  tx.payload = len ? reinterpret_cast<const uint8_t*>(m.wr.local_addr + offset) : nullptr;
-  tx.payload_len = len;
+  set_payload(m, offset, len, tx);
 
   SendRecord& r = rec_for_send(psn);
   if (!rtx) {

@@ -80,8 +80,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   tx.tc = rtx ? TrafficClass::data_rtx : TrafficClass::data;
   tx.trimmable = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
   tx.header_len = static_cast<uint16_t>(hlen);
-  tx.payload = len ? reinterpret_cast<const uint8_t*>(m.wr.local_addr + offset) : nullptr;
-  tx.payload_len = len;
+  set_payload(m, offset, len, tx);
 
   SendRecord& r = rec_for_send(psn);
   if (!rtx) {
@@ -277,7 +276,7 @@ void Qp::complete_acked_messages() {
       wc.byte_len = m.wr.length;
       complete(wc);
     }
-    if (m.holds_mr) ep_.mrs_.release(m.wr.lkey);
+    release_source(m);
     sq_.pop_front();
     --sq_next_;
   }

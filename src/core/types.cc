@@ -1,4 +1,5 @@
 #include "core/types.hpp"
+#include <algorithm>
 
 namespace mrc::core {
 
@@ -45,6 +46,35 @@ const char* to_string(EvState s) {
     case EvState::denied: return "DENIED";
   }
   return "?";
+}
+
+}  // namespace mrc::core
+
+namespace mrc::core {
+
+size_t payload_segments(const Transmit& tx, std::span<PayloadSegment> out) {
+  if (tx.payload_len == 0) return 0;
+  if (tx.gather == nullptr) {
+    out[0] = PayloadSegment{tx.payload, tx.payload_len};
+    return 1;
+  }
+  // Skip the elements wholly before the packet, then take pieces until the
+  // payload is covered. Zero-length elements contribute nothing.
+  uint64_t skip = tx.gather_offset;
+  uint32_t left = tx.payload_len;
+  size_t n = 0;
+  for (uint16_t i = 0; i < tx.gather_count && left > 0; ++i) {
+    const Sge& e = tx.gather[i];
+    if (skip >= e.length) {
+      skip -= e.length;
+      continue;
+    }
+    const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(e.length - skip, left));
+    out[n++] = PayloadSegment{reinterpret_cast<const uint8_t*>(e.addr + skip), take};
+    left -= take;
+    skip = 0;
+  }
+  return n;
 }
 
 }  // namespace mrc::core

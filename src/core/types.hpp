@@ -2,6 +2,7 @@
 // work requests, completions, events and packet descriptors.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <variant>
@@ -83,16 +84,87 @@ struct QpAttr {
   uint32_t cap = 0;            ///< qp_cap bits
 };
 
+/// Per-QP counters.
+struct QpStats {
+  uint64_t data_packets_sent = 0;      ///< first transmissions
+  uint64_t retransmissions = 0;
+  uint64_t probes_sent = 0;
+  uint64_t control_sent = 0;           ///< SACK/NACK/ACK
+  uint64_t bytes_acked = 0;            ///< payload bytes of completed WRITEs
+  uint64_t losses_rule = 0;            ///< declared by the SACK loss rule
+  uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
+  uint64_t losses_nack = 0;            ///< retransmitted after a NACK
+  uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
+  uint64_t tail_probes = 0;            ///< newest packet resent after a silent tail
+  uint64_t stall_timeouts = 0;         ///< work queued but no usable path for a whole RTO
+  uint64_t sacks_received = 0;
+  uint64_t nacks_received = 0;
+  uint64_t spurious_losses = 0;        ///< declared lost, then SACKed before the retransmission left
+  uint64_t data_packets_received = 0;
+  uint64_t duplicates_received = 0;
+  uint64_t ooo_received = 0;
+  uint64_t trims_received = 0;
+  uint64_t rx_rejected = 0;            ///< data packets refused (window, access, state)
+  uint64_t access_errors = 0;          ///< responder: rkey/PD/access/bounds violations
+  uint64_t ctrl_shed = 0;              ///< control packets not queued (duplicate or over a cap)
+  uint64_t max_psn_span = 0;           ///< largest next_psn - snd_una seen (MPR check)
+  uint64_t max_wimm_inflight = 0;      ///< largest WriteIMMs in flight seen (WIMM check)
+  // RoCE RC only.
+  uint64_t rewinds = 0;                ///< go-back-N rewinds (NAK sequence error or ACK timeout)
+  uint64_t seq_naks_sent = 0;          ///< responder: NAK sequence errors sent (one per gap)
+  uint64_t cnps_sent = 0;              ///< responder: CNPs generated for ECN-CE data
+  uint64_t cnps_received = 0;          ///< requester: CNPs passed to the controller
+};
+
+/// Protection domain 0 always exists: it is what QPs and regions use when
+/// the driver names none (the simulator, the test harness).
+inline constexpr uint32_t kDefaultPd = 0;
+
+/// create_qp() arguments.
+struct QpInit {
+  uint32_t send_cq = 0;      ///< CQ id (Endpoint::create_cq) for send completions
+  uint32_t recv_cq = 0;      ///< CQ id for receive (WRITE_WITH_IMM) completions
+  bool sq_sig_all = false;
+  /// MRC, or the RoCEv2 RC baseline (types.hpp). Fixed for the QP's life.
+  Transport transport = Transport::mrc;
+  uint32_t pd = kDefaultPd;  ///< protection domain (Endpoint::alloc_pd)
+};
+
 /// Work-request opcodes MRC supports (reference 3.1).
 enum class WrOpcode : uint8_t { rdma_write, rdma_write_with_imm };
 
+/// Gather elements one work request may name (ibverbs max_send_sge).
+inline constexpr uint32_t kMaxSge = 16;
+/// Largest inline payload of one work request (ibverbs max_inline_data).
+inline constexpr uint32_t kMaxInlineData = 256;
+
+/// One gather element: `length` bytes at `addr`, inside the region `lkey`.
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
 /// A WRITE or WRITE_WITH_IMM work request.
+///
+/// The source is given in exactly one of three forms:
+///  - one buffer: `local_addr`, `lkey`, `length` (sg_list and inline_data
+///    empty) -- what the simulator and most tests use;
+///  - a gather list: `sg_list`, up to kMaxSge elements read in order, each
+///    inside a region of the QP's protection domain (local_addr, lkey and
+///    length must be 0); the message is their concatenation;
+///  - inline: `inline_data`, up to kMaxInlineData bytes copied when the WR
+///    is posted, so the buffer may be reused at once and needs no region
+///    (local_addr, lkey, length and sg_list must be empty).
+/// The spans only need to live for the post_send() call.
 struct SendWr {
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::rdma_write;
-  uint64_t local_addr = 0;   ///< source buffer (inside an MR of this endpoint)
+  uint64_t local_addr = 0;   ///< one-buffer form: source (inside an MR of this endpoint)
   uint32_t lkey = 0;
-  uint32_t length = 0;       ///< bytes, 0 .. 2^31
+  uint32_t length = 0;       ///< one-buffer form: bytes, 0 .. 2^31
+  std::span<const Sge> sg_list;           ///< gather form
+  std::span<const uint8_t> inline_data;   ///< inline form
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint32_t imm = 0;          ///< immediate data (host order)
@@ -139,6 +211,13 @@ struct QpErrorEvent {
   WcStatus cause = WcStatus::general_err;
 };
 
+/// A completion queue overflowed (IBV_EVENT_CQ_ERR): a completion found it
+/// full. Reported once per CQ; the completions that did not fit are counted
+/// in CqInfo::overflows and lost, so the CQ no longer tells the whole story.
+struct CqErrorEvent {
+  uint32_t cq = 0;
+};
+
 /// EV states (reference 4.6).
 enum class EvState : uint8_t { good, skip, assumed_bad, denied };
 const char* to_string(EvState s);
@@ -174,7 +253,9 @@ struct ProbeResult {
   Duration rtt;
 };
 
-using Event = std::variant<WorkCompletion, QpErrorEvent, EvEvent, PortEvent, ProbeResult>;
+/// Everything Endpoint::poll_event() reports. Work completions are not
+/// events: they go to the completion queue each QP names (Endpoint::poll_cq).
+using Event = std::variant<QpErrorEvent, CqErrorEvent, EvEvent, PortEvent, ProbeResult>;
 
 /// Whether a packet was trimmed by a switch (from the IP DSCP the driver read).
 enum class TrimMark : uint8_t { none, trimmed, trimmed_lasthop };
@@ -194,7 +275,19 @@ struct RxMeta {
   uint32_t phantom_payload = 0;
 };
 
+/// A contiguous piece of a packet's payload.
+struct PayloadSegment {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+};
+
 /// A packet the core wants sent. The header bytes are in the caller's buffer.
+///
+/// The payload is contiguous at `payload` (payload_len bytes), unless the
+/// packet straddles elements of a gather list: then `payload` is null,
+/// `gather` names the message's elements and payload_segments() lists the
+/// pieces. Pointers stay valid until the WR completes; `gather` only until
+/// the next call into the endpoint.
 struct Transmit {
   uint8_t port = 0;          ///< 0-based port (plane) to send on
   uint32_t entropy = 0;      ///< EV to put in UDP source port / flow label
@@ -204,6 +297,15 @@ struct Transmit {
   uint16_t header_len = 0;   ///< bytes written to the header buffer
   const uint8_t* payload = nullptr;  ///< local payload address (never owned)
   uint32_t payload_len = 0;
+  const Sge* gather = nullptr;       ///< the message's gather list (see above)
+  uint16_t gather_count = 0;
+  uint32_t gather_offset = 0;        ///< payload offset within the message
 };
+
+/// The payload of `tx` as contiguous segments, in order: one for a
+/// contiguous payload, several for one that straddles gather elements, none
+/// for an empty one. Returns the number written to `out` (at most kMaxSge;
+/// `out` must hold that many).
+size_t payload_segments(const Transmit& tx, std::span<PayloadSegment> out);
 
 }  // namespace mrc::core

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "core/qp.hpp"
+#include "harness/events.hpp"
 #include "wire/packet.hpp"
 #include "wire/psn.hpp"
 
@@ -22,6 +24,7 @@ namespace mrc::core {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+using harness::Event;
 constexpr uint64_t kHostA = 1;  // requester
 constexpr uint64_t kHostB = 2;  // responder
 constexpr uint32_t kMtu = 1024;
@@ -59,6 +62,9 @@ struct Pair {
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
     src_mr = *a->reg_mr(reinterpret_cast<uint64_t>(src.data()), src.size(), access::kLocalWrite);
     dst_mr = *b->reg_mr(reinterpret_cast<uint64_t>(dst.data()), dst.size(), access::kRemoteWrite);
+    // CQ 0 on each side: QpInit{} names it for both queues.
+    EXPECT_EQ(*a->create_cq(Endpoint::kMaxCqe), 0u);
+    EXPECT_EQ(*b->create_cq(Endpoint::kMaxCqe), 0u);
     qa = *a->create_qp(QpInit{});
     qb = *b->create_qp(QpInit{});
     connect(*a, qa, qb, kHostB, 0x100, 0x200, retry_exp, retry_linear, cap);
@@ -148,8 +154,8 @@ struct Pair {
     now = now + dt;
     for (uint64_t h : {kHostA, kHostB})
       if (ep(h).next_timeout() <= now) ep(h).handle_timeout(now);
-    while (auto e = a->poll_event()) events_a.push_back(*e);
-    while (auto e = b->poll_event()) events_b.push_back(*e);
+    while (auto e = harness::next_event(*a, 0)) events_a.push_back(*e);
+    while (auto e = harness::next_event(*b, 0)) events_b.push_back(*e);
   }
 
   bool run_until(const std::function<bool()>& done, Duration limit) {
@@ -569,6 +575,7 @@ TEST(Keys, KeysQpnsAndPsnsComeFromTheInjectedSource) {
             d2->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false)->rkey);
   // QPNs are not sequential: the tags above the slot index differ.
   std::vector<uint32_t> qpns;
+  ASSERT_TRUE(e1->create_cq(16).ok());
   for (int i = 0; i < 8; ++i) qpns.push_back(*e1->create_qp(QpInit{}));
   int distinct_tags = 0;
   for (size_t i = 1; i < qpns.size(); ++i) {

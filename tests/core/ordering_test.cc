@@ -50,7 +50,7 @@ ImmRun run_imms(Fabric& f, const harness::QpPair& qp, int count, uint32_t size, 
   f.kick(0);
   f.run_until(
       [&] {
-        while (auto e = f.ep(1).poll_event()) {
+        while (auto e = f.next_event(1)) {
           auto* w = std::get_if<core::WorkCompletion>(&*e);
           if (!w) continue;
           run.statuses.push_back(w->status);
@@ -62,7 +62,7 @@ ImmRun run_imms(Fabric& f, const harness::QpPair& qp, int count, uint32_t size, 
           const size_t upto = size_t{size} * (w->imm + 1);
           if (std::memcmp(src.mem.data(), dst.mem.data(), upto) != 0) run.placed_before_completion = false;
         }
-        while (auto e = f.ep(0).poll_event()) {
+        while (auto e = f.next_event(0)) {
           auto* w = std::get_if<core::WorkCompletion>(&*e);
           if (w && w->status == core::WcStatus::success) ++run.send_completions;
           else f.hold_event(0, std::move(*e));  // keep errors for the test to inspect

@@ -398,7 +398,7 @@ TEST(Ports, LocalPortDownMovesTrafficAndTellsThePeer) {
   };
   bool done = false;
   f.run_until([&] {
-    while (auto e = f.ep(0).poll_event())
+    while (auto e = f.next_event(0))
       if (std::get_if<core::WorkCompletion>(&*e)) done = true;
     return done;
   }, at_ms(20));

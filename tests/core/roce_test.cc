@@ -172,7 +172,7 @@ bool write_all(Fabric& f, const std::vector<harness::QpPair>& qps, uint64_t byte
   size_t done = 0;
   return f.run_until(
       [&] {
-        while (auto e = f.ep(0).poll_event())
+        while (auto e = f.next_event(0))
           if (auto* w = std::get_if<core::WorkCompletion>(&*e); w && w->status == core::WcStatus::success) ++done;
         return done == qps.size();
       },
@@ -327,7 +327,7 @@ TEST(RoceOrdering, WriteImmCompletesInOrderUnderLossAndReordering) {
   bool placed_first = true;
   f.run_until(
       [&] {
-        while (auto e = f.ep(1).poll_event()) {
+        while (auto e = f.next_event(1)) {
           auto* w = std::get_if<core::WorkCompletion>(&*e);
           if (!w || w->status != core::WcStatus::success) continue;
           EXPECT_TRUE(w->with_imm);
@@ -336,7 +336,7 @@ TEST(RoceOrdering, WriteImmCompletesInOrderUnderLossAndReordering) {
           order.push_back(w->imm);
           if (std::memcmp(src.mem.data(), dst.mem.data(), size_t{kSize} * (w->imm + 1)) != 0) placed_first = false;
         }
-        while (auto e = f.ep(0).poll_event())
+        while (auto e = f.next_event(0))
           if (auto* w = std::get_if<core::WorkCompletion>(&*e); w && w->status == core::WcStatus::success) ++sent;
         return order.size() == kCount && sent == kCount;
       },
@@ -543,6 +543,7 @@ struct RoceResponder : ::testing::Test {
              .value();
     core::QpInit init;
     init.transport = core::Transport::roce_rc;
+    init.send_cq = init.recv_cq = ep->create_cq(64).value();
     qpn = ep->create_qp(init).value();
     namespace qa = core::qp_attr;
     core::QpAttr a;

@@ -26,7 +26,7 @@ TEST(Smoke, OneMegabyteWrite) {
   bool done = false;
   core::WorkCompletion wc;
   f.run_until([&] {
-    while (auto e = f.ep(0).poll_event()) {
+    while (auto e = f.next_event(0)) {
       if (auto* w = std::get_if<core::WorkCompletion>(&*e)) { wc = *w; done = true; }
     }
     return done;

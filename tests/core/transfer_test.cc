@@ -151,7 +151,7 @@ TEST(Transfer, OneGibibyteWithSimulatedMemory) {
   f.kick(0);
   bool done = false;
   f.run_until([&] {
-    while (auto e = f.ep(0).poll_event())
+    while (auto e = f.next_event(0))
       if (auto* w = std::get_if<core::WorkCompletion>(&*e)) done = w->status == core::WcStatus::success;
     return done;
   }, at_ms(100));

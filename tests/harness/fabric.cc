@@ -70,6 +70,7 @@ Fabric::Fabric(const FabricConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
       std::abort();
     }
     eps_.push_back(std::move(ep.value()));
+    cqs_.push_back(eps_.back()->create_cq(core::Endpoint::kMaxCqe).value());
   }
   port_busy_.assign(cfg_.hosts, std::vector<Time>(cfg_.planes, Time::zero()));
   path_busy_.assign(size_t{cfg_.hosts} * cfg_.planes, std::vector<Time>(cfg_.paths_per_plane, Time::zero()));
@@ -100,8 +101,11 @@ QpPair Fabric::connect(int a, int b, const QpOptions& opt, int64_t fixed_psn) {
   core::Endpoint& ea = ep(a);
   core::Endpoint& eb = ep(b);
   QpPair pr;
-  auto qa = ea.create_qp(opt.init);
-  auto qb = eb.create_qp(opt.init);
+  core::QpInit init = opt.init;
+  init.send_cq = init.recv_cq = cq(a);
+  auto qa = ea.create_qp(init);
+  init.send_cq = init.recv_cq = cq(b);
+  auto qb = eb.create_qp(init);
   if (!qa) die("create_qp", qa.error());
   if (!qb) die("create_qp", qb.error());
   pr.a = *qa;
@@ -198,8 +202,11 @@ void Fabric::transmit(int host, const core::Transmit& tx, const uint8_t* hdr) {
   p->payload_len = tx.payload_len;
   p->id = next_pkt_id_++;
   p->bytes.assign(hdr, hdr + tx.header_len);
-  if (cfg_.carry_payload && tx.payload && tx.payload_len)
-    p->bytes.insert(p->bytes.end(), tx.payload, tx.payload + tx.payload_len);
+  if (cfg_.carry_payload) {
+    core::PayloadSegment segs[core::kMaxSge];
+    const size_t n = core::payload_segments(tx, segs);
+    for (size_t i = 0; i < n; ++i) p->bytes.insert(p->bytes.end(), segs[i].data, segs[i].data + segs[i].len);
+  }
   // The NIC frames the packet and appends the ICRC over the IPv6 and UDP
   // headers and what it carries (header + payload bytes).
   wire::FrameFields ff;
@@ -423,10 +430,10 @@ bool Fabric::run_until(const std::function<bool()>& done, Time limit) {
   return true;
 }
 
-std::vector<core::Event> Fabric::events(int host) {
-  std::vector<core::Event> out = std::move(held_[static_cast<size_t>(host)]);
+std::vector<Event> Fabric::events(int host) {
+  std::vector<Event> out = std::move(held_[static_cast<size_t>(host)]);
   held_[static_cast<size_t>(host)].clear();
-  while (auto e = ep(host).poll_event()) out.push_back(std::move(*e));
+  while (auto e = next_event(host)) out.push_back(std::move(*e));
   return out;
 }
 
@@ -462,7 +469,7 @@ TransferResult write_and_wait(Fabric& f, const QpPair& qp, int a, int b, uint64_
   bool failed = false;
   f.run_until(
       [&] {
-        while (auto e = f.ep(a).poll_event()) {
+        while (auto e = f.next_event(a)) {
           if (auto* w = std::get_if<core::WorkCompletion>(&*e)) {
             ++done;
             res.status = w->status;

@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "core/qp.hpp"
+#include "harness/events.hpp"
 #include "util/prng.hpp"
 #include "util/time.hpp"
 #include "wire/framing.hpp"
@@ -175,12 +177,16 @@ class Fabric {
   /// bytes with RETH's address masked, since buffers live at process
   /// addresses): equal seeds give equal hashes.
   uint64_t trace_hash() const { return trace_hash_; }
-  /// Drains and returns all events of `host` (including those that helpers
-  /// such as write_and_wait() set aside while waiting for completions).
-  std::vector<core::Event> events(int host);
+  /// Drains and returns all completions and events of `host` (including
+  /// those that helpers such as write_and_wait() set aside while waiting).
+  std::vector<Event> events(int host);
+  /// The next completion (from the host's CQ) or event of `host`.
+  std::optional<Event> next_event(int host) { return harness::next_event(ep(host), cq(host)); }
   /// Sets an event aside for events(); used by helpers that poll for
   /// completions and must not lose other events.
-  void hold_event(int host, core::Event e) { held_[static_cast<size_t>(host)].push_back(std::move(e)); }
+  void hold_event(int host, Event e) { held_[static_cast<size_t>(host)].push_back(std::move(e)); }
+  /// The host's completion queue: connect() puts both sides of every QP on it.
+  uint32_t cq(int host) const { return cqs_[static_cast<size_t>(host)]; }
 
  private:
   struct Ev {
@@ -215,7 +221,8 @@ class Fabric {
   std::vector<std::unique_ptr<Rule>> rules_;
   std::vector<Prng> rule_rng_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  std::vector<std::vector<core::Event>> held_;
+  std::vector<std::vector<Event>> held_;
+  std::vector<uint32_t> cqs_;
   Prng rng_;
   FabricStats stats_;
   uint64_t trace_hash_ = 1469598103934665603ull;

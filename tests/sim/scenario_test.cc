@@ -197,8 +197,9 @@ PinnedPair run_pinned_pair(const char* name, bool pin_only, uint32_t swap_marks 
   Simulator map_sim(1);
   const Fabric map(map_sim, sc.topology);  // only for the EV -> uplink map
   sc.at_end = [&](Time, const Cluster& c) {
-    c.for_each_qp([&](uint32_t src, uint32_t, uint32_t, const core::Qp& q, const core::Qp*) {
-      const core::path::PathPolicy* p = q.path();
+    c.for_each_qp([&](uint32_t src, uint32_t, uint32_t, const core::Endpoint& ep, uint32_t qpn) {
+      const core::Qp* q = ep.qp(qpn);  // the path policy's internals
+      const core::path::PathPolicy* p = q ? q->path() : nullptr;
       if (p == nullptr || src > 1) return;
       out.skips += p->stats().skips;
       out.swaps += p->stats().congestion_swaps;

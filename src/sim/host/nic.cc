@@ -28,6 +28,9 @@ Nic::Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg
     std::abort();
   }
   ep_ = std::move(ep.value());
+  // One CQ for every QP on this NIC, drained after every call into the core
+  // (drain_events), so it never holds more than one call's completions.
+  cq_ = ep_->create_cq(core::Endpoint::kMaxCqe).value();
   in_flight_.assign(fabric.planes(), nullptr);
   for (uint32_t p = 0; p < fabric.planes(); ++p) uplinks_.push_back(fabric.host_uplink(host, p));
   pause_counts_ = fabric.host_pause_counts(host);
@@ -103,6 +106,11 @@ void Nic::arm_timer() {
 }
 
 void Nic::drain_events() {
+  core::WorkCompletion wcs[32];
+  while (size_t n = ep_->poll_cq(cq_, wcs)) {
+    for (size_t i = 0; i < n; ++i)
+      if (on_completion_sink) on_completion_sink(*this, wcs[i]);
+  }
   while (auto e = ep_->poll_event()) {
     if (on_event_sink) on_event_sink(*this, *e);
   }

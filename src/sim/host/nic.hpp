@@ -29,8 +29,12 @@ class Nic final : public Node {
   core::Endpoint& ep() { return *ep_; }
   const core::Endpoint& ep() const { return *ep_; }
 
-  /// Called for every completion and event the core produces, in order.
+  /// Called for every work completion, in order.
+  std::function<void(Nic&, const core::WorkCompletion&)> on_completion_sink;
+  /// Called for every other event the core produces, in order.
   std::function<void(Nic&, const core::Event&)> on_event_sink;
+  /// The NIC's completion queue: every QP on it names this CQ.
+  uint32_t cq() const { return cq_; }
 
   /// Wakes idle ports and re-arms the timer; call after posting work or
   /// changing the endpoint outside a Nic callback.
@@ -58,6 +62,7 @@ class Nic final : public Node {
 
   Simulator& sim_;
   Fabric& fabric_;
+  uint32_t cq_ = 0;
   uint32_t host_;
   std::unique_ptr<core::Endpoint> ep_;
   std::vector<Packet*> in_flight_;   ///< per port: packet being serialized

@@ -24,6 +24,7 @@ Cluster::Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_
     nics_.push_back(std::make_unique<Nic>(sim, fabric, h, cfg));
     Nic& n = *nics_.back();
     n.on_event_sink = [this](Nic& nic, const core::Event& e) { on_nic_event(nic, e); };
+    n.on_completion_sink = [this](Nic& nic, const core::WorkCompletion& wc) { on_nic_completion(nic, wc); };
     auto mr = n.ep().reg_mr(kMemBase, kMemSize, core::access::kLocalWrite | core::access::kRemoteWrite, false);
     if (!mr) fatal("reg_mr", mr.error());
     mrs_.push_back(*mr);
@@ -71,7 +72,9 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
   const uint64_t pb = make_profile(b, dst, src);
   core::QpInit init;
   init.transport = spec_.transport;
+  init.send_cq = init.recv_cq = nics_[src]->cq();
   const uint32_t qa = a.create_qp(init).value();
+  init.send_cq = init.recv_cq = nics_[dst]->cq();
   const uint32_t qb = b.create_qp(init).value();
   auto bring_up = [&](core::Endpoint& e, uint32_t qpn, uint64_t prof, uint32_t peer, uint32_t peer_qpn,
                       uint32_t my_psn, uint32_t peer_psn) {
@@ -162,24 +165,27 @@ void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<vo
   nics_[src]->kick();
 }
 
+void Cluster::on_nic_completion(Nic& nic, const core::WorkCompletion& wc) {
+  const uint32_t h = nic.host();
+  if (wc.opcode == core::WcOpcode::recv_rdma_with_imm) {
+    if (wc.status != core::WcStatus::success) return;
+    auto it = recv_cb_[h].find((uint64_t{wc.qpn} << 32) | wc.imm);
+    if (it == recv_cb_[h].end()) return;
+    auto cb = std::move(it->second);
+    recv_cb_[h].erase(it);
+    if (cb) cb(Done{sim_.now(), wc.status});
+    return;
+  }
+  auto it = send_cb_[h].find(wc.wr_id);
+  if (it == send_cb_[h].end()) return;
+  auto cb = std::move(it->second);
+  send_cb_[h].erase(it);
+  if (cb) cb(Done{sim_.now(), wc.status});
+}
+
 void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
   const uint32_t h = nic.host();
-  if (auto* wc = std::get_if<core::WorkCompletion>(&e)) {
-    if (wc->opcode == core::WcOpcode::recv_rdma_with_imm) {
-      if (wc->status != core::WcStatus::success) return;
-      auto it = recv_cb_[h].find((uint64_t{wc->qpn} << 32) | wc->imm);
-      if (it == recv_cb_[h].end()) return;
-      auto cb = std::move(it->second);
-      recv_cb_[h].erase(it);
-      if (cb) cb(Done{sim_.now(), wc->status});
-      return;
-    }
-    auto it = send_cb_[h].find(wc->wr_id);
-    if (it == send_cb_[h].end()) return;
-    auto cb = std::move(it->second);
-    send_cb_[h].erase(it);
-    if (cb) cb(Done{sim_.now(), wc->status});
-  } else if (std::get_if<core::QpErrorEvent>(&e)) {
+  if (std::get_if<core::QpErrorEvent>(&e)) {
     ++qp_failures_;
   } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {
     if (ev->to == core::EvState::assumed_bad) ++evs_retired_;

@@ -77,14 +77,11 @@ class Cluster {
   /// Time series hook: called for every EV event (time, host, event).
   std::function<void(uint32_t host, const core::EvEvent&)> on_ev_event;
 
-  /// Calls f(src, dst, lane, sender, receiver) for every QP pair the
-  /// workload opened (the receiver is its peer QP at dst, or null).
+  /// Calls f(src, dst, lane, endpoint, qpn) for the sending QP of every
+  /// connection the workload opened (query it with endpoint.query_qp).
   template <class F>
   void for_each_qp(F&& f) const {
-    for (const auto& [key, qp] : qps_) {
-      if (const core::Qp* q = nics_[key.src]->ep().qp(qp.local))
-        f(key.src, key.dst, key.lane, *q, nics_[key.dst]->ep().qp(qp.remote));
-    }
+    for (const auto& [key, qp] : qps_) f(key.src, key.dst, key.lane, nics_[key.src]->ep(), qp.local);
   }
 
   /// Sums a QpStats field over every QP of every host.
@@ -92,7 +89,7 @@ class Cluster {
   uint64_t sum_qp_stats(F&& field) const {
     uint64_t s = 0;
     for (const auto& [key, qp] : qps_) {
-      if (const core::Qp* q = nics_[key.src]->ep().qp(qp.local)) s += field(q->stats());
+      if (auto q = nics_[key.src]->ep().query_qp(qp.local)) s += field(q->stats);
     }
     return s;
   }
@@ -107,8 +104,8 @@ class Cluster {
     uint64_t s = 0;
     for (auto it = qps_.lower_bound(Key{src, dst, 0}); it != qps_.end() && it->first.src == src && it->first.dst == dst;
          ++it) {
-      const core::Qp* q = at_sender ? nics_[src]->ep().qp(it->second.local) : nics_[dst]->ep().qp(it->second.remote);
-      if (q) s += field(q->stats());
+      auto q = at_sender ? nics_[src]->ep().query_qp(it->second.local) : nics_[dst]->ep().query_qp(it->second.remote);
+      if (q) s += field(q->stats);
     }
     return s;
   }
@@ -127,6 +124,7 @@ class Cluster {
   const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
   void pin(uint32_t src, std::vector<core::EvEntry>& evs) const;
   void on_nic_event(Nic& nic, const core::Event& e);
+  void on_nic_completion(Nic& nic, const core::WorkCompletion& wc);
 
   Simulator& sim_;
   Fabric& fabric_;

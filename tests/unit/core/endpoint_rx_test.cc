@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "core/qp.hpp"
 #include "wire/packet.hpp"
 #include "wire/psn.hpp"
 
@@ -64,6 +65,7 @@ struct EndpointRxTest : ::testing::Test {
                         access::kRemoteWrite | access::kLocalWrite);
     ASSERT_TRUE(m.ok());
     mr = *m;
+    ASSERT_EQ(*ep->create_cq(Endpoint::kMaxCqe), 0u);  // what QpInit{} names
     auto q = ep->create_qp(QpInit{});
     ASSERT_TRUE(q.ok());
     qpn = *q;

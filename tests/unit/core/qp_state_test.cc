@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "core/qp.hpp"
+#include "harness/events.hpp"
 
 namespace mrc::core {
 namespace {
@@ -39,6 +41,7 @@ struct QpStateTest : ::testing::Test {
     auto e = Endpoint::create(cfg);
     ASSERT_TRUE(e.ok());
     ep = std::move(*e);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(ep->create_cq(64).ok());  // CQs 0, 1, 2
     auto q = ep->create_qp(QpInit{1, 2, false});
     ASSERT_TRUE(q.ok());
     qpn = *q;
@@ -106,9 +109,13 @@ struct QpStateTest : ::testing::Test {
     }
   }
 
-  std::vector<Event> drain() {
-    std::vector<Event> v;
-    while (auto e = ep->poll_event()) v.push_back(*e);
+  /// Completions of the send CQ, then of the receive CQ, then events.
+  std::vector<harness::Event> drain() {
+    std::vector<harness::Event> v;
+    WorkCompletion wc;
+    for (uint32_t cq : {1u, 2u})
+      while (ep->poll_cq(cq, {&wc, 1})) v.push_back(wc);
+    while (auto e = harness::next_event(*ep, 0)) v.push_back(*e);
     return v;
   }
   SendWr wr(uint64_t id, uint32_t len = 512) const {
@@ -332,7 +339,7 @@ TEST_F(QpStateTest, EnteringErrorFromRtsReportsQpErrorEvent) {
   to_rts();
   ASSERT_TRUE(ep->post_send(t0, qpn, wr(1)).ok());
   to_error();
-  const std::vector<Event> ev = drain();
+  const std::vector<harness::Event> ev = drain();
   ASSERT_EQ(ev.size(), 2u);
   const auto* wc = std::get_if<WorkCompletion>(&ev[0]);
   ASSERT_NE(wc, nullptr);
@@ -489,7 +496,7 @@ TEST_F(QpStateTest, PostSendInErrorIsFlushed) {
   to_error();
   (void)drain();
   ASSERT_TRUE(ep->post_send(t0, qpn, wr(77)).ok());
-  const std::vector<Event> ev = drain();
+  const std::vector<harness::Event> ev = drain();
   ASSERT_EQ(ev.size(), 1u);
   const auto* wc = std::get_if<WorkCompletion>(&ev[0]);
   ASSERT_NE(wc, nullptr);
@@ -505,7 +512,7 @@ void expect_local_protection_failure(QpStateTest& t, const SendWr& bad) {
   ASSERT_TRUE(t.ep->post_send(t0, t.qpn, t.wr(1)).ok());  // queued, never sent
   ASSERT_TRUE(t.ep->post_send(t0, t.qpn, bad).ok());      // reported as a completion
   EXPECT_EQ(t.state(), QpState::error);
-  std::vector<Event> ev = t.drain();
+  std::vector<harness::Event> ev = t.drain();
   ASSERT_EQ(ev.size(), 3u);
   const auto* w1 = std::get_if<WorkCompletion>(&ev[0]);
   const auto* w2 = std::get_if<WorkCompletion>(&ev[1]);

@@ -1,0 +1,320 @@
+// Claims about what a driver hands the core and gets back: gather lists and
+// inline data arrive byte for byte (MRC and RoCE RC), malformed work
+// requests are refused without side effects, completion queues are bounded
+// and report an overflow once, destroying a QP flushes its work, and
+// queries return plain values.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "core/test_fabric.hpp"
+
+namespace mrc {
+namespace {
+
+using harness::Fabric;
+using testing::at_ms;
+
+void fill(Fabric::Buffer& b, uint8_t seed) {
+  for (size_t i = 0; i < b.mem.size(); ++i) b.mem[i] = static_cast<uint8_t>(i * 131 + seed);
+}
+
+/// Runs until `host` has `n` completions on its CQ; returns them.
+std::vector<core::WorkCompletion> wait_completions(Fabric& f, int host, size_t n) {
+  std::vector<core::WorkCompletion> out;
+  f.run_until(
+      [&] {
+        core::WorkCompletion wc;
+        while (f.ep(host).poll_cq(f.cq(host), {&wc, 1})) out.push_back(wc);
+        return out.size() >= n;
+      },
+      at_ms(50));
+  return out;
+}
+
+class GatherTest : public ::testing::TestWithParam<core::Transport> {};
+
+TEST_P(GatherTest, AGatherListArrivesAsTheConcatenationOfItsElements) {
+  Fabric f(testing::small_fabric());
+  harness::QpOptions o = testing::default_qp();
+  o.init.transport = GetParam();
+  o.attr.path_mtu = 1024;  // packets straddle element boundaries
+  const harness::QpPair qp = f.connect(0, 1, o);
+  Fabric::Buffer& s1 = f.alloc(0, 5000);
+  Fabric::Buffer& s2 = f.alloc(0, 3000);  // a second region: elements may name any
+  Fabric::Buffer& dst = f.alloc(1, 16384);
+  fill(s1, 1);
+  fill(s2, 2);
+  // Odd sizes and offsets, a zero-length element, the same region twice.
+  const std::array<core::Sge, 6> sg{{{s1.addr() + 7, 1500, s1.mr.lkey},
+                                     {s2.addr(), 10, s2.mr.lkey},
+                                     {s1.addr(), 0, s1.mr.lkey},
+                                     {s2.addr() + 100, 2900, s2.mr.lkey},
+                                     {s1.addr() + 4000, 1000, s1.mr.lkey},
+                                     {s1.addr() + 1, 3, s1.mr.lkey}}};
+  std::vector<uint8_t> want;
+  for (const core::Sge& e : sg) {
+    const auto* p = reinterpret_cast<const uint8_t*>(e.addr);
+    want.insert(want.end(), p, p + e.length);
+  }
+  core::SendWr wr;
+  wr.wr_id = 42;
+  wr.opcode = core::WrOpcode::rdma_write_with_imm;
+  wr.imm = 7;
+  wr.sg_list = sg;
+  wr.remote_addr = dst.addr() + 64;
+  wr.rkey = dst.mr.rkey;
+  ASSERT_TRUE(f.ep(1).post_recv(qp.b, core::RecvWr{9}).ok());
+  ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  f.kick(0);
+  const auto wcs = wait_completions(f, 0, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, core::WcStatus::success);
+  EXPECT_EQ(wcs[0].byte_len, want.size());
+  ASSERT_EQ(0, std::memcmp(dst.mem.data() + 64, want.data(), want.size()));
+  EXPECT_EQ(dst.mem[63], 0);
+  EXPECT_EQ(dst.mem[64 + want.size()], 0);
+  const auto rwc = wait_completions(f, 1, 1);
+  ASSERT_EQ(rwc.size(), 1u);
+  EXPECT_EQ(rwc[0].byte_len, want.size());
+  EXPECT_EQ(rwc[0].imm, 7u);
+  // The completion released every element's region.
+  EXPECT_TRUE(f.ep(0).dereg_mr(s2.mr.lkey).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, GatherTest, ::testing::Values(core::Transport::mrc, core::Transport::roce_rc),
+                         [](const auto& p) { return std::string(core::to_string(p.param)); });
+
+TEST(InlineData, IsCopiedAtPostSoTheBufferMayBeReusedAtOnce) {
+  Fabric f(testing::small_fabric());
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& dst = f.alloc(1, 4096);
+  std::array<uint8_t, core::kMaxInlineData> buf;
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(0xA0 ^ i);
+  const std::array<uint8_t, core::kMaxInlineData> want = buf;
+  core::SendWr wr;
+  wr.wr_id = 1;
+  wr.inline_data = buf;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  buf.fill(0xEE);  // the application reuses its buffer before anything left
+  f.kick(0);
+  const auto wcs = wait_completions(f, 0, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, core::WcStatus::success);
+  EXPECT_EQ(0, std::memcmp(dst.mem.data(), want.data(), want.size()));
+}
+
+TEST(WorkRequests, MalformedOnesAreRefusedWithNothingQueuedOrHeld) {
+  Fabric f(testing::small_fabric());
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& src = f.alloc(0, 4096);
+  Fabric::Buffer& dst = f.alloc(1, 4096);
+  core::SendWr base;
+  base.remote_addr = dst.addr();
+  base.rkey = dst.mr.rkey;
+  const std::array<uint8_t, core::kMaxInlineData + 1> big{};
+  std::vector<core::Sge> many(core::kMaxSge + 1, core::Sge{src.addr(), 1, src.mr.lkey});
+  const core::Sge one{src.addr(), 8, src.mr.lkey};
+
+  core::SendWr w = base;
+  w.inline_data = big;  // over the inline limit
+  EXPECT_EQ(f.ep(0).post_send(f.now(), qp.a, w).error(), Errc::invalid_argument);
+  w = base;
+  w.sg_list = many;  // over kMaxSge
+  EXPECT_EQ(f.ep(0).post_send(f.now(), qp.a, w).error(), Errc::invalid_argument);
+  w = base;
+  w.sg_list = {&one, 1};
+  w.local_addr = src.addr();  // two source forms at once
+  w.length = 8;
+  w.lkey = src.mr.lkey;
+  EXPECT_EQ(f.ep(0).post_send(f.now(), qp.a, w).error(), Errc::invalid_argument);
+  w = base;
+  w.sg_list = {&one, 1};
+  w.inline_data = {big.data(), 4};
+  EXPECT_EQ(f.ep(0).post_send(f.now(), qp.a, w).error(), Errc::invalid_argument);
+  EXPECT_EQ(f.ep(0).query_qp(qp.a)->send_queued, 0u);
+  EXPECT_TRUE(f.next_event(0) == std::nullopt) << "a refused WR completes nothing";
+  EXPECT_EQ(f.ep(0).query_qp(qp.a)->state, core::QpState::rts);
+}
+
+TEST(WorkRequests, AGatherElementOutsideItsRegionFailsTheWrAndHoldsNoRegion) {
+  Fabric f(testing::small_fabric());
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& src = f.alloc(0, 4096);
+  Fabric::Buffer& other = f.alloc(0, 4096);
+  Fabric::Buffer& dst = f.alloc(1, 4096);
+  const std::array<core::Sge, 3> sg{{{src.addr(), 100, src.mr.lkey},
+                                     {other.addr(), 100, other.mr.lkey},
+                                     {src.addr() + 4000, 200, src.mr.lkey}}};  // leaves the region
+  core::SendWr wr;
+  wr.wr_id = 5;
+  wr.sg_list = sg;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  const auto wcs = wait_completions(f, 0, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, core::WcStatus::loc_prot_err);
+  EXPECT_EQ(f.ep(0).query_qp(qp.a)->state, core::QpState::error);
+  // Nothing kept a reference: both regions deregister.
+  EXPECT_TRUE(f.ep(0).dereg_mr(other.mr.lkey).ok());
+  EXPECT_TRUE(f.ep(0).dereg_mr(src.mr.lkey).ok());
+}
+
+TEST(CompletionQueues, AnOverflowLosesTheExcessAndIsReportedOnce) {
+  Fabric f(testing::small_fabric());
+  Fabric::Buffer& src = f.alloc(0, 4096);
+  Fabric::Buffer& dst = f.alloc(1, 4096);
+  // A QP whose send CQ holds two completions, in ERROR so that every WR
+  // posted completes (flushed) at once.
+  const uint32_t small_cq = f.ep(0).create_cq(2).value();
+  core::QpInit init;
+  init.send_cq = small_cq;
+  init.recv_cq = f.cq(0);
+  auto q = f.ep(0).create_qp(init);
+  ASSERT_TRUE(q.ok());
+  core::QpAttr a;
+  a.state = core::QpState::init;
+  ASSERT_TRUE(f.ep(0).modify_qp(f.now(), *q, a, core::qp_attr::kState).ok());
+  a.state = core::QpState::error;
+  ASSERT_TRUE(f.ep(0).modify_qp(f.now(), *q, a, core::qp_attr::kState).ok());
+  for (uint64_t id = 0; id < 5; ++id) {
+    core::SendWr wr;
+    wr.wr_id = id;
+    wr.local_addr = src.addr();
+    wr.lkey = src.mr.lkey;
+    wr.length = 16;
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.mr.rkey;
+    ASSERT_TRUE(f.ep(0).post_send(f.now(), *q, wr).ok());
+  }
+  const auto info = f.ep(0).cq_info(small_cq);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->capacity, 2u);
+  EXPECT_EQ(info->size, 2u);
+  EXPECT_EQ(info->overflows, 3u);
+  int errors = 0;
+  while (auto e = f.ep(0).poll_event())
+    if (auto* ce = std::get_if<core::CqErrorEvent>(&*e)) {
+      EXPECT_EQ(ce->cq, small_cq);
+      ++errors;
+    }
+  EXPECT_EQ(errors, 1) << "IBV_EVENT_CQ_ERR once per CQ";
+  std::array<core::WorkCompletion, 8> wcs;
+  ASSERT_EQ(f.ep(0).poll_cq(small_cq, wcs), 2u);
+  EXPECT_EQ(wcs[0].wr_id, 0u);
+  EXPECT_EQ(wcs[1].wr_id, 1u);
+  EXPECT_EQ(wcs[0].status, core::WcStatus::wr_flush_err);
+  EXPECT_EQ(f.ep(0).cq_info(f.cq(0))->overflows, 0u) << "other CQs are untouched";
+}
+
+TEST(CompletionQueues, CreateAndDestroyFollowTheirErrorContract) {
+  Fabric f(testing::small_fabric());
+  EXPECT_EQ(f.ep(0).create_cq(0).error(), Errc::invalid_argument);
+  EXPECT_EQ(f.ep(0).create_cq(core::Endpoint::kMaxCqe + 1).error(), Errc::invalid_argument);
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  EXPECT_EQ(f.ep(0).destroy_cq(f.cq(0)).error(), Errc::busy) << "a QP names it";
+  EXPECT_EQ(f.ep(0).destroy_cq(12345).error(), Errc::not_found);
+  core::QpInit init;
+  init.send_cq = 999;
+  EXPECT_EQ(f.ep(0).create_qp(init).error(), Errc::not_found);
+  const uint32_t spare = f.ep(0).create_cq(8).value();
+  EXPECT_TRUE(f.ep(0).destroy_cq(spare).ok());
+  EXPECT_FALSE(f.ep(0).cq_info(spare).has_value());
+  ASSERT_TRUE(f.ep(0).destroy_qp(qp.a).ok());
+  EXPECT_TRUE(f.ep(0).destroy_cq(f.cq(0)).ok()) << "its last QP is gone";
+}
+
+TEST(DestroyQp, FlushesOutstandingWorkBeforeTheQpGoes) {
+  Fabric f(testing::small_fabric());
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& src = f.alloc(0, 1 << 20);
+  Fabric::Buffer& dst = f.alloc(1, 1 << 20);
+  for (uint64_t id = 0; id < 4; ++id) {
+    core::SendWr wr;
+    wr.wr_id = 100 + id;
+    wr.local_addr = src.addr();
+    wr.lkey = src.mr.lkey;
+    wr.length = 1 << 18;
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.mr.rkey;
+    ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  }
+  ASSERT_TRUE(f.ep(0).post_recv(qp.a, core::RecvWr{7}).ok());
+  f.kick(0);
+  f.run_until(at_ms(0) + Duration::us(3));  // some packets out, nothing complete
+  ASSERT_EQ(f.ep(0).dereg_mr(src.mr.lkey).error(), Errc::busy);
+  ASSERT_TRUE(f.ep(0).destroy_qp(qp.a).ok());
+  std::vector<core::WorkCompletion> flushed;
+  core::WorkCompletion wc;
+  while (f.ep(0).poll_cq(f.cq(0), {&wc, 1})) flushed.push_back(wc);
+  ASSERT_EQ(flushed.size(), 5u);
+  for (const auto& w : flushed) EXPECT_EQ(w.status, core::WcStatus::wr_flush_err);
+  EXPECT_EQ(flushed[0].wr_id, 100u);
+  EXPECT_EQ(flushed[4].wr_id, 7u);
+  EXPECT_EQ(flushed[4].opcode, core::WcOpcode::recv_rdma_with_imm);
+  EXPECT_TRUE(f.ep(0).dereg_mr(src.mr.lkey).ok()) << "the flushed WRs released their region";
+  EXPECT_FALSE(f.ep(0).query_qp(qp.a).has_value());
+}
+
+TEST(Queries, ReturnPlainValuesOfTheQpAndItsEvs) {
+  Fabric f(testing::small_fabric());
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  ASSERT_TRUE(harness::write_and_wait(f, qp, 0, 1, 1 << 16, at_ms(10)).completed);
+  const auto info = f.ep(0).query_qp(qp.a);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->qpn, qp.a);
+  EXPECT_EQ(info->state, core::QpState::rts);
+  EXPECT_EQ(info->peer, 1u);
+  EXPECT_EQ(info->init.send_cq, f.cq(0));
+  EXPECT_GE(info->stats.bytes_acked, uint64_t{1} << 16);
+  EXPECT_GT(info->srtt.count_ps(), 0);
+  EXPECT_GT(info->evs, 0u);
+  EXPECT_EQ(info->evs_good, info->evs) << "no EV lost anything on a clean fabric";
+  EXPECT_GT(info->cwnd_bytes, 0u);
+  std::vector<core::EvInfo> evs(info->evs);
+  EXPECT_EQ(f.ep(0).query_evs(qp.a, evs), info->evs);
+  uint64_t sent = 0;
+  for (const auto& e : evs) {
+    EXPECT_LT(e.port, 4);
+    sent += e.packets_sent;
+  }
+  EXPECT_EQ(sent, info->stats.data_packets_sent + info->stats.retransmissions + info->stats.probes_sent);
+  std::array<core::EvInfo, 2> two;
+  EXPECT_EQ(f.ep(0).query_evs(qp.a, two), info->evs) << "the count tells a short array how much to grow";
+  EXPECT_FALSE(f.ep(0).query_qp(0xABCDEF).has_value());
+}
+
+TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
+  std::array<uint8_t, 64> mem{};
+  const std::array<core::Sge, 4> sg{{{reinterpret_cast<uint64_t>(mem.data()), 10, 0},
+                                     {reinterpret_cast<uint64_t>(mem.data() + 20), 0, 0},
+                                     {reinterpret_cast<uint64_t>(mem.data() + 30), 5, 0},
+                                     {reinterpret_cast<uint64_t>(mem.data() + 40), 20, 0}}};
+  core::Transmit tx;
+  tx.gather = sg.data();
+  tx.gather_count = 4;
+  tx.gather_offset = 8;
+  tx.payload_len = 10;
+  std::array<core::PayloadSegment, core::kMaxSge> out;
+  ASSERT_EQ(core::payload_segments(tx, out), 3u);
+  EXPECT_EQ(out[0].data, mem.data() + 8);
+  EXPECT_EQ(out[0].len, 2u);
+  EXPECT_EQ(out[1].data, mem.data() + 30);
+  EXPECT_EQ(out[1].len, 5u);
+  EXPECT_EQ(out[2].data, mem.data() + 40);
+  EXPECT_EQ(out[2].len, 3u);
+  core::Transmit flat;
+  flat.payload = mem.data();
+  flat.payload_len = 4;
+  ASSERT_EQ(core::payload_segments(flat, out), 1u);
+  flat.payload_len = 0;
+  EXPECT_EQ(core::payload_segments(flat, out), 0u);
+}
+
+}  // namespace
+}  // namespace mrc
