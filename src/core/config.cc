@@ -54,6 +54,8 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.skip_max: must be >= 0 (0 = no time cap, one rotation)");
   if (p.tail_probes > 16)
     return reject(why, "protocol.tail_probes: must be 0..16 (default 3)");
+  if (p.ev_burst == 0 || p.ev_burst > 64)
+    return reject(why, "protocol.ev_burst: must be 1..64 (default 1 = per-packet spraying)");
   if (p.ep_reply_burst == 0)
     return reject(why, "protocol.ep_reply_burst: must be > 0 (default 64)");
   if (p.ep_reply_interval < Duration{})

@@ -43,6 +43,13 @@ struct ProtocolConfig {
   /// Tail loss probes per silence (RFC 8985's TLP, one each probe timeout,
   /// doubling) before the ACK timeout takes over; 0 = none.
   uint32_t tail_probes = 3;
+  /// Spraying granularity: consecutive new-data packets of a QP sent on one
+  /// EV before the path policy picks the next (1 = a fresh pick per packet,
+  /// as hardware sprays). The software device's burst mode sets k so that k
+  /// packets leave as one UDP GSO super-packet; a burst ends early when its
+  /// EV stops being GOOD or its port is busy. Retransmissions always pick
+  /// afresh.
+  uint32_t ev_burst = 1;
   /// First probe of an ASSUMED_BAD EV, then doubling up to the maximum (item 8).
   Duration probe_interval = Duration::us(100);
   Duration probe_interval_max = Duration::ms(10);

@@ -214,6 +214,7 @@ void Qp::enter_rts(Time now) {
 
 void Qp::reset_state() {
   drop_send_queue();
+  burst_left_ = 0;
   fifo_.clear();
   rtx_q_.clear();
   recv_q_.clear();

@@ -330,6 +330,8 @@ class Qp {
   uint64_t next_msn_ = 1;
   uint64_t next_rqmsn_ = 0;
   uint64_t tx_seq_ = 0;
+  int burst_ev_ = path::PathPolicy::kNone;  ///< EV of the burst in progress (ProtocolConfig::ev_burst)
+  uint32_t burst_left_ = 0;                 ///< packets the burst may still send on it
   std::vector<SendRecord> records_;
   uint64_t rec_mask_ = 0;
   SackBitmap acked_;

@@ -193,8 +193,16 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   const uint64_t remaining = m.wr.length - uint64_t{m.sent_pkts} * mtu_;
   const uint32_t nom = nominal(40, static_cast<uint32_t>(std::min<uint64_t>(mtu_, remaining)));
   if (!window_allows(nom) || pace(now, nom)) return SendResult::blocked;
-  const int ev = path_->select(now, port_mask, path::PathPolicy::kNone);
-  if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
+  int ev = path::PathPolicy::kNone;
+  if (burst_left_ > 0 && path_->can_continue(burst_ev_, port_mask)) {
+    ev = burst_ev_;
+    --burst_left_;
+  } else {
+    ev = path_->select(now, port_mask, path::PathPolicy::kNone);
+    if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
+    burst_ev_ = ev;
+    burst_left_ = ep_.cfg_.protocol.ev_burst - 1;
+  }
   if (m.sent_pkts == 0) {
     m.first_psn = next_psn_;
     if (imm) {

@@ -289,6 +289,46 @@ TEST(Queries, ReturnPlainValuesOfTheQpAndItsEvs) {
   EXPECT_FALSE(f.ep(0).query_qp(0xABCDEF).has_value());
 }
 
+// The software device's burst mode: k consecutive packets on one EV, then
+// a fresh pick; k = 1 sprays every packet.
+std::vector<uint32_t> data_evs(uint32_t burst) {
+  harness::FabricConfig fc = testing::small_fabric();
+  fc.endpoint.protocol.ev_burst = burst;
+  Fabric f(fc);
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& src = f.alloc(0, 64 * 4096);
+  Fabric::Buffer& dst = f.alloc(1, 64 * 4096);
+  core::SendWr wr;
+  wr.local_addr = src.addr();
+  wr.lkey = src.mr.lkey;
+  wr.length = 64 * 4096;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  EXPECT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  std::vector<uint32_t> evs;
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  while (evs.size() < 32) {
+    auto tx = f.ep(0).poll_transmit(f.now(), 0xF, hdr);
+    if (!tx) break;
+    if (tx->payload_len > 0) evs.push_back(tx->entropy);
+  }
+  return evs;
+}
+
+TEST(Spraying, ABurstKeepsOneEvForKPacketsThenPicksAgain) {
+  const std::vector<uint32_t> evs = data_evs(4);
+  ASSERT_GE(evs.size(), 16u);
+  for (size_t i = 0; i + 4 <= evs.size(); i += 4) {
+    for (size_t j = 1; j < 4; ++j) EXPECT_EQ(evs[i + j], evs[i]) << "packet " << i + j;
+    if (i + 4 < evs.size()) {
+      EXPECT_NE(evs[i + 4], evs[i]) << "the next burst sprays elsewhere";
+    }
+  }
+  const std::vector<uint32_t> single = data_evs(1);
+  ASSERT_GE(single.size(), 16u);
+  for (size_t i = 1; i < single.size(); ++i) EXPECT_NE(single[i], single[i - 1]);
+}
+
 TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
   std::array<uint8_t, 64> mem{};
   const std::array<core::Sge, 4> sg{{{reinterpret_cast<uint64_t>(mem.data()), 10, 0},

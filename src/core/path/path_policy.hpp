@@ -115,6 +115,12 @@ class PathPolicy {
   virtual int select(Time now, uint32_t port_mask, int avoid) = 0;
   /// Ports on which select() can return an EV.
   virtual uint32_t sendable_ports() const = 0;
+  /// True if slot `slot` may carry the next packet of a burst on one of
+  /// `port_mask`'s ports: active, GOOD, on a usable port in the mask.
+  bool can_continue(int slot, uint32_t port_mask) const {
+    const EvSlot& e = slots_[static_cast<size_t>(slot)];
+    return e.active && e.state == EvState::good && ((port_mask & port_mask_) >> e.port & 1u);
+  }
   /// The one slot a single-path policy uses for the QP's life (whatever the
   /// port state); kNone for policies that spray.
   virtual int pinned() const { return kNone; }
