@@ -1,0 +1,371 @@
+/*
+ * mrc.h -- the OCP MRC application API (reference section 6.2), as
+ * OpenMRC's software device implements it.
+ *
+ * The API is modelled on ibverbs: verbs types (ibv_send_wr, ibv_recv_wr,
+ * ibv_wc, ibv_qp_attr, ibv_qp_cap, ibv_pd, ibv_mr) come from rdma-core's
+ * <infiniband/verbs.h>, so code written for the OCP API compiles. Since no
+ * kernel RDMA device exists, <mrc/mrc_soft.h> opens a software device and
+ * registers memory; everything here then works on the ibv_context it
+ * returns.
+ *
+ * Conventions (ibverbs):
+ *  - calls returning int return 0 on success and an errno value on failure
+ *    (mrc_poll_cq returns a count, or -1 with errno);
+ *  - calls returning a pointer return NULL and set errno on failure;
+ *  - posting calls set *bad_wr to the first work request not posted;
+ *  - errors on the data path (remote access, retry exhausted, flush) are
+ *    completion statuses in ibv_wc, not return codes.
+ *
+ * Threading: every call may be made from any thread. A QP's post calls may
+ * run concurrently with polling its CQs; concurrent posts to one QP are
+ * serialized inside.
+ *
+ * Only RDMA WRITE and RDMA WRITE WITH IMMEDIATE exist in MRC (reference
+ * 3.1); QPs are always reliable (IBV_QPT_RC semantics).
+ */
+#ifndef MRC_MRC_H
+#define MRC_MRC_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ versions */
+
+/** API version encoding: major << 24 | minor << 16 | subminor (reference 6.1). */
+#define MRC_API_VERSION(major, minor, sub) \
+  ((uint32_t)(((uint32_t)(major) << 24) | ((uint32_t)(minor) << 16) | (uint32_t)(sub)))
+#define MRC_API_VERSION_CURRENT MRC_API_VERSION(1, 0, 1)
+#define MRC_API_VERSION_OLDEST MRC_API_VERSION(0, 0, 0)
+/** Wire protocol versions (bitmap); 0 in a request means "provider default". */
+#define MRC_PROTOCOL_VERSION_1 (1u << 0)
+
+struct mrc_version {
+  uint32_t current;        /**< newest application API version supported */
+  uint32_t oldest;         /**< oldest application API version supported */
+  uint32_t vendor;         /**< vendor API version (OpenMRC: 1.0.0) */
+  uint32_t oldest_vendor;
+};
+
+/** Fills *ver. May be called before any device is opened. EINVAL if ver is NULL. */
+int mrc_query_version(struct mrc_version *ver);
+
+/* ------------------------------------------------------------------ device */
+
+/** Device capability bits (mrc_device_attr.cap). */
+enum mrc_device_cap {
+  MRC_DEVICE_CAP_TRIM_NACK = 1u << 0,   /**< generates trim NACKs */
+  MRC_DEVICE_CAP_DYNAMIC_MPR = 1u << 1, /**< supports dynamic MPR */
+  MRC_DEVICE_CAP_SVC_TIME = 1u << 2,    /**< reports responder service time */
+};
+
+struct mrc_device_attr {
+  uint32_t protocol_versions; /**< bitmap of MRC_PROTOCOL_VERSION_* */
+  uint16_t max_wimm;          /**< largest max_wimm a QP may request */
+  uint16_t max_wimm_dest;     /**< largest max_wimm_dest */
+  uint8_t max_mpr;            /**< largest MPR, in 128-PSN units */
+  uint8_t mpr_resolution;     /**< MPR granularity, in 128-PSN units */
+  uint32_t max_qp_hint;       /**< QP hints per context */
+  uint32_t cap;               /**< enum mrc_device_cap bits */
+  /* OpenMRC additions (zero on other providers): */
+  uint32_t max_qp;            /**< QPs per device */
+  uint32_t max_qp_wr;         /**< send or receive WRs per QP */
+  uint32_t max_sge;           /**< gather elements per send WR */
+  uint32_t max_inline_data;   /**< inline bytes per send WR */
+  uint32_t max_cqe;           /**< completions per CQ */
+  uint32_t max_msg_size;      /**< bytes per WRITE */
+  uint32_t num_planes;        /**< ports (planes) of the device */
+};
+
+struct mrc_context;
+
+/**
+ * Reports the device's MRC capabilities; *supported = 0 if `ibv_ctx` is not
+ * an MRC device (then *attr is untouched). Returns 0, or EINVAL for a NULL
+ * argument. Applications of API 1.0.1 or later should use the _ex form.
+ */
+int mrc_query_device(struct ibv_context *ibv_ctx, struct mrc_device_attr *attr, int *supported);
+/** As mrc_query_device, for the API version `mrc_ctx` was created with. */
+int mrc_query_device_ex(struct ibv_context *ibv_ctx, struct mrc_context *mrc_ctx, struct mrc_device_attr *attr,
+                        int *supported);
+
+/* ------------------------------------------------------------------ context */
+
+struct mrc_context_attr {
+  uint32_t api_version;        /**< MRC_API_VERSION(...) the caller uses; 0 = newest */
+  uint32_t vendor_api_version; /**< 0 = newest */
+};
+
+/**
+ * Creates a library instance on a device: it owns the CQs, QPs, channels and
+ * hints created through it (several contexts may share a device and a
+ * process). `attr` may be NULL. NULL with errno: EINVAL (not an MRC device,
+ * or an API version outside [oldest, current]), ENOMEM.
+ */
+struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, const struct mrc_context_attr *attr);
+/** Destroys a context. EBUSY while it still owns QPs, CQs, channels or hints. */
+int mrc_destroy_context(struct mrc_context *ctx);
+
+/* ------------------------------------------------------------------ completion channels */
+
+struct mrc_comp_channel;
+
+/**
+ * A completion channel (ibv_create_comp_channel): CQs armed with
+ * mrc_req_notify_cq post an event to it when a completion arrives. Its fd
+ * (mrc_get_comp_channel_fd) becomes readable then and works in poll/epoll;
+ * mrc_get_cq_event blocks unless the fd was made non-blocking (fcntl).
+ * NULL with errno ENOMEM / EMFILE.
+ */
+struct mrc_comp_channel *mrc_create_comp_channel(struct mrc_context *ctx);
+/** The channel's file descriptor, or -1 with errno EINVAL. Owned by the channel. */
+int mrc_get_comp_channel_fd(struct mrc_comp_channel *channel);
+/** EBUSY while a CQ still uses the channel. */
+int mrc_destroy_comp_channel(struct mrc_comp_channel *channel);
+
+/* ------------------------------------------------------------------ CQs */
+
+struct mrc_cq;
+
+/**
+ * Creates a CQ holding at least `cqe` completions. `channel` may be NULL (no
+ * notifications); `cq_context` is returned by mrc_get_cq_event;
+ * `comp_vector` must be 0 or a valid vector (the software device has one).
+ * NULL with errno EINVAL (cqe < 1 or above max_cqe, bad comp_vector), ENOMEM.
+ * A CQ that overflows loses completions and raises IBV_EVENT_CQ_ERR.
+ */
+struct mrc_cq *mrc_create_cq(struct mrc_context *ctx, int cqe, void *cq_context, struct mrc_comp_channel *channel,
+                             int comp_vector);
+/**
+ * Destroys a CQ. EBUSY while a QP uses it. Waits until every event obtained
+ * with mrc_get_cq_event has been acknowledged (mrc_ack_cq_events), as verbs
+ * does: acknowledge before destroying.
+ */
+int mrc_destroy_cq(struct mrc_cq *cq);
+/**
+ * Moves up to `num_entries` completions into `wc`; returns how many (0 when
+ * none are ready), or -1 with errno EINVAL for bad arguments. Never blocks.
+ * wc->opcode is IBV_WC_RDMA_WRITE for send completions and
+ * IBV_WC_RECV_RDMA_WITH_IMM (with IBV_WC_WITH_IMM, imm_data in network
+ * order) for consumed receives; wc->status is IBV_WC_SUCCESS or the error.
+ */
+int mrc_poll_cq(struct mrc_cq *cq, int num_entries, struct ibv_wc *wc);
+/**
+ * Arms the CQ: the next completion added to it posts one event to its
+ * channel. `solicited_only` is accepted and treated as 0 (MRC has no
+ * solicited events). EINVAL without a channel. Completions already in the
+ * CQ do not trigger the event: poll once more after arming (the usual
+ * verbs loop), since an event may also be spurious -- the CQ may turn out
+ * empty when polled.
+ */
+int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);
+/**
+ * Waits for the next event on `channel` and returns its CQ and cq_context.
+ * EAGAIN if the channel fd is non-blocking and no event is pending. Every
+ * event must be acknowledged with mrc_ack_cq_events.
+ */
+int mrc_get_cq_event(struct mrc_comp_channel *channel, struct mrc_cq **cq, void **cq_context);
+/** Acknowledges `nevents` events obtained for `cq`. */
+void mrc_ack_cq_events(struct mrc_cq *cq, unsigned int nevents);
+
+/* ------------------------------------------------------------------ QP hints */
+
+enum mrc_qp_hint_mask {
+  MRC_QP_HINT_NUM_QPS_PER_PEER = 1u << 0,
+  MRC_QP_HINT_NUM_SEND_PEERS = 1u << 1,
+  MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1u << 2,
+  MRC_QP_HINT_VENDOR = 1u << 31,
+};
+
+/** A traffic hint for resource sizing (optional; reference 6.2). */
+struct mrc_qp_hint_attr {
+  uint32_t mask;                  /**< enum mrc_qp_hint_mask: which fields are set */
+  uint32_t num_qps_per_peer;
+  uint32_t num_send_peers;
+  uint32_t num_remote_recv_peers; /**< incast degree at the target */
+  uint8_t vendor[128];
+};
+
+struct mrc_qp_hint;
+
+/** NULL with errno EINVAL (unknown mask bits, zero counts), ENOMEM (max_qp_hint reached). */
+struct mrc_qp_hint *mrc_create_qp_hint(struct mrc_context *ctx, const struct mrc_qp_hint_attr *attr);
+/** EBUSY while a QP refers to the hint; EINVAL for NULL. */
+int mrc_destroy_qp_hint(struct mrc_qp_hint *hint);
+/** Fills *attr with the hint's fields. */
+int mrc_query_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr);
+/** Updates the fields named in attr->mask. EINVAL for unknown bits or zero counts. */
+int mrc_modify_qp_hint(struct mrc_qp_hint *hint, const struct mrc_qp_hint_attr *attr);
+
+/* ------------------------------------------------------------------ QPs */
+
+struct mrc_qp_init_attr {
+  void *qp_context;
+  struct mrc_cq *send_cq;
+  struct mrc_cq *recv_cq;
+  /** Requested sizes: max_send_wr, max_recv_wr (>= 1, <= max_qp_wr),
+   *  max_send_sge (<= max_sge), max_recv_sge (ignored: receives carry no
+   *  data), max_inline_data (<= device max). On return, the granted sizes. */
+  struct ibv_qp_cap cap;
+  int sq_sig_all;
+  struct ibv_pd *pd;          /**< from mrc_soft_alloc_pd */
+  /** IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; 0 = both. */
+  uint64_t send_ops_flags;
+  uint32_t protocol_version;  /**< one MRC_PROTOCOL_VERSION_* bit, or 0 = default */
+};
+
+/** Attribute mask of struct mrc_qp_attr (mrc_modify_qp / mrc_query_qp). */
+enum mrc_qp_attr_mask {
+  MRC_QP_MAX_WIMM = 1u << 0,
+  MRC_QP_MAX_WIMM_DEST = 1u << 1,
+  MRC_QP_MPR = 1u << 2,
+  MRC_QP_MPR_DEST = 1u << 3,
+  MRC_QP_TIMEOUT = 1u << 4,
+  MRC_QP_EV_PROFILE_ID = 1u << 5,
+  MRC_QP_CC_PROFILE_ID = 1u << 6,
+  MRC_QP_HINT = 1u << 7,
+  MRC_QP_RETRY_CNT = 1u << 8,
+  MRC_QP_CAP = 1u << 9,
+  MRC_QP_VENDOR_CFG = 1u << 31,
+};
+
+/** QP capability bits (mrc_qp_attr.cap). */
+enum mrc_qp_cap {
+  MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED = 1u << 0,
+  MRC_QP_CAP_DYNAMIC_MPR = 1u << 1,
+  MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED = 1u << 2,
+};
+
+/** Retry exponent meaning "retry forever". */
+#define MRC_QP_RETRY_EXP_INFINITE 25
+
+struct mrc_qp_attr {
+  struct {
+    uint8_t mpr;       /**< requester window, 128-PSN units, 1..max_mpr */
+    uint8_t mpr_dest;  /**< responder window offered, 128-PSN units */
+  } mpr;
+  struct {
+    uint16_t max_wimm;       /**< WriteIMMs in flight (requester) */
+    uint16_t max_wimm_dest;  /**< WriteIMMs the responder can stash */
+  } wimm;
+  uint8_t timeout;           /**< ACK timeout 1.024 us * 2^timeout, <= 24 */
+  struct {
+    uint64_t ev_profile_id;
+    uint64_t cc_profile_id;
+  } profile;
+  struct {
+    uint8_t linear_cnt;      /**< <= 7 */
+    uint8_t exp_cnt;         /**< <= 25; 25 = MRC_QP_RETRY_EXP_INFINITE */
+  } retry;
+  struct mrc_qp_hint *qp_hint; /**< NULL = none */
+  uint32_t cap;              /**< enum mrc_qp_cap bits */
+  uint8_t vendor_cfg[128];
+};
+
+struct mrc_qp;
+
+/**
+ * Creates a QP in RESET. NULL with errno: EINVAL (NULL CQ or PD, objects of
+ * another context, cap out of range, unsupported send_ops_flags or
+ * protocol_version), ENOMEM (max_qp reached).
+ */
+struct mrc_qp *mrc_create_qp(struct mrc_context *ctx, struct mrc_qp_init_attr *init_attr);
+/**
+ * Destroys a QP in any state. Work still outstanding is flushed first: each
+ * posted send and receive WR completes with IBV_WC_WR_FLUSH_ERR on its CQ.
+ */
+int mrc_destroy_qp(struct mrc_qp *qp);
+/** The QP number a peer addresses (IBV_QP_DEST_QPN on its side). */
+uint32_t mrc_get_qpn(struct mrc_qp *qp);
+/** The qp_context given at creation. */
+void *mrc_get_qp_context(struct mrc_qp *qp);
+
+/**
+ * Moves the QP through RESET -> INIT -> RTR -> RTS (-> ERROR, -> RESET),
+ * with ibverbs attributes in `ibv_attr`/`ibv_mask` and MRC ones in
+ * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
+ * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
+ * current one. Required per transition:
+ *   RESET->INIT: IBV_QP_STATE (optional: MRC_QP_EV_PROFILE_ID,
+ *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT)
+ *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
+ *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU (optional: MRC_QP_MAX_WIMM_DEST,
+ *                MRC_QP_MPR_DEST, MRC_QP_CAP)
+ *   RTR->RTS:    IBV_QP_SQ_PSN (optional: MRC_QP_MAX_WIMM, MRC_QP_MPR,
+ *                MRC_QP_RETRY_CNT, MRC_QP_TIMEOUT)
+ *   any->ERROR, any->RESET: IBV_QP_STATE only.
+ * IBV_QP_ACCESS_FLAGS and IBV_QP_PKEY_INDEX are accepted and ignored (as
+ * RoCE applications set them). Unsupported ibverbs attributes (IBV_QP_PORT,
+ * IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_MIN_RNR_TIMER,
+ * IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_ALT_PATH,
+ * IBV_QP_PATH_MIG_STATE) and MRC ones outside their transition return
+ * EINVAL, as do an illegal transition, a missing required attribute, an
+ * unknown peer GID or a value out of range. Nothing changes on error.
+ */
+int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
+                  uint32_t mrc_mask);
+/**
+ * Reads the QP's attributes in any state: the ibverbs ones named in
+ * ibv_mask into *ibv_attr (qp_state, cur_qp_state, path_mtu, dest_qp_num,
+ * rq_psn, sq_psn, ah_attr, cap), the MRC ones named in mrc_mask into
+ * *mrc_attr, and the creation attributes into *init_attr (each pointer may
+ * be NULL when not wanted). EINVAL for a NULL qp.
+ */
+int mrc_query_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
+                 uint32_t mrc_mask, struct mrc_qp_init_attr *init_attr);
+
+/**
+ * Posts a chain of work requests (wr->next). Only IBV_WR_RDMA_WRITE and
+ * IBV_WR_RDMA_WRITE_WITH_IMM (imm_data in network order). send_flags:
+ * IBV_SEND_SIGNALED, IBV_SEND_INLINE (the data is copied now: the buffers
+ * need no memory region and may be reused on return); IBV_SEND_FENCE and
+ * IBV_SEND_SOLICITED are accepted and have no effect (MRC WRITEs need no
+ * fence). Returns 0, or an errno with *bad_wr at the first WR not posted:
+ * EINVAL (unsupported opcode or flag, too many sge, inline too long, QP not
+ * in RTS or ERROR), ENOMEM (send queue full: poll completions first).
+ * A WR whose lkey or range is invalid completes with IBV_WC_LOC_PROT_ERR and
+ * moves the QP to ERROR; posted to a QP in ERROR, a WR completes with
+ * IBV_WC_WR_FLUSH_ERR.
+ */
+int mrc_post_send(struct mrc_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+/**
+ * Posts receive WQEs, consumed in order by incoming WRITE_WITH_IMMs (their
+ * sg_list may be empty: the data lands at the WRITE's address). EINVAL in
+ * RESET, ENOMEM when the receive queue is full; *bad_wr as for post_send.
+ */
+int mrc_post_recv(struct mrc_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/* ------------------------------------------------------------------ async events */
+
+struct mrc_async_event {
+  union {
+    struct mrc_cq *cq;  /**< IBV_EVENT_CQ_ERR */
+    struct mrc_qp *qp;  /**< IBV_EVENT_QP_FATAL, IBV_EVENT_QP_ACCESS_ERR */
+    int port_num;       /**< IBV_EVENT_PORT_ACTIVE / IBV_EVENT_PORT_ERR (1-based) */
+  } element;
+  enum ibv_event_type event_type;
+};
+
+/**
+ * Waits for the next asynchronous event of the context: a QP that entered
+ * ERROR (IBV_EVENT_QP_FATAL, or IBV_EVENT_QP_ACCESS_ERR for a remote access
+ * violation), a CQ overflow (IBV_EVENT_CQ_ERR), a port going down or up.
+ * EAGAIN if the context's async fd is non-blocking and nothing is pending.
+ * Every event must be acknowledged with mrc_ack_async_event; a QP or CQ is
+ * not destroyed while events naming it are unacknowledged.
+ */
+int mrc_get_async_event(struct mrc_context *ctx, struct mrc_async_event *event);
+/** The fd that becomes readable when an async event is pending (epoll-able). */
+int mrc_get_async_fd(struct mrc_context *ctx);
+/** Acknowledges one event obtained with mrc_get_async_event. */
+void mrc_ack_async_event(struct mrc_async_event *event);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRC_MRC_H */

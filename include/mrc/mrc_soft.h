@@ -1,0 +1,134 @@
+/*
+ * mrc_soft.h -- open an OpenMRC software device: MRC over ordinary UDP/IP,
+ * no RDMA NIC and no kernel module.
+ *
+ * A software device has one local IP address per plane (IPv4 or IPv6; the
+ * planes of one device use one family). It receives MRC on UDP port 4791
+ * (configurable) of each address and sends from that address with the EV in
+ * the UDP source port (and, in STEV mode, in the IPv6 flow label), so
+ * kernel ECMP routes spread the packets. A progress engine thread drives the
+ * same protocol core the simulator drives.
+ *
+ * The ibv_context returned here is accepted by every call of <mrc/mrc.h>.
+ * It is not a libibverbs device: allocate PDs and register memory with the
+ * calls below, not ibv_alloc_pd/ibv_reg_mr.
+ *
+ * Peers: a QP's peer is named at RTR by IBV_QP_AV with ah_attr.grh.dgid set
+ * to the peer's GID, which is its plane-0 address (mrc_soft_query_gid). A
+ * multi-plane peer's other addresses are declared once per device with
+ * mrc_soft_set_peer; a peer never declared is reached at its GID on every
+ * plane.
+ */
+#ifndef MRC_MRC_SOFT_H
+#define MRC_MRC_SOFT_H
+
+#include <infiniband/verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Where the EV goes on the wire. */
+enum mrc_soft_ev_mode {
+  /** UDP source port = ev_port_base + EV (IPv4 or IPv6). */
+  MRC_SOFT_EV_UDP = 0,
+  /** STEV: the UDP source port as above and, on IPv6, also the flow label. */
+  MRC_SOFT_EV_STEV = 1,
+};
+
+struct mrc_soft_device_attr {
+  /** Local address of each plane ("127.0.0.1", "::1", "fd00::1"); 1..32. */
+  const char *const *plane_addrs;
+  int num_planes;
+  /** UDP port MRC is received on; 0 = 4791 (IANA RoCEv2). */
+  uint16_t udp_port;
+  enum mrc_soft_ev_mode ev_mode;
+  /** First UDP source port of the EV range; 0 = 49152. */
+  uint16_t ev_port_base;
+  /** EVs per plane in the default EV profile (profile 0); 0 = 16. At most
+   *  65536 - ev_port_base (and 1024 per plane: one socket per source port). */
+  uint32_t evs_per_plane;
+  /** Packets sent back to back on one EV: 1 = per-packet spraying (each
+   *  packet its own datagram, as hardware sprays); k > 1 = per-burst: k
+   *  consecutive packets of a QP on one EV leave as one UDP GSO
+   *  super-packet and are received with GRO. Both are correct MRC on the
+   *  wire; a burst's packets share one path. 0 = 1; at most 64. */
+  uint32_t burst;
+  /** Progress engines (threads); QPs are spread over them. 0 = 1. */
+  uint32_t num_engines;
+  /** 1 = the engines never sleep (lowest latency, one core each);
+   *  0 = they sleep in epoll when idle (waking costs tens of microseconds). */
+  int busy_poll;
+  /** Seed of the protocol's random choices; 0 = from getrandom. Keys and QPNs
+   *  always come from getrandom. */
+  uint64_t seed;
+  /** Socket buffer sizes in bytes; 0 = 8 MiB. */
+  uint32_t socket_buffer_bytes;
+};
+
+/**
+ * Opens a software device and starts its engines. NULL with errno: EINVAL
+ * (bad attribute: the message is printed to stderr naming the field),
+ * EADDRNOTAVAIL / EADDRINUSE (an address cannot be bound), EMFILE, ENOMEM.
+ */
+struct ibv_context *mrc_soft_open_device(const struct mrc_soft_device_attr *attr);
+/**
+ * Stops the engines and frees the device. EBUSY while contexts, PDs or
+ * memory regions still exist on it.
+ */
+int mrc_soft_close_device(struct ibv_context *dev);
+
+/** The GID of plane `plane` (0-based): its address, IPv4 as ::ffff:a.b.c.d. EINVAL for a bad plane. */
+int mrc_soft_query_gid(struct ibv_context *dev, int plane, union ibv_gid *gid);
+/** Formats a GID as an address string ("10.0.0.1", "fd00::1") into buf. EINVAL if it does not fit. */
+int mrc_soft_gid_to_str(const union ibv_gid *gid, char *buf, size_t len);
+/** Parses an IPv4 or IPv6 address into a GID. EINVAL if it is not one. */
+int mrc_soft_str_to_gid(const char *addr, union ibv_gid *gid);
+
+/**
+ * Declares a peer device: `gid` is its plane-0 GID (what QPs name in
+ * IBV_QP_AV) and plane_gids[i] its address on plane i. Replaces an earlier
+ * declaration. EINVAL for a count other than this device's planes or mixed
+ * address families; EBUSY while a connected QP uses the peer.
+ */
+int mrc_soft_set_peer(struct ibv_context *dev, const union ibv_gid *gid, const union ibv_gid *plane_gids,
+                      int num_planes);
+
+/** A protection domain. NULL with errno ENOMEM. */
+struct ibv_pd *mrc_soft_alloc_pd(struct ibv_context *dev);
+/** EBUSY while QPs or memory regions use it. */
+int mrc_soft_dealloc_pd(struct ibv_pd *pd);
+/**
+ * Registers [addr, addr+length) with IBV_ACCESS_LOCAL_WRITE /
+ * IBV_ACCESS_REMOTE_WRITE (other bits EINVAL). The keys are unguessable
+ * (getrandom). NULL with errno EINVAL (empty or wrapping range), ENOMEM.
+ */
+struct ibv_mr *mrc_soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
+/** EBUSY while a posted WR that has not completed reads the region. */
+int mrc_soft_dereg_mr(struct ibv_mr *mr);
+
+/** Device counters (all since open). */
+struct mrc_soft_stats {
+  uint64_t tx_packets;        /**< MRC packets sent (each segment of a burst counts) */
+  uint64_t tx_bytes;          /**< UDP payload bytes sent */
+  uint64_t tx_datagrams;      /**< send calls' datagrams (a GSO burst is one) */
+  uint64_t tx_eagain;         /**< sends deferred because a socket buffer was full */
+  uint64_t rx_packets;        /**< MRC packets received (each GRO segment counts) */
+  uint64_t rx_bytes;
+  uint64_t rx_icrc_errors;    /**< dropped: ICRC mismatch (corrupt) */
+  uint64_t rx_unknown_source; /**< dropped: source address of no known peer */
+  uint64_t rx_malformed;      /**< dropped by the core: unparsable */
+  uint64_t rx_dropped;        /**< dropped by the core for any other reason */
+  uint64_t rx_access_errors;  /**< WRITEs refused by rkey/bounds/access checks */
+  uint64_t retransmissions;
+};
+/** Fills *stats. EINVAL for NULL. */
+int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRC_MRC_SOFT_H */
