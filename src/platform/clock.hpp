@@ -14,6 +14,13 @@ namespace mrc::platform {
 /// call (~20 ns).
 Time monotonic_now();
 
+/// CPU time consumed so far by the calling thread (CLOCK_THREAD_CPUTIME_ID),
+/// user + system. For benchmarks and per-thread load reports.
+Duration thread_cpu_time();
+
+/// CPU time consumed so far by the whole process (CLOCK_PROCESS_CPUTIME_ID).
+Duration process_cpu_time();
+
 /// A monotonic clock whose time 0 is the moment it was constructed (for the
 /// runtime: when the device opened), so core times stay small and readable
 /// in logs. Copyable; copies share the same origin.

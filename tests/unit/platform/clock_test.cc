@@ -32,5 +32,15 @@ TEST(PlatformClock, RawConversionsRoundTrip) {
   EXPECT_EQ(c.from_raw(c.origin()), Time::zero());
 }
 
+TEST(PlatformClock, CpuTimesAdvanceWithWork) {
+  const Duration t0 = thread_cpu_time(), p0 = process_cpu_time();
+  volatile uint64_t x = 0;
+  // Spin until the thread clock moves (bounded by the wall clock).
+  const Time end = monotonic_now() + Duration::s(2);
+  while (thread_cpu_time() == t0 && monotonic_now() < end) x = x + 1;
+  EXPECT_GT(thread_cpu_time(), t0);
+  EXPECT_GE(process_cpu_time(), p0);
+}
+
 }  // namespace
 }  // namespace mrc::platform
