@@ -16,7 +16,7 @@ Errc errc_from_errno(int e) {
 #endif
     case ENOBUFS: return Errc::would_block;
     case EINVAL: return Errc::invalid_argument;
-    case EADDRINUSE: return Errc::busy;
+    case EADDRINUSE: case EEXIST: case EBUSY: return Errc::busy;
     case EADDRNOTAVAIL: case ENOENT: case ENODEV: return Errc::not_found;
     case ENOPROTOOPT: case EOPNOTSUPP: case EAFNOSUPPORT: case EPROTONOSUPPORT:
       return Errc::not_supported;

@@ -26,7 +26,7 @@ struct OsError {
 
 /// Maps an errno value to the closed `Errc` set:
 /// EAGAIN/EWOULDBLOCK/ENOBUFS -> would_block, EINVAL -> invalid_argument,
-/// EADDRINUSE -> busy, EADDRNOTAVAIL/ENOENT/ENODEV -> not_found,
+/// EADDRINUSE/EEXIST/EBUSY -> busy, EADDRNOTAVAIL/ENOENT/ENODEV -> not_found,
 /// ENOPROTOOPT/EOPNOTSUPP/EAFNOSUPPORT/EPROTONOSUPPORT -> not_supported,
 /// ENOMEM/EMFILE/ENFILE -> no_memory, EPERM/EACCES -> permission,
 /// EMSGSIZE -> too_big, ETIMEDOUT -> timed_out, anything else -> io.

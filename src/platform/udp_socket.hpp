@@ -13,6 +13,10 @@
 // - The TOS/TCLASS byte, ECN bits included (ECT(0), ECT(1), CE), is carried
 //   and reported by IP_RECVTOS / IPV6_RECVTCLASS on loopback.
 // - IPv6 flow labels: see lease_flow_label() below.
+// - On loopback sendmmsg never returns EAGAIN: the skb is orphaned from the
+//   sender's buffer on transmit, and a full receiver drops silently. A real
+//   interface (or a qdisc that queues) does hold the buffer; then send_batch
+//   returns 0.
 #pragma once
 
 #include <algorithm>
@@ -231,16 +235,20 @@ class UdpSocket {
   Status set_busy_poll(int microseconds);
 
   /// IPv6 only: leases flow label `label` (20 bits; 0 = let the kernel pick a
-  /// free one) for destination `dest` through IPV6_FLOWLABEL_MGR, so this
-  /// socket may send with it (TxDatagram::flow_label). Returns the leased
-  /// label. The lease lives as long as the socket.
-  /// Errors: not_supported on IPv4; busy if another socket holds `label`
-  /// exclusively; permission/invalid_argument if the kernel refuses.
-  /// Finding on this kernel (6.18, net.ipv6.auto_flowlabels=1): leasing and
-  /// sending with a leased label works on ::1 and the receiver sees the label
-  /// (IPV6_FLOWINFO). Without a lease, auto_flowlabels already sets a label
-  /// hashed from the 5-tuple, so a changing UDP source port (the EV) changes
-  /// the flow label too.
+  /// free one) for destination `dest` through IPV6_FLOWLABEL_MGR, exclusive to
+  /// this socket, so it may send with it (TxDatagram::flow_label). Returns the
+  /// leased label. The lease lives as long as the socket, and the kernel keeps
+  /// the label reserved for a linger time (at least 6 s) after the socket
+  /// closes, so prefer label 0.
+  /// Errors: not_supported on IPv4; busy (EEXIST) if the label is held or
+  /// still lingering; permission/invalid_argument if the kernel refuses.
+  /// Finding on this kernel (6.18, net.ipv6.auto_flowlabels=1,
+  /// flowlabel_state_ranges=0): leasing and sending with a leased label work
+  /// on ::1 and the receiver sees the label (IPV6_FLOWINFO); sending with an
+  /// unleased label fails with EINVAL. Without a lease, auto_flowlabels already
+  /// sets a label hashed from the 5-tuple, so a changing UDP source port (the
+  /// EV) changes the flow label too; an explicit label is only needed when the
+  /// EV is carried in the flow label itself.
   Result<uint32_t> lease_flow_label(const SockAddr& dest, uint32_t label = 0);
 
   // --- data path -----------------------------------------------------------
