@@ -290,13 +290,13 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
  * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
  * current one. Required per transition:
- *   RESET->INIT: IBV_QP_STATE (optional: MRC_QP_EV_PROFILE_ID,
- *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT)
+ *   RESET->INIT: IBV_QP_STATE (may add: MRC_QP_EV_PROFILE_ID,
+ *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
  *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
- *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU (optional: MRC_QP_MAX_WIMM_DEST,
- *                MRC_QP_MPR_DEST, MRC_QP_CAP)
- *   RTR->RTS:    IBV_QP_SQ_PSN (optional: MRC_QP_MAX_WIMM, MRC_QP_MPR,
- *                MRC_QP_RETRY_CNT, MRC_QP_TIMEOUT)
+ *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU, MRC_QP_MAX_WIMM_DEST,
+ *                MRC_QP_MPR_DEST (may add: MRC_QP_CAP, the profile ids)
+ *   RTR->RTS:    IBV_QP_SQ_PSN, MRC_QP_MAX_WIMM, MRC_QP_MPR, MRC_QP_RETRY_CNT,
+ *                MRC_QP_TIMEOUT (may add: MRC_QP_CAP)
  *   any->ERROR, any->RESET: IBV_QP_STATE only.
  * IBV_QP_ACCESS_FLAGS and IBV_QP_PKEY_INDEX are accepted and ignored (as
  * RoCE applications set them). Unsupported ibverbs attributes (IBV_QP_PORT,
