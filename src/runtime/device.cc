@@ -376,6 +376,8 @@ DeviceStats Device::stats() {
   std::lock_guard<std::mutex> g(mu_);
   DeviceStats s = st_;
   s.core = ep_->stats();
+  for (uint32_t qpn : ep_->qp_numbers())
+    if (auto q = ep_->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
   return s;
 }
 

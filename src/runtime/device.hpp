@@ -101,6 +101,7 @@ struct DeviceStats {
   uint64_t rx_short = 0;          ///< shorter than BTH + ICRC
   uint64_t engine_iterations = 0;
   uint64_t engine_sleeps = 0;
+  uint64_t retransmissions = 0;   ///< over the QPs that exist now
   core::EndpointStats core;
 };
 

@@ -52,8 +52,8 @@ struct Side {
 struct Pair {
   Side a, b;
   Pair(uint32_t burst = 1, size_t bytes = 1 << 20) {
-    a.dev = open_or_skip(config({"127.0.0.1", "127.0.0.3"}, burst));
-    b.dev = open_or_skip(config({"127.0.0.2", "127.0.0.4"}, burst));
+    a.dev = open_or_skip(config({"127.0.1.1", "127.0.1.3"}, burst));
+    b.dev = open_or_skip(config({"127.0.1.2", "127.0.1.4"}, burst));
     if (!a.dev || !b.dev) return;
     for (Side* s : {&a, &b}) {
       s->cq = *s->dev->create_cq(1024);
@@ -183,7 +183,7 @@ TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
   ASSERT_TRUE(p.ok());
   // A datagram from an address that is no peer, and one from the peer's
   // address whose ICRC is wrong.
-  auto stranger = platform::UdpSocket::open(*platform::SockAddr::parse("127.0.0.9"));
+  auto stranger = platform::UdpSocket::open(*platform::SockAddr::parse("127.0.1.9"));
   ASSERT_TRUE(stranger.ok());
   platform::SockAddr to = p.b.dev->plane_address(0);
   to.set_port(24791);
@@ -224,33 +224,33 @@ TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
 
 TEST(DeviceConfig, BadValuesNameTheField) {
   std::string why;
-  DeviceConfig c = config({"127.0.0.1"});
+  DeviceConfig c = config({"127.0.1.1"});
   c.burst = 0;
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("burst"), std::string::npos);
-  c = config({"127.0.0.1", "::1"});
+  c = config({"127.0.1.1", "::1"});
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("family"), std::string::npos);
   c = config({"not-an-address"});
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("planes"), std::string::npos);
-  c = config({"127.0.0.1"});
+  c = config({"127.0.1.1"});
   c.ev_port_base = 24790;  // the EV ports would include udp_port
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("ev_port_base"), std::string::npos);
-  c = config({"127.0.0.1"});
+  c = config({"127.0.1.1"});
   c.ev_mode = EvWire::stev;
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("ev_mode"), std::string::npos);
 }
 
 TEST(Device, ABusyAddressIsReportedWithTheSocketError) {
-  auto first = open_or_skip(config({"127.0.0.5"}));
+  auto first = open_or_skip(config({"127.0.1.5"}));
   ASSERT_NE(first, nullptr);
   std::string why;
-  auto second = Device::open(config({"127.0.0.5"}), &why);
+  auto second = Device::open(config({"127.0.1.5"}), &why);
   EXPECT_FALSE(second.ok());
-  EXPECT_NE(why.find("127.0.0.5"), std::string::npos) << why;
+  EXPECT_NE(why.find("127.0.1.5"), std::string::npos) << why;
 }
 
 }  // namespace
