@@ -51,9 +51,12 @@ struct Side {
 /// Two devices with a connected QP pair and a registered buffer each.
 struct Pair {
   Side a, b;
-  Pair(uint32_t burst = 1, size_t bytes = 1 << 20) {
-    a.dev = open_or_skip(config({"127.0.1.1", "127.0.1.3"}, burst));
-    b.dev = open_or_skip(config({"127.0.1.2", "127.0.1.4"}, burst));
+  /// `net` picks the loopback addresses 127.0.net.1-4: ctest runs each test
+  /// as its own process, in parallel, so tests must not share addresses.
+  Pair(int net, uint32_t burst = 1, size_t bytes = 1 << 20) {
+    const std::string pre = "127.0." + std::to_string(net) + ".";
+    a.dev = open_or_skip(config({pre + "1", pre + "3"}, burst));
+    b.dev = open_or_skip(config({pre + "2", pre + "4"}, burst));
     if (!a.dev || !b.dev) return;
     for (Side* s : {&a, &b}) {
       s->cq = *s->dev->create_cq(1024);
@@ -121,7 +124,7 @@ core::SendWr write(const Side& from, const Side& to, uint64_t off, uint32_t len,
 class DeviceTransfer : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(DeviceTransfer, WritesOfEverySizeArriveIntactOverTwoPlanes) {
-  Pair p(GetParam(), 8 << 20);
+  Pair p(GetParam() == 1 ? 11 : 12, GetParam(), 8 << 20);
   ASSERT_TRUE(p.ok());
   fill(p.a.mem, 3);
   uint64_t id = 0;
@@ -155,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(Granularity, DeviceTransfer, ::testing::Values(1u, 8u),
                          [](const auto& i) { return i.param == 1 ? std::string("PerPacket") : std::string("Burst8"); });
 
 TEST(Device, WriteWithImmediateCompletesReceivesInOrder) {
-  Pair p;
+  Pair p(13);
   ASSERT_TRUE(p.ok());
   fill(p.a.mem, 5);
   for (uint64_t i = 0; i < 32; ++i) ASSERT_TRUE(p.b.dev->post_recv(p.b.qpn, core::RecvWr{1000 + i}).ok());
@@ -179,11 +182,11 @@ TEST(Device, WriteWithImmediateCompletesReceivesInOrder) {
 }
 
 TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
-  Pair p;
+  Pair p(14);
   ASSERT_TRUE(p.ok());
   // A datagram from an address that is no peer, and one from the peer's
   // address whose ICRC is wrong.
-  auto stranger = platform::UdpSocket::open(*platform::SockAddr::parse("127.0.1.9"));
+  auto stranger = platform::UdpSocket::open(*platform::SockAddr::parse("127.0.14.9"));
   ASSERT_TRUE(stranger.ok());
   platform::SockAddr to = p.b.dev->plane_address(0);
   to.set_port(24791);
@@ -209,7 +212,7 @@ TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
 }
 
 TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
-  Pair p(1, 16 << 20);
+  Pair p(15, 1, 16 << 20);
   ASSERT_TRUE(p.ok());
   for (uint64_t i = 0; i < 8; ++i)
     ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, i << 21, 2 << 20, i)).ok());
@@ -245,12 +248,12 @@ TEST(DeviceConfig, BadValuesNameTheField) {
 }
 
 TEST(Device, ABusyAddressIsReportedWithTheSocketError) {
-  auto first = open_or_skip(config({"127.0.1.5"}));
+  auto first = open_or_skip(config({"127.0.16.5"}));
   ASSERT_NE(first, nullptr);
   std::string why;
-  auto second = Device::open(config({"127.0.1.5"}), &why);
+  auto second = Device::open(config({"127.0.16.5"}), &why);
   EXPECT_FALSE(second.ok());
-  EXPECT_NE(why.find("127.0.1.5"), std::string::npos) << why;
+  EXPECT_NE(why.find("127.0.16.5"), std::string::npos) << why;
 }
 
 }  // namespace
