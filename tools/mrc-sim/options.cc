@@ -4,9 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iterator>
+#include <set>
+#include <sstream>
 
 #include "mrc-sim/config_file.hpp"
+#include "mrc-sim/settings.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
 #include "sim/scenario/failures.hpp"
@@ -21,53 +25,41 @@ void append(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
   fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
 }
 
+/// A CLI11 check running the setting's shared rule (settings.hpp) on the
+/// text given, before CLI11 converts it; CLI11 reports a refusal as
+/// "--flag: <why>". Its description is the accepted range, for --help.
+CLI::Validator rule_check(const Setting& s) {
+  return CLI::Validator([s](std::string& text) { return check_text(s, text); }, accepted(s));
+}
+
 void add_flags(CLI::App& app, SimOptions& o) {
   app.add_option("--config", o.config_file,
                  "TOML scenario file (docs/mrc-sim.md); flags given as well override its values")
       ->check(CLI::ExistingFile);
-  app.add_option("--topology", o.topology, "clos2 (multi-plane 2-tier), fattree2, fattree3")
-      ->check(CLI::IsMember({"clos2", "fattree2", "fattree3"}));
-  app.add_option("--routing", o.routing, "srv6 (static uSID source routing) or ecmp")
-      ->check(CLI::IsMember({"srv6", "ecmp"}));
-  app.add_option("--planes", o.planes, "network planes = NIC ports (clos2)");
-  app.add_option("--hosts", o.hosts, "NICs");
-  app.add_option("--t0-down", o.t0_down, "host ports per T0");
-  app.add_option("--t0-up", o.t0_up, "uplinks per T0");
-  app.add_option("--t1", o.t1, "T1 switches per plane (per pod in fattree3)");
-  app.add_option("--pods", o.pods, "fattree3: pods (0 = derived)");
-  app.add_option("--t2", o.t2, "fattree3: core (T2) switches (0 = derived)");
-  app.add_option("--rate-gbps", o.rate_gbps, "rate of every NIC port and host link (per plane), Gb/s");
-  app.add_option("--fabric-rate-gbps", o.fabric_rate_gbps, "rate of T0-T1 and T1-T2 links, Gb/s (0 = --rate-gbps)");
-  app.add_option("--link-delay-ns", o.link_delay_ns, "propagation delay per link");
-  app.add_option("--switch-latency-ns", o.switch_latency_ns, "latency per switch");
-  app.add_option("--reconverge-ms", o.reconverge_ms,
-                 "routing reconverges this long after a failure (ECMP fabrics with BGP); 0 = static routes")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--workload", o.workload, "train, allreduce, permutation, incast, alltoall, cm")
-      ->check(CLI::IsMember({"train", "allreduce", "permutation", "incast", "alltoall", "cm"}));
-  app.add_option("--bytes", o.bytes, "all-reduce size (train/allreduce) or bytes per flow");
-  app.add_option("--steps", o.steps, "training steps");
-  app.add_option("--compute-us", o.compute_us, "compute time per training step");
-  app.add_option("--fan-in", o.fan_in, "incast senders");
-  app.add_flag("--victim", o.victim, "incast: add a victim flow to the target's T0 neighbour");
-  app.add_option("--cm", o.cm_file, "connection matrix file (workload cm)");
-  app.add_option("--transports", o.transports,
-                 std::string("transports side by side (docs/mrc-sim.md): ") + kTransportNames)
-      ->delimiter(',');
+  for (const Setting& s : settings(o)) {
+    if (!s.flag) continue;
+    std::visit(
+        [&](auto* p) {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            app.add_flag(s.flag, *p, s.help);
+          } else {
+            CLI::Option* opt = app.add_option(s.flag, *p, s.help)->check(rule_check(s));
+            if constexpr (std::is_same_v<T, std::vector<std::string>>) opt->delimiter(',');
+          }
+        },
+        s.target);
+  }
+  // Failure specs are checked by parse_failure(), as in the scenario file.
   app.add_option("--fail", o.failures,
                  "failure, e.g. switch-down:tier=t1,plane=0,index=2,at=1ms,for=2ms (repeatable; replaces the "
-                 "scenario file's failures)");
-  app.add_flag("!--no-default-failures", o.default_failures,
-               "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)");
-  app.add_option("--qps-per-peer", o.qps_per_peer, "QPs per host pair (default: 1 for MRC, one per plane for RoCE)");
-  app.add_option("--evs-per-plane", o.evs_per_plane, "EVs per QP and plane (half active)");
-  app.add_option("--seed", o.seed, "seed; same configuration + seed = byte-identical output");
-  app.add_option("--time-limit-ms", o.time_limit_ms, "stop after this much simulated time");
-  app.add_option("--sample-us", o.sample_us, "time-series sample interval");
-  app.add_option("--json", o.json_out, "write results as JSON to this file");
-  app.add_option("--csv", o.csv_dir, "write results as CSV files into this directory (created if missing)");
-  app.add_option("--svg", o.svg_dir, "write SVG plots into this directory (created if missing)");
-  app.add_flag("--quiet", o.quiet, "no progress bar on stderr");
+                 "scenario file's failures)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            std::string why;
+            return parse_failure(text, &why) ? std::string() : why;
+          },
+          "SPEC"));
 }
 
 Duration from_units(double v, double ps_per_unit) { return Duration::ps(static_cast<int64_t>(v * ps_per_unit)); }
@@ -82,9 +74,31 @@ std::string queue_text(const QueueConfig& q) {
                      q.pfc ? fmt::format(" (XOFF {} B, XON {} B)", q.pfc_xoff_bytes, q.pfc_xon_bytes) : "");
 }
 
+// Limits of the core the settings must respect together.
+constexpr uint64_t kMaxEvsPerQp = 4096;    // core::EvProfile::validate
+constexpr uint64_t kMaxQpsPerHost = 4096;  // core::EndpointConfig::max_qps
+
+/// The most host pairs one host is part of (as sender or receiver) in the
+/// workload (`flows`: the connection matrix's).
+uint64_t max_peers_per_host(const SimOptions& o, uint32_t hosts, const std::vector<FlowSpec>& flows) {
+  if (o.workload == "cm") {
+    std::vector<uint64_t> pairs(hosts);
+    std::set<std::pair<uint32_t, uint32_t>> seen;
+    for (const FlowSpec& f : flows)
+      if (seen.emplace(f.src, f.dst).second) {
+        ++pairs[f.src];
+        ++pairs[f.dst];
+      }
+    return pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
+  }
+  if (o.workload == "alltoall") return 2 * uint64_t{hosts - 1};
+  if (o.workload == "incast") return uint64_t{o.fan_in} + 1;
+  return 2;  // ring neighbours, permutation partners
+}
+
 }  // namespace
 
-int parse_command_line(int argc, const char* const* argv, SimOptions* o) {
+int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::string* error) {
   CLI::App app{"mrc-sim: packet-level simulation of multi-plane AI fabrics with the real MRC core on every NIC"};
   const SimOptions base = *o;
   add_flags(app, *o);
@@ -98,12 +112,19 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o) {
       std::string why;
       if (!load_config_file(path, o, &why)) {
         fmt::print(stderr, "mrc-sim: {}\n", why);
+        if (error) *error = why;
         return 2;
       }
       app.parse(argc, argv);
     }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits with 0; every usage error with 2, as a bad scenario file.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::ostringstream msg;
+    app.exit(e, msg, msg);
+    std::fputs(msg.str().c_str(), stderr);
+    if (error) *error = msg.str();
+    return 2;
   }
   return -1;
 }
@@ -155,9 +176,20 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     Fabric probe_fabric(probe, topo);
     if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return fail(Errc::invalid_argument, msg);
   }
+  // Settings that are fine alone but not together (each alone follows its
+  // rule in settings.cc).
+  if (o.transports.empty())
+    return fail(Errc::invalid_argument, std::string("no transport to run (transports: ") + kTransportNames + ")");
+  if (uint64_t{o.evs_per_plane} * topo.num_planes() > kMaxEvsPerQp)
+    return fail(Errc::invalid_argument,
+                fmt::format("evs_per_plane: {} EVs per plane x {} planes = {} EVs per QP; at most {} (lower "
+                            "evs_per_plane to {} or less)",
+                            o.evs_per_plane, topo.num_planes(), uint64_t{o.evs_per_plane} * topo.num_planes(),
+                            kMaxEvsPerQp, kMaxEvsPerQp / topo.num_planes()));
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
     const uint32_t qps = o.qps_per_peer ? o.qps_per_peer : (roce ? topo.num_planes() : 1);
+
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
     run.transports.push_back(*s);
@@ -188,6 +220,16 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);
     if (!cm) return fail(cm.error(), msg);
     sc.flows = *cm;
+  }
+  // Every host pair that exchanges data has a transport's QPs on each side.
+  const uint64_t peers = max_peers_per_host(o, topo.hosts, sc.flows);
+  for (const TransportSpec& t : run.transports) {
+    const uint64_t per_host = uint64_t{std::max<uint32_t>(1, t.qps_per_peer)} * peers;
+    if (per_host > kMaxQpsPerHost)
+      return fail(Errc::invalid_argument,
+                  fmt::format("qps_per_peer: {} with {} QPs per host pair needs up to {} QPs on one host; at most "
+                              "{} (fewer QPs per peer, or fewer peers)",
+                              t.name, t.qps_per_peer, per_host, kMaxQpsPerHost));
   }
   return run;
 }

@@ -70,8 +70,12 @@ inline constexpr const char* kTransportNames =
 /// for anything not given). With --config FILE, `o` is first loaded from the
 /// file and then every flag given explicitly overrides it. Returns -1 to go
 /// on with the run, or the exit code to leave with: 0 after --help, 2 after
-/// a usage or scenario-file error (the message is already on stderr).
-int parse_command_line(int argc, const char* const* argv, SimOptions* o);
+/// a usage or scenario-file error (the message is already on stderr, and
+/// also in `*error` if given). Every value is checked by its setting's rule
+/// (settings.hpp), the same one the scenario file uses; a refusal names the
+/// flag and what it accepts, e.g.
+///   --bytes: -5 is out of range (an integer from 1 to 2147483648)
+int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::string* error = nullptr);
 
 /// A scenario ready to run: the Scenario (without a progress callback) and
 /// one TransportSpec per transport, in the order given.
