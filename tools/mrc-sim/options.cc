@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -94,6 +95,69 @@ uint64_t max_peers_per_host(const SimOptions& o, uint32_t hosts, const std::vect
   if (o.workload == "alltoall") return 2 * uint64_t{hosts - 1};
   if (o.workload == "incast") return uint64_t{o.fan_in} + 1;
   return 2;  // ring neighbours, permutation partners
+}
+
+/// A size as a user would write it: "32 MiB" when exact, else bytes.
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+/// What the workload will do once resolved: the collective's ring steps, or
+/// the flows the run will start (scenario_flows(), the runner's own list).
+std::string workload_text(const SimOptions& o, const Scenario& sc) {
+  const uint32_t n = sc.topology.hosts;
+  if (sc.workload == WorkloadKind::train || sc.workload == WorkloadKind::allreduce) {
+    // RingTraining: each of the 2 (n - 1) ring steps moves bytes / n per host.
+    const std::string ring = fmt::format("ring all-reduce of {} over {} hosts (2 x {} ring steps of {} per host)",
+                                         size_text(sc.bytes), n, n - 1, size_text(std::max<uint64_t>(1, sc.bytes / n)));
+    if (sc.workload == WorkloadKind::allreduce) return "one " + ring;
+    return fmt::format("{} training steps: {:.0f} us compute + {}", sc.steps, o.compute_us, ring);
+  }
+  const std::vector<FlowSpec> flows = scenario_flows(sc);
+  uint64_t total = 0, lo = std::numeric_limits<uint64_t>::max(), hi = 0;
+  for (const FlowSpec& f : flows) {
+    total += f.bytes;
+    lo = std::min(lo, f.bytes);
+    hi = std::max(hi, f.bytes);
+  }
+  std::string each = "no flows";
+  if (!flows.empty() && lo == hi) each = fmt::format("{} flows of {}", flows.size(), size_text(lo));
+  else if (!flows.empty()) each = fmt::format("{} flows of {} to {}", flows.size(), size_text(lo), size_text(hi));
+  std::string what;
+  if (sc.workload == WorkloadKind::permutation) what = "each host sends to one other";
+  else if (sc.workload == WorkloadKind::alltoall) what = "every host to every other";
+  else if (sc.workload == WorkloadKind::incast) {
+    const size_t senders = flows.size() - (sc.victim ? 1 : 0);
+    what = fmt::format("{} senders to host {}{}", senders, sc.incast_target,
+                       sc.victim ? ", and a victim flow to its T0 neighbour" : "");
+    if (senders < o.fan_in) what += fmt::format("; fan_in {} capped at the {} hosts free to send", o.fan_in, senders);
+  } else {
+    what = "connection matrix " + o.cm_file;
+  }
+  return fmt::format("{}: {} ({}), {} in all", o.workload, each, what, size_text(total));
+}
+
+/// A transport as it will run: protocol, paths, congestion control, QPs per
+/// host pair.
+std::string transport_text(const SimOptions& o, const Scenario& sc, const TransportSpec& t) {
+  const bool roce = t.transport == core::Transport::roce_rc;
+  std::string paths;
+  switch (t.policy) {
+    case core::PathPolicyKind::mrc:
+      paths = fmt::format("{} EVs/plane ({} active), EV management", t.evs_per_plane, t.active_per_plane);
+      break;
+    case core::PathPolicyKind::oblivious:
+      paths = fmt::format("{} EVs/plane ({} active), no EV management", t.evs_per_plane, t.active_per_plane);
+      break;
+    default: paths = roce ? "1 ECMP path per QP, 1 plane per QP" : "1 ECMP path per QP"; break;
+  }
+  const bool pfc = sc.topology.queue.pfc || t.name == "roce-pfc";
+  return fmt::format("{}: {}, {}, {}, {} QP{}/host pair{}{}", t.name, roce ? "RoCEv2 RC go-back-N" : "MRC", paths,
+                     t.cc.algorithm, t.qps_per_peer, t.qps_per_peer == 1 ? "" : "s",
+                     o.qps_per_peer || !roce ? "" : " (1 per plane)", pfc ? ", PFC" : "");
 }
 
 }  // namespace
@@ -250,12 +314,10 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
   if (queue_text(o.queue) != queue_text(QueueConfig{})) append(out, "  queues      {}\n", queue_text(o.queue));
   append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch\n", o.link_delay_ns, o.switch_latency_ns);
   if (o.reconverge_ms > 0) append(out, "  routing     reconverges {} ms after each failure\n", o.reconverge_ms);
-  if (o.workload == "train")
-    append(out, "  workload    {} training steps: {:.0f} us compute + ring all-reduce of {} MiB over {} hosts\n",
-           o.steps, o.compute_us, o.bytes >> 20, o.hosts);
-  else append(out, "  workload    {} ({} bytes per flow)\n", o.workload, o.bytes);
+  append(out, "  workload    {}\n", workload_text(o, sc));
   for (const auto& f : sc.failures) append(out, "  failure     {}\n", f.text);
-  append(out, "  transports  {}\n", fmt::join(o.transports, ", "));
+  for (size_t i = 0; i < run.transports.size(); ++i)
+    append(out, "  {}  {}\n", i == 0 ? "transports" : "          ", transport_text(o, sc, run.transports[i]));
   append(out, "  seed        {}\n", o.seed);
   return out;
 }

@@ -71,6 +71,23 @@ Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_pe
   return t;
 }
 
+std::vector<FlowSpec> scenario_flows(const Scenario& sc) {
+  // The permutation's stream is derived from the seed alone, as the
+  // simulator of the run derives it.
+  Prng wrng = Simulator(sc.seed).rng_for(0x77);
+  const uint32_t hosts = sc.topology.hosts;
+  switch (sc.workload) {
+    case WorkloadKind::train:
+    case WorkloadKind::allreduce: return {};
+    case WorkloadKind::permutation: return permutation_flows(hosts, sc.bytes, wrng);
+    case WorkloadKind::incast:
+      return incast_flows(hosts, sc.fan_in, sc.incast_target, sc.bytes, sc.victim, sc.topology.t0_down, nullptr);
+    case WorkloadKind::alltoall: return all_to_all_flows(hosts, sc.bytes);
+    case WorkloadKind::matrix: return sc.flows;
+  }
+  return {};
+}
+
 RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   RunResult r;
   r.transport = spec.name;
@@ -98,7 +115,6 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   for (uint32_t p = 0; p < fabric.planes(); ++p) host_bps += fabric.host_port_bps(0, p);
   std::unique_ptr<RingTraining> train;
   std::unique_ptr<FlowWorkload> flows;
-  Prng wrng = sim.rng_for(0x77);
   switch (sc.workload) {
     case WorkloadKind::train:
     case WorkloadKind::allreduce: {
@@ -112,14 +128,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       break;
     }
     default: {
-      std::vector<FlowSpec> fs;
-      if (sc.workload == WorkloadKind::permutation) fs = permutation_flows(fabric.hosts(), sc.bytes, wrng);
-      else if (sc.workload == WorkloadKind::incast)
-        fs = incast_flows(fabric.hosts(), sc.fan_in, sc.incast_target, sc.bytes, sc.victim, sc.topology.t0_down,
-                          nullptr);
-      else if (sc.workload == WorkloadKind::alltoall) fs = all_to_all_flows(fabric.hosts(), sc.bytes);
-      else fs = sc.flows;
-      flows = std::make_unique<FlowWorkload>(sim, cluster, fs, fabric.max_one_way_latency(), host_bps);
+      flows = std::make_unique<FlowWorkload>(sim, cluster, scenario_flows(sc), fabric.max_one_way_latency(), host_bps);
       flows->start();
     }
   }

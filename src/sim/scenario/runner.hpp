@@ -80,6 +80,12 @@ struct RunResult {
   std::vector<std::pair<Time, core::EvEvent>> ev_events;  ///< capped at 100k
 };
 
+/// The flows a flow workload of `sc` runs (permutation, incast, all-to-all:
+/// generated for sc.topology.hosts hosts from sc.seed; matrix: sc.flows);
+/// empty for train and allreduce. run_scenario() runs exactly these, so a
+/// caller can show or check them beforehand.
+std::vector<FlowSpec> scenario_flows(const Scenario& sc);
+
 /// Runs `sc` once with transport `t`.
 RunResult run_scenario(const Scenario& sc, const TransportSpec& t);
 
