@@ -155,9 +155,17 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
     default: paths = roce ? "1 ECMP path per QP, 1 plane per QP" : "1 ECMP path per QP"; break;
   }
   const bool pfc = sc.topology.queue.pfc || t.name == "roce-pfc";
-  return fmt::format("{}: {}, {}, {}, {} QP{}/host pair{}{}", t.name, roce ? "RoCEv2 RC go-back-N" : "MRC", paths,
-                     t.cc.algorithm, t.qps_per_peer, t.qps_per_peer == 1 ? "" : "s",
-                     o.qps_per_peer || !roce ? "" : " (1 per plane)", pfc ? ", PFC" : "");
+  const bool qps_defaulted = roce && !o.qps_per_peer && !o.roce_qps_per_peer;
+  std::string out = fmt::format("{}: {}, {}, {}, {} QP{}/host pair{}{}", t.name, roce ? "RoCEv2 RC go-back-N" : "MRC",
+                                paths, t.cc.algorithm, t.qps_per_peer, t.qps_per_peer == 1 ? "" : "s",
+                                qps_defaulted ? " (1 per plane)" : "", pfc ? ", PFC" : "");
+  // Knobs at their defaults (TransportSpec) are not repeated.
+  const TransportSpec d;
+  if (t.timeout != d.timeout)
+    out += fmt::format(", ACK timeout {:.1f} us", 1.024 * static_cast<double>(uint64_t{1} << t.timeout));
+  if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
+  if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
+  return out;
 }
 
 }  // namespace
@@ -239,7 +247,17 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     Simulator probe(o.seed);
     Fabric probe_fabric(probe, topo);
     if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return fail(Errc::invalid_argument, msg);
+    // The base RTT sizes the switch buffers (one BDP) and seeds congestion
+    // control: twice the longest unloaded one-way latency of a full packet
+    // on this fabric, as the runner derives the protocol's, unless given.
+    topo.base_rtt = o.base_rtt_us > 0 ? from_units(o.base_rtt_us, 1e6) : probe_fabric.max_one_way_latency() * 2;
   }
+  if (o.base_rtt_us > 0) {
+    sc.derive_base_rtt = false;
+    sc.protocol.base_rtt = topo.base_rtt;
+    sc.protocol.reorder_allowance = topo.base_rtt / 2;  // as the runner sets it from a derived base RTT
+  }
+  if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
   // Settings that are fine alone but not together (each alone follows its
   // rule in settings.cc).
   if (o.transports.empty())
@@ -252,10 +270,19 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
                             kMaxEvsPerQp, kMaxEvsPerQp / topo.num_planes()));
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
-    const uint32_t qps = o.qps_per_peer ? o.qps_per_peer : (roce ? topo.num_planes() : 1);
-
+    const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
+    const uint32_t qps = family_qps      ? family_qps
+                         : o.qps_per_peer ? o.qps_per_peer
+                                          : (roce ? topo.num_planes() : 1);
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
+    s->timeout = static_cast<uint8_t>(roce ? o.roce_ack_timeout : o.mrc_ack_timeout);
+    // N retries: up to 7 at the same timeout, the rest with doubling ones
+    // (core::QpAttr retry_linear / retry_exp); 32 = retry_exp 25, forever.
+    const uint32_t retries = roce ? o.roce_retry_count : o.mrc_retry_count;
+    s->retry_linear = static_cast<uint8_t>(std::min<uint32_t>(7, retries));
+    s->retry_exp = static_cast<uint8_t>(retries >= 32 ? 25 : retries - s->retry_linear);
+    s->mtu = o.mtu;
     run.transports.push_back(*s);
   }
   sc.topology = topo;
@@ -312,7 +339,10 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
   if (o.fabric_rate_gbps > 0 && o.fabric_rate_gbps != o.rate_gbps)
     append(out, "  fabric      {:.0f} Gb/s T0-T1 (and T1-T2) links\n", o.fabric_rate_gbps);
   if (queue_text(o.queue) != queue_text(QueueConfig{})) append(out, "  queues      {}\n", queue_text(o.queue));
-  append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch\n", o.link_delay_ns, o.switch_latency_ns);
+  append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch; base RTT {:.2f} us ({})\n", o.link_delay_ns,
+         o.switch_latency_ns, sc.topology.base_rtt.to_us(), o.base_rtt_us > 0 ? "set" : "derived");
+  if (queue_text(o.queue) != queue_text(QueueConfig{}) || o.queue.ecn_at_dequeue)
+    append(out, "  ECN         marked at {}\n", o.queue.ecn_at_dequeue ? "dequeue" : "enqueue");
   if (o.reconverge_ms > 0) append(out, "  routing     reconverges {} ms after each failure\n", o.reconverge_ms);
   append(out, "  workload    {}\n", workload_text(o, sc));
   for (const auto& f : sc.failures) append(out, "  failure     {}\n", f.text);

@@ -52,6 +52,14 @@ struct SimOptions {
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
   uint32_t evs_per_plane = 32;                            ///< evs_per_plane: EVs per QP and plane (half active)
+  uint32_t mrc_qps_per_peer = 0;   ///< mrc_qps_per_peer: for mrc* transports; 0 = qps_per_peer
+  uint32_t roce_qps_per_peer = 0;  ///< roce_qps_per_peer: for roce* transports; 0 = qps_per_peer
+  uint32_t mrc_ack_timeout = 6;    ///< mrc_ack_timeout: ACK timeout 1.024 us x 2^N (mrc* transports)
+  uint32_t roce_ack_timeout = 6;   ///< roce_ack_timeout: the same for roce* transports
+  uint32_t mrc_retry_count = 32;   ///< mrc_retry_count: retries before the QP fails; 32 = forever
+  uint32_t roce_retry_count = 32;  ///< roce_retry_count: the same for roce* transports
+  uint32_t mtu = 4096;             ///< mtu: path MTU (payload bytes per packet) of every transport
+  double base_rtt_us = 0;          ///< base_rtt_us: buffer sizing and CC base RTT; 0 = derived from the topology
   // [output]
   std::string json_out;  ///< json: JSON results file
   std::string csv_dir;   ///< csv: directory for the CSV files

@@ -33,6 +33,14 @@ Rule one_of(std::vector<std::string> names) {
   return r;
 }
 
+Rule one_of_values(std::vector<uint64_t> values) {
+  Rule r;
+  r.int_min = *std::min_element(values.begin(), values.end());
+  r.int_max = *std::max_element(values.begin(), values.end());
+  r.values = std::move(values);
+  return r;
+}
+
 Rule any() { return Rule{}; }
 
 namespace {
@@ -84,6 +92,9 @@ std::vector<Setting> settings(SimOptions& o) {
       {"topology.queue", "ecn_kmax_bytes", nullptr, "", &o.queue.ecn_kmax_bytes,
        integer(0, kMaxBufferBytes, "0 = 80% of data_bytes")},
       {"topology.queue", "ecn_last_hop", nullptr, "", &o.queue.ecn_last_hop, any()},
+      {"topology.queue", "ecn_at_dequeue", "--ecn-at-dequeue",
+       "switches mark ECN when a packet leaves the queue (default: when it joins it)", &o.queue.ecn_at_dequeue,
+       any()},
       {"topology.queue", "trimming", nullptr, "", &o.queue.trimming, any()},
       {"topology.queue", "trimmed_weight_pct", nullptr, "", &o.queue.trimmed_weight_pct, integer(0, 100)},
       {"topology.queue", "trimmed_bytes", nullptr, "", &o.queue.trimmed_bytes, integer(0, kMaxBufferBytes)},
@@ -126,6 +137,23 @@ std::vector<Setting> settings(SimOptions& o) {
       // total over the planes.
       {"run", "evs_per_plane", "--evs-per-plane", "EVs per QP and plane (half active)", &o.evs_per_plane,
        integer(1, 4096)},
+      {"run", "mrc_qps_per_peer", "--mrc-qps-per-peer", "QPs per host pair of the mrc* transports",
+       &o.mrc_qps_per_peer, integer(0, 256, "0 = --qps-per-peer")},
+      {"run", "roce_qps_per_peer", "--roce-qps-per-peer", "QPs per host pair of the roce* transports",
+       &o.roce_qps_per_peer, integer(0, 256, "0 = --qps-per-peer")},
+      // The core takes the ACK timeout as the verbs exponent (QpAttr::timeout <= 24).
+      {"run", "mrc_ack_timeout", "--mrc-ack-timeout", "ACK timeout of the mrc* transports: 1.024 us x 2^N",
+       &o.mrc_ack_timeout, integer(1, 24, "6 = 65.5 us")},
+      {"run", "roce_ack_timeout", "--roce-ack-timeout", "ACK timeout of the roce* transports: 1.024 us x 2^N",
+       &o.roce_ack_timeout, integer(1, 24, "6 = 65.5 us")},
+      {"run", "mrc_retry_count", "--mrc-retry-count", "retries (timeouts, NAKs) before an mrc* QP fails",
+       &o.mrc_retry_count, integer(0, 32, "32 = forever")},
+      {"run", "roce_retry_count", "--roce-retry-count", "retries (timeouts, NAKs) before a roce* QP fails",
+       &o.roce_retry_count, integer(0, 32, "32 = forever")},
+      {"run", "mtu", "--mtu", "path MTU: payload bytes per packet", &o.mtu,
+       one_of_values({256, 512, 1024, 2048, 4096})},
+      {"run", "base_rtt_us", "--base-rtt-us", "base RTT for buffer sizes (one BDP) and congestion control, us",
+       &o.base_rtt_us, number(0, 1e6, false, "0 = derived from the topology: twice the longest one-way latency")},
       {"run", "default_failures", "!--no-default-failures",
        "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)",
        &o.default_failures, any()},
@@ -175,7 +203,9 @@ std::string out_of_range(const Setting& s, const std::string& shown) {
 std::string accepted(const Setting& s) {
   const Rule& r = s.rule;
   std::string out;
-  if (is_integer(s)) {
+  if (is_integer(s) && !r.values.empty()) {
+    out = fmt::format("one of {}", fmt::join(r.values, ", "));
+  } else if (is_integer(s)) {
     out = fmt::format("an integer from {} to {}", r.int_min, r.int_max);
   } else if (is_number(s)) {
     out = r.min_open ? fmt::format("a number > {} and <= {}", bound(r.min), bound(r.max))
@@ -189,9 +219,15 @@ std::string accepted(const Setting& s) {
   return out;
 }
 
+namespace {
+bool integer_ok(const Rule& r, uint64_t v) {
+  if (v < r.int_min || v > r.int_max) return false;
+  return r.values.empty() || std::find(r.values.begin(), r.values.end(), v) != r.values.end();
+}
+}  // namespace
+
 std::string check_integer(const Setting& s, int64_t v, const std::string& shown) {
-  if (v < 0 || static_cast<uint64_t>(v) < s.rule.int_min || static_cast<uint64_t>(v) > s.rule.int_max)
-    return out_of_range(s, shown);
+  if (v < 0 || !integer_ok(s.rule, static_cast<uint64_t>(v))) return out_of_range(s, shown);
   return {};
 }
 
@@ -215,7 +251,7 @@ std::string check_text(const Setting& s, std::string_view text) {
     const bool digits =
         !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
     const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-    if (!digits || ec != std::errc() || ptr != end || v < s.rule.int_min || v > s.rule.int_max)
+    if (!digits || ec != std::errc() || ptr != end || !integer_ok(s.rule, v))
       return out_of_range(s, shown);
     return {};
   }

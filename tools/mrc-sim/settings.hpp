@@ -28,6 +28,7 @@ struct Rule {
   double max = std::numeric_limits<double>::max();
   bool min_open = false;
   std::vector<std::string> choices = {};
+  std::vector<uint64_t> values = {};  ///< for integers: the only values accepted, if any
   /// Said after the range in messages and help, e.g. "0 = derived".
   const char* note = nullptr;
 };
@@ -38,6 +39,8 @@ Rule integer(uint64_t lo, uint64_t hi, const char* note = nullptr);
 Rule number(double lo, double hi, bool open = false, const char* note = nullptr);
 /// One of `names`.
 Rule one_of(std::vector<std::string> names);
+/// An integer among `values`.
+Rule one_of_values(std::vector<uint64_t> values);
 /// Any text (paths) or a boolean.
 Rule any();
 

@@ -25,6 +25,7 @@ PortParams PortParams::resolve(const QueueConfig& q, uint64_t rate_bps, Duration
   p.ecn = !faces_host || q.ecn_last_hop;
   p.ecn_kmin_bytes = q.ecn_kmin_bytes ? q.ecn_kmin_bytes : p.data_bytes * 20 / 100;
   p.ecn_kmax_bytes = q.ecn_kmax_bytes ? q.ecn_kmax_bytes : p.data_bytes * 80 / 100;
+  p.ecn_at_dequeue = q.ecn_at_dequeue;
   p.trimming = q.trimming;
   p.last_hop = faces_host;
   p.trimmed_weight_pct = q.trimmed_weight_pct;
@@ -89,7 +90,7 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
       ++(last_hop_ ? st.trims_last_hop : st.trims);
       c = kTrimmed;
       bytes = p->wire_bytes();
-    } else {
+    } else if (!prm_.ecn_at_dequeue) {
       maybe_mark(p);
     }
   }
@@ -161,6 +162,7 @@ EgressPort::Queued EgressPort::pop(int c) {
   --packets_;
   bytes_[c] -= q.bytes;
   ctx_->queued_bytes -= q.bytes;
+  if (c == kData && prm_.ecn_at_dequeue) maybe_mark(q.p);  // against the queue it leaves behind
   if (c == kData && xoff_ && bytes_[kData] <= prm_.pfc_xon_bytes) pfc_resume_all();
   return q;
 }

@@ -124,7 +124,8 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
   for (const FlowSpec& f : flows) {
     FlowRecord r;
     r.spec = f;
-    const uint64_t pkts = (f.bytes + 4095) / 4096;
+    const uint64_t mtu = cluster.transport().mtu;  // headers per packet of the path MTU
+    const uint64_t pkts = (f.bytes + mtu - 1) / mtu;
     r.ideal = base_latency + Duration::serialization(f.bytes + pkts * (kWireOverhead + 40 + 40), host_bps);
     recs_.push_back(r);
   }
@@ -201,7 +202,8 @@ RingTraining::RingTraining(Simulator& sim, Cluster& cluster, std::vector<uint32_
 Duration RingTraining::ideal_collective() const {
   const uint32_t n = static_cast<uint32_t>(ring_.size());
   const uint64_t chunk = bytes_ / n;
-  const uint64_t pkts = (chunk + 4095) / 4096;
+  const uint64_t mtu = cluster_.transport().mtu;
+  const uint64_t pkts = (chunk + mtu - 1) / mtu;
   uint64_t bps = 0;
   for (uint32_t p = 0; p < cluster_.nic(ring_[0]).ep().num_ports(); ++p)
     bps += cluster_.nic(ring_[0]).ep().config().ports[p].rate_bps;
