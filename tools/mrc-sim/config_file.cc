@@ -299,10 +299,12 @@ class Loader {
                                                 where, key, key));
         value = v->as_string()->get();
       } else if (is(kFailureIntKeys)) {
-        if (!v->is_integer() || v->as_integer()->get() < 0)
-          return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0, not {} (e.g. {} = 1)", where, key,
-                                                type_name(*v), key));
-        value = fmt::format("{}", v->as_integer()->get());
+        const bool all = v->is_string() && v->as_string()->get() == "*" && key != "host" && key != "ev";
+        if (!all && (!v->is_integer() || v->as_integer()->get() < 0))
+          return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0{}, not {} (e.g. {} = 1)", where, key,
+                                                key == "host" || key == "ev" ? "" : " or \"*\" (all)", type_name(*v),
+                                                key));
+        value = all ? "*" : fmt::format("{}", v->as_integer()->get());
       } else if (is(kFailureNumberKeys)) {
         if (v->is_integer()) value = fmt::format("{}", v->as_integer()->get());
         else if (v->is_floating_point()) value = fmt::format("{}", v->as_floating_point()->get());

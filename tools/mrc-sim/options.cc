@@ -312,6 +312,17 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     if (!cm) return fail(cm.error(), msg);
     sc.flows = *cm;
   }
+  // Failures timed from a training step need that step to happen.
+  for (const FailureSpec& f : sc.failures) {
+    if (f.at_step < 0) continue;
+    const bool collective = sc.workload == WorkloadKind::train || sc.workload == WorkloadKind::allreduce;
+    if (!collective)
+      return fail(Errc::invalid_argument, "failure '" + f.text + "': at=step<K> needs the train or allreduce workload");
+    const uint32_t steps = sc.workload == WorkloadKind::train ? sc.steps : 1;
+    if (static_cast<uint32_t>(f.at_step) >= steps)
+      return fail(Errc::invalid_argument, fmt::format("failure '{}': step {} never starts (steps 0 to {})", f.text,
+                                                      f.at_step, steps - 1));
+  }
   // Every host pair that exchanges data has a transport's QPs on each side.
   const uint64_t peers = max_peers_per_host(o, topo.hosts, sc.flows);
   for (const TransportSpec& t : run.transports) {

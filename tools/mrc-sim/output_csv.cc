@@ -65,7 +65,7 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
                             "ideal_fct_us", "slowdown", "status", "retransmits", "trims"});
   Table steps("steps.csv", {"transport", "step", "step_us", "allreduce_us"});
   Table series("series.csv", {"transport", "t_us", "goodput_gbps", "queued_bytes"});
-  Table evs("ev_events.csv", {"transport", "t_us", "qpn", "ev", "plane", "from", "to", "drops"});
+  Table evs("ev_events.csv", {"transport", "t_us", "host", "qpn", "ev", "plane", "from", "to", "drops"});
   Table counters("counters.csv", {"transport", "counter", "value"});
   Table failures("failures.csv", {"transport", "t_us", "action"});
   for (const RunResult& r : runs) {
@@ -80,9 +80,12 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
     }
     for (size_t i = 0; i < r.steps.size(); ++i) steps.row(r.transport, i, r.steps[i].to_us(), r.collectives[i].to_us());
     for (const Sample& s : r.series) series.row(r.transport, s.at.to_us(), s.goodput_gbps, s.queued_bytes);
-    for (const auto& [t, e] : r.ev_events)
-      evs.row(r.transport, t.to_us(), e.qpn, e.ev, e.port, core::to_string(e.from), core::to_string(e.to),
+    for (size_t i = 0; i < r.ev_events.size(); ++i) {
+      const auto& [t, e] = r.ev_events[i];
+      const uint32_t host = i < r.ev_event_hosts.size() ? r.ev_event_hosts[i] : 0;
+      evs.row(r.transport, t.to_us(), host, e.qpn, e.ev, e.port, core::to_string(e.from), core::to_string(e.to),
               e.drop_count);
+    }
     for (const auto& [name, value] : run_counters(r)) counters.row(r.transport, name, value);
     for (const auto& [t, action] : r.failure_log) failures.row(r.transport, t.to_us(), action);
   }

@@ -43,14 +43,17 @@ json run_json(const RunResult& r) {
     series.push_back({{"t_us", s.at.to_us()}, {"goodput_gbps", s.goodput_gbps}, {"queued_bytes", s.queued_bytes}});
   j["series"] = series;
   json evs = json::array();
-  for (const auto& [t, e] : r.ev_events)
+  for (size_t i = 0; i < r.ev_events.size(); ++i) {
+    const auto& [t, e] = r.ev_events[i];
     evs.push_back({{"t_us", t.to_us()},
+                   {"host", i < r.ev_event_hosts.size() ? r.ev_event_hosts[i] : 0},
                    {"qpn", e.qpn},
                    {"ev", e.ev},
                    {"plane", e.port},
                    {"from", core::to_string(e.from)},
                    {"to", core::to_string(e.to)},
                    {"drops", e.drop_count}});
+  }
   j["ev_events"] = evs;
   json fl = json::array();
   for (const auto& [t, s] : r.failure_log) fl.push_back({{"t_us", t.to_us()}, {"action", s}});

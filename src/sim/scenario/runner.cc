@@ -103,8 +103,10 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     ec.protocol.reorder_allowance = ec.protocol.base_rtt / 2;
   }
   Cluster cluster(sim, fabric, ec, spec);
-  cluster.on_ev_event = [&](uint32_t, const core::EvEvent& e) {
-    if (r.ev_events.size() < 100000) r.ev_events.emplace_back(sim.now(), e);
+  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
+    if (r.ev_events.size() >= 100000) return;
+    r.ev_events.emplace_back(sim.now(), e);
+    r.ev_event_hosts.push_back(host);
   };
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
@@ -124,6 +126,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       train = std::make_unique<RingTraining>(sim, cluster, ring, sc.bytes, training ? sc.steps : 1,
                                              training ? sc.compute : Duration{});
       r.ideal_collective = train->ideal_collective();
+      train->on_step_start = [&sched](uint32_t k) { sched.step_started(k); };
       train->start();
       break;
     }

@@ -78,6 +78,7 @@ struct RunResult {
   std::vector<Sample> series;
   std::vector<std::pair<Time, std::string>> failure_log;
   std::vector<std::pair<Time, core::EvEvent>> ev_events;  ///< capped at 100k
+  std::vector<uint32_t> ev_event_hosts;  ///< the host (NIC) of each of ev_events
 };
 
 /// The flows a flow workload of `sc` runs (permutation, incast, all-to-all:

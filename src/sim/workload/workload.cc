@@ -212,6 +212,7 @@ Duration RingTraining::ideal_collective() const {
 
 void RingTraining::start() {
   step_start_ = sim_.now();
+  if (on_step_start) on_step_start(0);
   sim_.schedule(sim_.now() + compute_, this, kComputeDone);
 }
 
@@ -269,6 +270,7 @@ void RingTraining::on_received(uint32_t pos, uint32_t k) {
     return;
   }
   step_start_ = sim_.now();
+  if (on_step_start) on_step_start(step_);
   sim_.schedule(sim_.now() + compute_, this, kComputeDone);
 }
 
