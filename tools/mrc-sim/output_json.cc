@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mrc-sim/output.hpp"
+#include "sim/fabric/packet.hpp"
 
 namespace mrc::sim::tool {
 
@@ -77,6 +78,9 @@ std::vector<std::pair<std::string, uint64_t>> run_counters(const RunResult& r) {
           {"drops_link_down", r.fabric.drops_link_down},
           {"drops_random", r.fabric.drops_random},
           {"drops_no_route", r.fabric.drops_no_route},
+          {"drops_data", r.fabric.drops_by_class[static_cast<int>(Class::data)]},
+          {"drops_trimmed_header", r.fabric.drops_by_class[static_cast<int>(Class::trimmed)]},
+          {"drops_control", r.fabric.drops_by_class[static_cast<int>(Class::control)]},
           {"trims", r.fabric.trims},
           {"trims_last_hop", r.fabric.trims_last_hop},
           {"ecn_marks", r.fabric.ecn_marks},

@@ -64,6 +64,7 @@ void EgressPort::init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint
 
 void EgressPort::drop(Packet* p, uint64_t& counter) {
   ++counter;
+  ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
   ctx_->sim->free_packet(p);
 }
 
@@ -226,7 +227,9 @@ uint64_t EgressPort::flush() {
   uint64_t n = 0;
   for (auto& q : q_) {
     while (!q.empty()) {
-      ctx_->sim->free_packet(q.pop_front().p);
+      Packet* p = q.pop_front().p;
+      ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
+      ctx_->sim->free_packet(p);
       ++n;
     }
   }
