@@ -113,6 +113,10 @@ const BadFlag kBadFlags[] = {
     {"--mtu", "9000", "one of 256, 512, 1024, 2048, 4096"},
     {"--base-rtt-us", "-10", "a number from 0 to 1000000"},
     {"--base-rtt-us", "1e9", "a number from 0 to 1000000"},
+    {"--plot-from-us", "-1", "a number from 0 to 10000000000"},
+    {"--plot-from-us", "1e11", "a number from 0 to 10000000000"},
+    {"--plot-to-us", "-5", "a number from 0 to 10000000000"},
+    {"--plot-to-us", "nan", "a number from 0 to 10000000000"},
     {"--topology", "clos", "one of clos2, fattree2, fattree3"},
     {"--routing", "bgp", "one of srv6, ecmp"},
     {"--workload", "ring", "one of train, allreduce, permutation, incast, alltoall, cm"},
@@ -199,6 +203,7 @@ TEST(Flags, SettingsThatDoNotFitTogetherAreRefusedByResolve) {
   };
   const Case cases[] = {
       {{"--evs-per-plane", "1024"}, "evs_per_plane: 1024 EVs per plane x 8 planes = 8192 EVs per QP; at most 4096"},
+      {{"--plot-from-us", "500", "--plot-to-us", "100"}, "plot_to_us (100) must be above plot_from_us (500), or 0"},
       {{"--workload", "alltoall", "--qps-per-peer", "200"}, "qps_per_peer: mrc with 200 QPs per host pair"},
       {{"--workload", "alltoall", "--transports", "roce", "--hosts", "1024", "--t0-down", "32", "--t0-up", "32",
         "--t1", "32"},

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,95 @@ TEST(OutputDetail, DropsByPacketTypeAddUpToTheDrops) {
   EXPECT_EQ(c["drops_data"], f.drops_by_class[static_cast<int>(Class::data)]);
   EXPECT_EQ(c["drops_trimmed_header"], f.drops_by_class[static_cast<int>(Class::trimmed)]);
   EXPECT_EQ(c["drops_control"], f.drops_by_class[static_cast<int>(Class::control)]);
+}
+
+// A synthetic run: goodput samples every 10 us up to `end_us`, and failure
+// actions at the given times.
+RunResult synthetic(const std::string& name, double end_us, bool completed,
+                    const std::vector<std::pair<double, std::string>>& actions) {
+  RunResult r;
+  r.transport = name;
+  r.completed = completed;
+  r.end = Time::zero() + Duration::ps(static_cast<int64_t>(end_us * 1e6));
+  for (double t = 10; t <= end_us; t += 10)
+    r.series.push_back(Sample{Time::zero() + Duration::ps(static_cast<int64_t>(t * 1e6)), 100 + t / 10, 0});
+  for (const auto& [t, a] : actions)
+    r.failure_log.emplace_back(Time::zero() + Duration::ps(static_cast<int64_t>(t * 1e6)), a);
+  return r;
+}
+
+struct Label {
+  double x, top;
+  std::string text;
+};
+
+/// The failure labels of an SVG: position along the marker and text.
+std::vector<Label> labels(const std::string& svg) {
+  std::vector<Label> out;
+  const std::string tag = "<text class=\"failure-label\" transform=\"translate(";
+  for (size_t pos = svg.find(tag); pos != std::string::npos; pos = svg.find(tag, pos + 1)) {
+    Label l{};
+    l.x = std::stod(svg.substr(pos + tag.size()));
+    l.top = std::stod(svg.substr(svg.find(',', pos + tag.size()) + 1));
+    const size_t gt = svg.find('>', pos);
+    l.text = svg.substr(gt + 1, svg.find("</text>", gt) - gt - 1);
+    out.push_back(l);
+  }
+  return out;
+}
+
+TEST(OutputDetail, FailureLabelsNeverOverlap) {
+  // Five actions within a few microseconds of each other (a group failure
+  // and its neighbours): all five labelled, none overprinting another.
+  const RunResult r = synthetic("mrc", 1000, true,
+                                {{500, "switch-down:tier=t1,plane=0,index=1,at=500us"},
+                                 {501, "link-down:tier=host,plane=*,a=5,at=501us"},
+                                 {502, "loss:tier=t0t1,plane=2,a=*,b=*,p=0.1,at=502us"},
+                                 {503, "rate:tier=host,plane=1,a=3,gbps=10,at=503us"},
+                                 {504, "link-down:tier=host,plane=0,a=1,at=504us"}});
+  const std::string svg = svg_files({r})[0].text;
+  const auto ls = labels(svg);
+  ASSERT_EQ(ls.size(), 5u) << svg;
+  for (size_t i = 0; i < ls.size(); ++i)
+    for (size_t j = i + 1; j < ls.size(); ++j) {
+      if (std::abs(ls[i].x - ls[j].x) >= 12) continue;
+      // Rotated text runs down from `top`, about 5.5 px per character.
+      const double bi = ls[i].top + 5.5 * static_cast<double>(ls[i].text.size());
+      const double bj = ls[j].top + 5.5 * static_cast<double>(ls[j].text.size());
+      EXPECT_TRUE(bi <= ls[j].top || bj <= ls[i].top) << ls[i].text << " overlaps " << ls[j].text;
+    }
+}
+
+TEST(OutputDetail, XRangeNarrowsTheTimeAxis) {
+  const RunResult r = synthetic("mrc", 1000, true,
+                                {{100, "switch-down:tier=t1,plane=0,index=1,at=100us"},
+                                 {300, "link-down:tier=host,plane=0,a=1,at=300us"}});
+  const std::string whole = svg_files({r})[0].text;
+  const std::string part = svg_files({r}, SvgOptions{200, 400})[0].text;
+  EXPECT_NE(whole.find(">100</text>"), std::string::npos);
+  // Ticks from 200 to 400, the marker at 300 only, 21 samples (200..400 us).
+  EXPECT_NE(part.find(">200</text>"), std::string::npos);
+  EXPECT_NE(part.find(">400</text>"), std::string::npos);
+  EXPECT_EQ(part.find(">1000</text>"), std::string::npos);
+  EXPECT_EQ(labels(part).size(), 1u);
+  EXPECT_EQ(labels(part)[0].text, "link-down tier=host,plane=0,a=1");
+  const size_t pts = part.find("points=\"");
+  ASSERT_NE(pts, std::string::npos);
+  const std::string points = part.substr(pts, part.find('"', pts + 8) - pts);
+  EXPECT_EQ(std::count(points.begin(), points.end(), ','), 21);
+}
+
+TEST(OutputDetail, ARunThatDidNotCompleteIsMarked) {
+  const RunResult done = synthetic("mrc", 1000, true, {});
+  const RunResult cut = synthetic("roce", 1000, false, {});
+  for (const SvgFile& f : svg_files({done, cut})) {
+    EXPECT_NE(f.text.find(">roce (did not complete)</text>"), std::string::npos) << f.name;
+    EXPECT_EQ(f.text.find(">mrc (did not complete)</text>"), std::string::npos) << f.name;
+  }
+  const std::string tp = svg_files({done, cut})[0].text;
+  EXPECT_NE(tp.find("<g class=\"incomplete\" data-transport=\"roce\">"), std::string::npos);
+  EXPECT_NE(tp.find(">roce: did not complete</text>"), std::string::npos);
+  EXPECT_EQ(tp.find("data-transport=\"mrc\"><path"), std::string::npos);
 }
 
 }  // namespace

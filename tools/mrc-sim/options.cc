@@ -260,6 +260,9 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
   // Settings that are fine alone but not together (each alone follows its
   // rule in settings.cc).
+  if (o.plot_to_us > 0 && o.plot_to_us <= o.plot_from_us)
+    return fail(Errc::invalid_argument, fmt::format("plot_to_us ({}) must be above plot_from_us ({}), or 0",
+                                                    o.plot_to_us, o.plot_from_us));
   if (o.transports.empty())
     return fail(Errc::invalid_argument, std::string("no transport to run (transports: ") + kTransportNames + ")");
   if (uint64_t{o.evs_per_plane} * topo.num_planes() > kMaxEvsPerQp)

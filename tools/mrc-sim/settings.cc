@@ -163,6 +163,10 @@ std::vector<Setting> settings(SimOptions& o) {
        &o.csv_dir, any()},
       {"output", "svg", "--svg", "write SVG plots into this directory (created if missing)", &o.svg_dir, any()},
       {"output", "quiet", "--quiet", "no progress bar on stderr", &o.quiet, any()},
+      {"output", "plot_from_us", "--plot-from-us", "throughput.svg: the time axis starts here, us", &o.plot_from_us,
+       number(0, kMaxTimeMs * 1e3)},
+      {"output", "plot_to_us", "--plot-to-us", "throughput.svg: the time axis ends here, us", &o.plot_to_us,
+       number(0, kMaxTimeMs * 1e3, false, "0 = the end of the run")},
   };
 }
 
