@@ -16,8 +16,9 @@ namespace {
 
 // 16 hosts on 2 planes; plane 0's T0-T1 links all die 5 us in, so the run
 // drops packets of every type.
-RunResult plane_down_run() {
+RunResult plane_down_run(std::vector<std::string> series = {}) {
   SimOptions o;
+  o.series = std::move(series);
   o.planes = 2;
   o.hosts = 16;
   o.t0_down = 4;
@@ -50,6 +51,64 @@ TEST(OutputDetail, DropsByPacketTypeAddUpToTheDrops) {
   EXPECT_EQ(c["drops_data"], f.drops_by_class[static_cast<int>(Class::data)]);
   EXPECT_EQ(c["drops_trimmed_header"], f.drops_by_class[static_cast<int>(Class::trimmed)]);
   EXPECT_EQ(c["drops_control"], f.drops_by_class[static_cast<int>(Class::control)]);
+}
+
+TEST(OutputDetail, GoodputSeriesPerHostPlaneAndFlow) {
+  const RunResult r = plane_down_run({"host", "plane", "flow"});
+  ASSERT_TRUE(r.completed);
+  ASSERT_FALSE(r.series.empty());
+  ASSERT_EQ(r.host_series.size(), r.series.size());
+  ASSERT_EQ(r.plane_series.size(), r.series.size());
+  ASSERT_EQ(r.flow_series.size(), r.series.size());
+  double delivered_bits = 0;
+  for (size_t i = 0; i < r.series.size(); ++i) {
+    ASSERT_EQ(r.host_series[i].size(), 16u);
+    ASSERT_EQ(r.plane_series[i].size(), 2u);
+    ASSERT_EQ(r.flow_series[i].size(), r.flows.size());
+    double hosts = 0, planes = 0, flows = 0;
+    for (double g : r.host_series[i]) hosts += g;
+    for (double g : r.plane_series[i]) planes += g;
+    for (double g : r.flow_series[i]) flows += g;
+    // Every byte delivered is some host's, some plane's and (in a
+    // permutation, one flow per host pair) some flow's.
+    EXPECT_NEAR(hosts, r.series[i].goodput_gbps, 1e-6);
+    EXPECT_NEAR(planes, r.series[i].goodput_gbps, 1e-6);
+    EXPECT_NEAR(flows, r.series[i].goodput_gbps, 1e-6);
+    delivered_bits += r.flow_series[i][0] * 20e-6 * 1e9;  // default 20 us samples
+  }
+  EXPECT_GE(delivered_bits / 8, static_cast<double>(r.flows[0].spec.bytes) * 0.999) << "flow 0 delivered it all";
+
+  const auto j = nlohmann::json::parse(results_json({r}, 1));
+  const auto& run = j["runs"][0];
+  ASSERT_TRUE(run.contains("host_series"));
+  EXPECT_EQ(run["host_series"].size(), r.series.size());
+  EXPECT_EQ(run["host_series"][0]["goodput_gbps"].size(), 16u);
+  EXPECT_EQ(run["plane_series"][0]["goodput_gbps"].size(), 2u);
+  EXPECT_EQ(run["flow_series"][0]["goodput_gbps"].size(), r.flows.size());
+  EXPECT_EQ(run["flow_series"][0]["t_us"], r.series[0].at.to_us());
+
+  const auto files = csv_files({r});
+  auto text = [&](const std::string& name) {
+    for (const auto& f : files)
+      if (f.name == name) return f.text;
+    ADD_FAILURE() << "no " << name;
+    return std::string();
+  };
+  auto lines = [](const std::string& t) { return static_cast<size_t>(std::count(t.begin(), t.end(), '\n')); };
+  EXPECT_EQ(text("series_hosts.csv").rfind("transport,t_us,host,goodput_gbps\n", 0), 0u);
+  EXPECT_EQ(lines(text("series_hosts.csv")), 1 + r.series.size() * 16);
+  EXPECT_EQ(lines(text("series_planes.csv")), 1 + r.series.size() * 2);
+  EXPECT_EQ(text("series_flows.csv").rfind("transport,t_us,flow,src,dst,goodput_gbps\n", 0), 0u);
+  EXPECT_EQ(lines(text("series_flows.csv")), 1 + r.series.size() * r.flows.size());
+}
+
+TEST(OutputDetail, NoDetailSeriesUnlessAsked) {
+  const RunResult& r = plane_down();
+  EXPECT_TRUE(r.host_series.empty());
+  EXPECT_TRUE(r.plane_series.empty());
+  EXPECT_TRUE(r.flow_series.empty());
+  EXPECT_FALSE(nlohmann::json::parse(results_json({r}, 1))["runs"][0].contains("host_series"));
+  EXPECT_EQ(csv_files({r}).size(), 7u);
 }
 
 // A synthetic run: goodput samples every 10 us up to `end_us`, and failure

@@ -14,7 +14,7 @@
 //                     roce_qps_per_peer, mrc_ack_timeout, roce_ack_timeout,
 //                     mrc_retry_count, roce_retry_count, mtu, base_rtt_us,
 //                     default_failures
-//   [output]          json, csv, svg, quiet, plot_from_us, plot_to_us
+//   [output]          json, csv, svg, quiet, series, plot_from_us, plot_to_us
 //
 // The keys, their flags and the values they accept are the table in
 // settings.hpp; docs/mrc-sim.md documents every key; examples/scenarios/

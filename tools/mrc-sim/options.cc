@@ -306,6 +306,10 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.seed = o.seed;
   sc.time_limit = from_units(o.time_limit_ms, 1e9);
   sc.sample_every = from_units(o.sample_us, 1e6);
+  auto wants = [&](const char* s) { return std::find(o.series.begin(), o.series.end(), s) != o.series.end(); };
+  sc.series_hosts = wants("host");
+  sc.series_planes = wants("plane");
+  sc.series_flows = wants("flow");
   if (sc.sample_every <= Duration{}) return fail(Errc::invalid_argument, "the sample interval must be > 0 (sample_us)");
   sc.protocol.probe_interval = Duration::us(100);
   sc.protocol.probe_interval_max = Duration::ms(2);

@@ -65,6 +65,8 @@ struct SimOptions {
   std::string csv_dir;   ///< csv: directory for the CSV files
   std::string svg_dir;   ///< svg: directory for the SVG plots
   bool quiet = false;    ///< quiet: no progress bar
+  /// series: goodput series besides the total: "host", "plane", "flow"
+  std::vector<std::string> series;
   double plot_from_us = 0;  ///< plot_from_us: throughput.svg's time axis starts here
   double plot_to_us = 0;    ///< plot_to_us: ... and ends here; 0 = the end of the run
   /// --config: the scenario file these options were loaded from (flag only).

@@ -49,7 +49,9 @@ struct CsvFile {
 
 /// The CSV files of `runs`: runs.csv, flows.csv, steps.csv, series.csv,
 /// ev_events.csv, counters.csv and failures.csv, each with a header row even
-/// when it has no records (e.g. flows.csv of a training run).
+/// when it has no records (e.g. flows.csv of a training run); then
+/// series_hosts.csv, series_planes.csv and series_flows.csv when a run has
+/// those series (Scenario::series_hosts, ...).
 std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs);
 
 /// Quotes a CSV field when it holds a comma, a quote or a line break

@@ -68,6 +68,11 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
   Table evs("ev_events.csv", {"transport", "t_us", "host", "qpn", "ev", "plane", "from", "to", "drops"});
   Table counters("counters.csv", {"transport", "counter", "value"});
   Table failures("failures.csv", {"transport", "t_us", "action"});
+  // Detail series (--series), written only when a run has them.
+  Table hosts("series_hosts.csv", {"transport", "t_us", "host", "goodput_gbps"});
+  Table planes("series_planes.csv", {"transport", "t_us", "plane", "goodput_gbps"});
+  Table flow_s("series_flows.csv", {"transport", "t_us", "flow", "src", "dst", "goodput_gbps"});
+  bool any_hosts = false, any_planes = false, any_flows = false;
   for (const RunResult& r : runs) {
     // allreduce_ideal_us is absent from JSON for flow workloads; empty here.
     const std::string ideal = r.steps.empty() ? std::string() : fmt::format("{}", r.ideal_collective.to_us());
@@ -88,9 +93,25 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
     }
     for (const auto& [name, value] : run_counters(r)) counters.row(r.transport, name, value);
     for (const auto& [t, action] : r.failure_log) failures.row(r.transport, t.to_us(), action);
+    for (size_t i = 0; i < r.host_series.size() && i < r.series.size(); ++i)
+      for (size_t h = 0; h < r.host_series[i].size(); ++h)
+        hosts.row(r.transport, r.series[i].at.to_us(), h, r.host_series[i][h]);
+    for (size_t i = 0; i < r.plane_series.size() && i < r.series.size(); ++i)
+      for (size_t p = 0; p < r.plane_series[i].size(); ++p)
+        planes.row(r.transport, r.series[i].at.to_us(), p, r.plane_series[i][p]);
+    for (size_t i = 0; i < r.flow_series.size() && i < r.series.size(); ++i)
+      for (size_t f = 0; f < r.flow_series[i].size() && f < r.flows.size(); ++f)
+        flow_s.row(r.transport, r.series[i].at.to_us(), f, r.flows[f].spec.src, r.flows[f].spec.dst,
+                   r.flow_series[i][f]);
+    any_hosts = any_hosts || !r.host_series.empty();
+    any_planes = any_planes || !r.plane_series.empty();
+    any_flows = any_flows || !r.flow_series.empty();
   }
   std::vector<CsvFile> out;
   for (Table* t : {&run_t, &flows, &steps, &series, &evs, &counters, &failures}) out.push_back(t->take());
+  if (any_hosts) out.push_back(hosts.take());
+  if (any_planes) out.push_back(planes.take());
+  if (any_flows) out.push_back(flow_s.take());
   return out;
 }
 

@@ -43,6 +43,17 @@ json run_json(const RunResult& r) {
   for (const auto& s : r.series)
     series.push_back({{"t_us", s.at.to_us()}, {"goodput_gbps", s.goodput_gbps}, {"queued_bytes", s.queued_bytes}});
   j["series"] = series;
+  // Detail series (--series), row i at series[i].t_us.
+  auto detail = [&](const char* name, const std::vector<std::vector<double>>& rows) {
+    if (rows.empty()) return;
+    json a = json::array();
+    for (size_t i = 0; i < rows.size() && i < r.series.size(); ++i)
+      a.push_back({{"t_us", r.series[i].at.to_us()}, {"goodput_gbps", rows[i]}});
+    j[name] = a;
+  };
+  detail("host_series", r.host_series);
+  detail("plane_series", r.plane_series);
+  detail("flow_series", r.flow_series);
   json evs = json::array();
   for (size_t i = 0; i < r.ev_events.size(); ++i) {
     const auto& [t, e] = r.ev_events[i];

@@ -14,24 +14,67 @@ class Sampler final : public Node {
  public:
   Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out)
       : sim_(sim), c_(c), f_(f), every_(every), out_(out) {}
+  /// Also records per-host, per-plane and per-flow rows into `r` (flows:
+  /// the (src, dst) of each, whose receivers count per source).
+  void detail(RunResult* r, bool hosts, bool planes, std::vector<std::pair<uint32_t, uint32_t>> flows) {
+    r_ = r;
+    hosts_ = hosts;
+    planes_ = planes;
+    flows_ = std::move(flows);
+    for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
+  }
   void start() { sim_.schedule(sim_.now() + every_, this, 0); }
   void on_event(Simulator& sim, uint64_t) override {
     uint64_t rx = 0;
     for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
-    out_->push_back(
-        Sample{sim.now(), static_cast<double>(rx - last_) * 8 / every_.to_s() / 1e9, f_.total_queued_bytes()});
+    out_->push_back(Sample{sim.now(), gbps(rx - last_), f_.total_queued_bytes()});
     last_ = rx;
+    if (r_) sample_detail();
     sim.schedule(sim.now() + every_, this, 0);
   }
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 
  private:
+  double gbps(uint64_t bytes) const { return static_cast<double>(bytes) * 8 / every_.to_s() / 1e9; }
+
+  /// One row per enabled detail: deltas of the NICs' counters since the last sample.
+  void sample_detail() {
+    auto row = [&](std::vector<uint64_t> now, std::vector<uint64_t>& last, std::vector<std::vector<double>>& out) {
+      last.resize(now.size(), 0);
+      std::vector<double> g(now.size());
+      for (size_t i = 0; i < now.size(); ++i) g[i] = gbps(now[i] - last[i]);
+      out.push_back(std::move(g));
+      last = std::move(now);
+    };
+    const uint32_t n = c_.hosts();
+    if (hosts_) {
+      std::vector<uint64_t> v(n);
+      for (uint32_t h = 0; h < n; ++h) v[h] = c_.nic(h).rx_payload_bytes();
+      row(std::move(v), last_hosts_, r_->host_series);
+    }
+    if (planes_) {
+      std::vector<uint64_t> v(f_.planes(), 0);
+      for (uint32_t h = 0; h < n; ++h)
+        for (uint32_t p = 0; p < f_.planes(); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
+      row(std::move(v), last_planes_, r_->plane_series);
+    }
+    if (!flows_.empty()) {
+      std::vector<uint64_t> v(flows_.size());
+      for (size_t i = 0; i < flows_.size(); ++i) v[i] = c_.nic(flows_[i].second).rx_payload_from(flows_[i].first);
+      row(std::move(v), last_flows_, r_->flow_series);
+    }
+  }
+
   Simulator& sim_;
   Cluster& c_;
   Fabric& f_;
   Duration every_;
   std::vector<Sample>* out_;
   uint64_t last_ = 0;
+  RunResult* r_ = nullptr;
+  bool hosts_ = false, planes_ = false;
+  std::vector<std::pair<uint32_t, uint32_t>> flows_;
+  std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
 };
 
 size_t peak_rss_kb() {
@@ -111,6 +154,12 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
   Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series);
+  if (sc.series_hosts || sc.series_planes || sc.series_flows) {
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    if (sc.series_flows)
+      for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
+    sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
+  }
   sampler.start();
 
   uint64_t host_bps = 0;
