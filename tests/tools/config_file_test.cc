@@ -178,11 +178,12 @@ TEST(ConfigFile, WrongTypeNamesTheLineTheTypeAndAnExample) {
   EXPECT_EQ(load_error("[topology]\nrate_gbps = \"fast\"\n"),
             "t.toml:2: [topology] 'rate_gbps' must be a number, not a string (e.g. rate_gbps = 100)");
   EXPECT_EQ(load_error("[topology]\nhosts = -1\n"),
-            "t.toml:2: [topology] 'hosts' = -1 is out of range (0 to 4294967295)");
+            "t.toml:2: [topology] hosts = -1 is out of range (an integer from 2 to 1048576)");
   EXPECT_EQ(load_error("[topology]\nkind = \"clos\"\n"),
             "t.toml:2: [topology] kind = \"clos\" is not one of clos2, fattree2, fattree3 (did you mean 'clos2'?)");
   EXPECT_EQ(load_error("[run]\ntransports = [\"mrc\", \"rocee\"]\n"),
-            std::string("t.toml:2: [run] unknown transport 'rocee' (") + kTransportNames + ")");
+            std::string("t.toml:2: [run] transports: \"rocee\" is not one of ") + kTransportNames +
+                " (did you mean 'roce'?)");
   EXPECT_EQ(load_error("[topology]\nqueue = 5\n"), "t.toml:2: [topology] 'queue' must be a table: [topology.queue]");
 }
 

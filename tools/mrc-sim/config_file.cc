@@ -11,25 +11,16 @@
 #include <sstream>
 #include <variant>
 
+#include "mrc-sim/settings.hpp"
 #include "sim/scenario/failures.hpp"
 
 namespace mrc::sim::tool {
 
 namespace {
 
-using Target = std::variant<uint32_t*, uint64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
-
-/// One key of a section and the setting it writes. `choices`, when given,
-/// lists the values a string key accepts.
-struct Field {
-  const char* key;
-  Target target;
-  std::vector<std::string> choices = {};
-};
-
 struct Section {
-  const char* name;  ///< as written in the file's header, e.g. "topology.queue"
-  std::vector<Field> fields;
+  std::string name;  ///< as written in the file's header, e.g. "topology.queue"
+  std::vector<Setting> fields;
 };
 
 // Failure keys in the order parse_failure's text form writes them, so a
@@ -41,83 +32,14 @@ const std::vector<std::string> kFailureIntKeys = {"plane", "a", "b", "index", "h
 const std::vector<std::string> kFailureNumberKeys = {"p", "gbps", "duty"};
 const std::vector<std::string> kFailureKinds = {"link-down", "link-flap", "switch-down", "loss", "rate", "deny"};
 
+/// The settings table (settings.hpp) grouped by section, in its order.
 std::vector<Section> sections(SimOptions& o) {
-  return {
-      {"topology",
-       {{"kind", &o.topology, {"clos2", "fattree2", "fattree3"}},
-        {"routing", &o.routing, {"srv6", "ecmp"}},
-        {"planes", &o.planes},
-        {"hosts", &o.hosts},
-        {"t0_down", &o.t0_down},
-        {"t0_up", &o.t0_up},
-        {"t1", &o.t1},
-        {"pods", &o.pods},
-        {"t2", &o.t2},
-        {"rate_gbps", &o.rate_gbps},
-        {"fabric_rate_gbps", &o.fabric_rate_gbps},
-        {"link_delay_ns", &o.link_delay_ns},
-        {"switch_latency_ns", &o.switch_latency_ns},
-        {"reconverge_ms", &o.reconverge_ms}}},
-      {"topology.queue",
-       {{"data_bytes", &o.queue.data_bytes},
-        {"ecn_kmin_bytes", &o.queue.ecn_kmin_bytes},
-        {"ecn_kmax_bytes", &o.queue.ecn_kmax_bytes},
-        {"ecn_last_hop", &o.queue.ecn_last_hop},
-        {"trimming", &o.queue.trimming},
-        {"trimmed_weight_pct", &o.queue.trimmed_weight_pct},
-        {"trimmed_bytes", &o.queue.trimmed_bytes},
-        {"control_bytes", &o.queue.control_bytes},
-        {"pfc", &o.queue.pfc},
-        {"pfc_xoff_bytes", &o.queue.pfc_xoff_bytes},
-        {"pfc_xon_bytes", &o.queue.pfc_xon_bytes}}},
-      {"workload",
-       {{"kind", &o.workload, {"train", "allreduce", "permutation", "incast", "alltoall", "cm"}},
-        {"bytes", &o.bytes},
-        {"steps", &o.steps},
-        {"compute_us", &o.compute_us},
-        {"fan_in", &o.fan_in},
-        {"victim", &o.victim},
-        {"cm", &o.cm_file}}},
-      {"run",
-       {{"transports", &o.transports},
-        {"seed", &o.seed},
-        {"time_limit_ms", &o.time_limit_ms},
-        {"sample_us", &o.sample_us},
-        {"qps_per_peer", &o.qps_per_peer},
-        {"evs_per_plane", &o.evs_per_plane},
-        {"default_failures", &o.default_failures}}},
-      {"output", {{"json", &o.json_out}, {"csv", &o.csv_dir}, {"svg", &o.svg_dir}, {"quiet", &o.quiet}}},
-  };
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
+  std::vector<Section> out;
+  for (Setting& s : settings(o)) {
+    if (out.empty() || out.back().name != s.section) out.push_back(Section{s.section, {}});
+    out.back().fields.push_back(std::move(s));
   }
-  return row[b.size()];
-}
-
-/// " (did you mean 'x'?)" for the closest candidate within two edits (and
-/// closer than the name's own length), else "".
-std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = 3;
-  for (const auto& c : candidates) {
-    const size_t d = edit_distance(name, c);
-    if (d < best_d && d < name.size()) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+  return out;
 }
 
 const char* type_name(const toml::node& n) {
@@ -210,7 +132,7 @@ class Loader {
         if (!load_section(secs, *sub, *v.as_table())) return false;
         continue;
       }
-      const auto f = std::find_if(sec.fields.begin(), sec.fields.end(), [&](const Field& x) { return key == x.key; });
+      const auto f = std::find_if(sec.fields.begin(), sec.fields.end(), [&](const Setting& x) { return key == x.key; });
       if (f == sec.fields.end()) {
         std::string hint = did_you_mean(key, keys);
         if (hint.empty()) {
@@ -226,12 +148,12 @@ class Loader {
 
   /// "(e.g. key = <current value>)": the setting's value before the file,
   /// written as TOML, as a template for the fix.
-  static std::string example(const Field& f) {
+  static std::string example(const Setting& f) {
     return std::visit(
         [&](auto* p) -> std::string {
           using T = std::remove_pointer_t<decltype(p)>;
           if constexpr (std::is_same_v<T, std::string>) {
-            return fmt::format("{} = \"{}\"", f.key, f.choices.empty() ? *p : f.choices.front());
+            return fmt::format("{} = \"{}\"", f.key, f.rule.choices.empty() ? *p : f.rule.choices.front());
           } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
             std::vector<std::string> q;
             for (const auto& s : *p) q.push_back("\"" + s + "\"");
@@ -245,35 +167,40 @@ class Loader {
         f.target);
   }
 
-  bool wrong_type(const Section& sec, const Field& f, const toml::node& v, const char* want) {
+  bool wrong_type(const Section& sec, const Setting& f, const toml::node& v, const char* want) {
     return error(v.source(), fmt::format("[{}] '{}' must be {}, not {} (e.g. {})", sec.name, f.key, want, type_name(v),
                                          example(f)));
   }
 
-  template <class U>
-  bool set_unsigned(const Section& sec, const Field& f, const toml::node& v, U* out) {
-    if (!v.is_integer()) return wrong_type(sec, f, v, "an integer");
-    const int64_t x = v.as_integer()->get();
-    if (x < 0 || static_cast<uint64_t>(x) > std::numeric_limits<U>::max())
-      return error(v.source(), fmt::format("[{}] '{}' = {} is out of range (0 to {})", sec.name, f.key, x,
-                                           std::numeric_limits<U>::max()));
-    *out = static_cast<U>(x);
-    return true;
+  /// Records a refusal from the shared rule (settings.hpp): "[sec] key = <why>".
+  bool refused(const Section& sec, const Setting& f, const toml::node& at, const std::string& why) {
+    return error(at.source(), fmt::format("[{}] {} = {}", sec.name, f.key, why));
   }
 
-  bool set(const Section& sec, const Field& f, const toml::node& v) {
+  bool set(const Section& sec, const Setting& f, const toml::node& v) {
     return std::visit(
         [&](auto* p) -> bool {
           using T = std::remove_pointer_t<decltype(p)>;
           if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
-            return set_unsigned(sec, f, v, p);
+            if (!v.is_integer()) return wrong_type(sec, f, v, "an integer");
+            const int64_t x = v.as_integer()->get();
+            if (const std::string why = check_integer(f, x, fmt::format("{}", x)); !why.empty())
+              return refused(sec, f, v, why);
+            *p = static_cast<T>(x);  // the rule's range fits T (settings.cc)
+            return true;
           } else if constexpr (std::is_same_v<T, double>) {
             double x = 0;
-            if (v.is_integer()) x = static_cast<double>(v.as_integer()->get());
-            else if (v.is_floating_point()) x = v.as_floating_point()->get();
-            else return wrong_type(sec, f, v, "a number");
-            if (!(x >= 0) || !std::isfinite(x))
-              return error(v.source(), fmt::format("[{}] '{}' must be a finite number >= 0", sec.name, f.key));
+            std::string shown;
+            if (v.is_integer()) {
+              x = static_cast<double>(v.as_integer()->get());
+              shown = fmt::format("{}", v.as_integer()->get());
+            } else if (v.is_floating_point()) {
+              x = v.as_floating_point()->get();
+              shown = fmt::format("{}", x);
+            } else {
+              return wrong_type(sec, f, v, "a number");
+            }
+            if (const std::string why = check_number(f, x, shown); !why.empty()) return refused(sec, f, v, why);
             *p = x;
             return true;
           } else if constexpr (std::is_same_v<T, bool>) {
@@ -283,9 +210,8 @@ class Loader {
           } else if constexpr (std::is_same_v<T, std::string>) {
             if (!v.is_string()) return wrong_type(sec, f, v, "a string");
             std::string s = v.as_string()->get();
-            if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), s) == f.choices.end())
-              return error(v.source(), fmt::format("[{}] {} = \"{}\" is not one of {}{}", sec.name, f.key, s,
-                                                   fmt::join(f.choices, ", "), did_you_mean(s, f.choices)));
+            if (const std::string why = check_choice(f, s, "\"" + s + "\""); !why.empty())
+              return refused(sec, f, v, why);
             if (std::string_view(f.key) == "cm" && !s.empty() && std::filesystem::path(s).is_relative())
               s = (std::filesystem::path(path_).parent_path() / s).string();  // beside the scenario file
             *p = s;
@@ -296,9 +222,8 @@ class Loader {
             for (const toml::node& e : *v.as_array()) {
               if (!e.is_string()) return wrong_type(sec, f, e, "an array of strings");
               out.push_back(e.as_string()->get());
-              if (std::string_view(f.key) == "transports" && !transport_by_name(out.back(), 1, 1))
-                return error(e.source(),
-                             fmt::format("[{}] unknown transport '{}' ({})", sec.name, out.back(), kTransportNames));
+              if (const std::string why = check_choice(f, out.back(), "\"" + out.back() + "\""); !why.empty())
+                return error(e.source(), fmt::format("[{}] {}: {}", sec.name, f.key, why));
             }
             *p = std::move(out);
             return true;
@@ -374,10 +299,12 @@ class Loader {
                                                 where, key, key));
         value = v->as_string()->get();
       } else if (is(kFailureIntKeys)) {
-        if (!v->is_integer() || v->as_integer()->get() < 0)
-          return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0, not {} (e.g. {} = 1)", where, key,
-                                                type_name(*v), key));
-        value = fmt::format("{}", v->as_integer()->get());
+        const bool all = v->is_string() && v->as_string()->get() == "*" && key != "host" && key != "ev";
+        if (!all && (!v->is_integer() || v->as_integer()->get() < 0))
+          return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0{}, not {} (e.g. {} = 1)", where, key,
+                                                key == "host" || key == "ev" ? "" : " or \"*\" (all)", type_name(*v),
+                                                key));
+        value = all ? "*" : fmt::format("{}", v->as_integer()->get());
       } else if (is(kFailureNumberKeys)) {
         if (v->is_integer()) value = fmt::format("{}", v->as_integer()->get());
         else if (v->is_floating_point()) value = fmt::format("{}", v->as_floating_point()->get());

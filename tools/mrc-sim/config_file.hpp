@@ -10,10 +10,15 @@
 //                     or kind = "..." and that kind's keys (times as strings
 //                     with a unit: at = "3ms")
 //   [run]             transports, seed, time_limit_ms, sample_us,
-//                     qps_per_peer, evs_per_plane, default_failures
-//   [output]          json, csv, svg, quiet
+//                     qps_per_peer, evs_per_plane, mrc_qps_per_peer,
+//                     roce_qps_per_peer, mrc_ack_timeout, roce_ack_timeout,
+//                     mrc_retry_count, roce_retry_count, mtu, base_rtt_us,
+//                     default_failures
+//   [output]          json, csv, svg, quiet, series, plot_from_us, plot_to_us
 //
-// docs/mrc-sim.md documents every key; examples/scenarios/ holds examples.
+// The keys, their flags and the values they accept are the table in
+// settings.hpp; docs/mrc-sim.md documents every key; examples/scenarios/
+// holds examples.
 #pragma once
 
 #include <string>

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!o.csv_dir.empty()) ok = write_all(o.csv_dir, "CSV", csv_files(results)) && ok;
-  if (!o.svg_dir.empty()) ok = write_all(o.svg_dir, "SVG", svg_files(results)) && ok;
+  if (!o.svg_dir.empty())
+    ok = write_all(o.svg_dir, "SVG", svg_files(results, SvgOptions{o.plot_from_us, o.plot_to_us})) && ok;
   return ok ? 0 : 1;
 }

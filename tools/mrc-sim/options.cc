@@ -4,9 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
 
 #include "mrc-sim/config_file.hpp"
+#include "mrc-sim/settings.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
 #include "sim/scenario/failures.hpp"
@@ -21,53 +26,41 @@ void append(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
   fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
 }
 
+/// A CLI11 check running the setting's shared rule (settings.hpp) on the
+/// text given, before CLI11 converts it; CLI11 reports a refusal as
+/// "--flag: <why>". Its description is the accepted range, for --help.
+CLI::Validator rule_check(const Setting& s) {
+  return CLI::Validator([s](std::string& text) { return check_text(s, text); }, accepted(s));
+}
+
 void add_flags(CLI::App& app, SimOptions& o) {
   app.add_option("--config", o.config_file,
                  "TOML scenario file (docs/mrc-sim.md); flags given as well override its values")
       ->check(CLI::ExistingFile);
-  app.add_option("--topology", o.topology, "clos2 (multi-plane 2-tier), fattree2, fattree3")
-      ->check(CLI::IsMember({"clos2", "fattree2", "fattree3"}));
-  app.add_option("--routing", o.routing, "srv6 (static uSID source routing) or ecmp")
-      ->check(CLI::IsMember({"srv6", "ecmp"}));
-  app.add_option("--planes", o.planes, "network planes = NIC ports (clos2)");
-  app.add_option("--hosts", o.hosts, "NICs");
-  app.add_option("--t0-down", o.t0_down, "host ports per T0");
-  app.add_option("--t0-up", o.t0_up, "uplinks per T0");
-  app.add_option("--t1", o.t1, "T1 switches per plane (per pod in fattree3)");
-  app.add_option("--pods", o.pods, "fattree3: pods (0 = derived)");
-  app.add_option("--t2", o.t2, "fattree3: core (T2) switches (0 = derived)");
-  app.add_option("--rate-gbps", o.rate_gbps, "rate of every NIC port and host link (per plane), Gb/s");
-  app.add_option("--fabric-rate-gbps", o.fabric_rate_gbps, "rate of T0-T1 and T1-T2 links, Gb/s (0 = --rate-gbps)");
-  app.add_option("--link-delay-ns", o.link_delay_ns, "propagation delay per link");
-  app.add_option("--switch-latency-ns", o.switch_latency_ns, "latency per switch");
-  app.add_option("--reconverge-ms", o.reconverge_ms,
-                 "routing reconverges this long after a failure (ECMP fabrics with BGP); 0 = static routes")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--workload", o.workload, "train, allreduce, permutation, incast, alltoall, cm")
-      ->check(CLI::IsMember({"train", "allreduce", "permutation", "incast", "alltoall", "cm"}));
-  app.add_option("--bytes", o.bytes, "all-reduce size (train/allreduce) or bytes per flow");
-  app.add_option("--steps", o.steps, "training steps");
-  app.add_option("--compute-us", o.compute_us, "compute time per training step");
-  app.add_option("--fan-in", o.fan_in, "incast senders");
-  app.add_flag("--victim", o.victim, "incast: add a victim flow to the target's T0 neighbour");
-  app.add_option("--cm", o.cm_file, "connection matrix file (workload cm)");
-  app.add_option("--transports", o.transports,
-                 std::string("transports side by side (docs/mrc-sim.md): ") + kTransportNames)
-      ->delimiter(',');
+  for (const Setting& s : settings(o)) {
+    if (!s.flag) continue;
+    std::visit(
+        [&](auto* p) {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            app.add_flag(s.flag, *p, s.help);
+          } else {
+            CLI::Option* opt = app.add_option(s.flag, *p, s.help)->check(rule_check(s));
+            if constexpr (std::is_same_v<T, std::vector<std::string>>) opt->delimiter(',');
+          }
+        },
+        s.target);
+  }
+  // Failure specs are checked by parse_failure(), as in the scenario file.
   app.add_option("--fail", o.failures,
                  "failure, e.g. switch-down:tier=t1,plane=0,index=2,at=1ms,for=2ms (repeatable; replaces the "
-                 "scenario file's failures)");
-  app.add_flag("!--no-default-failures", o.default_failures,
-               "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)");
-  app.add_option("--qps-per-peer", o.qps_per_peer, "QPs per host pair (default: 1 for MRC, one per plane for RoCE)");
-  app.add_option("--evs-per-plane", o.evs_per_plane, "EVs per QP and plane (half active)");
-  app.add_option("--seed", o.seed, "seed; same configuration + seed = byte-identical output");
-  app.add_option("--time-limit-ms", o.time_limit_ms, "stop after this much simulated time");
-  app.add_option("--sample-us", o.sample_us, "time-series sample interval");
-  app.add_option("--json", o.json_out, "write results as JSON to this file");
-  app.add_option("--csv", o.csv_dir, "write results as CSV files into this directory (created if missing)");
-  app.add_option("--svg", o.svg_dir, "write SVG plots into this directory (created if missing)");
-  app.add_flag("--quiet", o.quiet, "no progress bar on stderr");
+                 "scenario file's failures)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            std::string why;
+            return parse_failure(text, &why) ? std::string() : why;
+          },
+          "SPEC"));
 }
 
 Duration from_units(double v, double ps_per_unit) { return Duration::ps(static_cast<int64_t>(v * ps_per_unit)); }
@@ -82,9 +75,102 @@ std::string queue_text(const QueueConfig& q) {
                      q.pfc ? fmt::format(" (XOFF {} B, XON {} B)", q.pfc_xoff_bytes, q.pfc_xon_bytes) : "");
 }
 
+// Limits of the core the settings must respect together.
+constexpr uint64_t kMaxEvsPerQp = 4096;    // core::EvProfile::validate
+constexpr uint64_t kMaxQpsPerHost = 4096;  // core::EndpointConfig::max_qps
+
+/// The most host pairs one host is part of (as sender or receiver) in the
+/// workload (`flows`: the connection matrix's).
+uint64_t max_peers_per_host(const SimOptions& o, uint32_t hosts, const std::vector<FlowSpec>& flows) {
+  if (o.workload == "cm") {
+    std::vector<uint64_t> pairs(hosts);
+    std::set<std::pair<uint32_t, uint32_t>> seen;
+    for (const FlowSpec& f : flows)
+      if (seen.emplace(f.src, f.dst).second) {
+        ++pairs[f.src];
+        ++pairs[f.dst];
+      }
+    return pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
+  }
+  if (o.workload == "alltoall") return 2 * uint64_t{hosts - 1};
+  if (o.workload == "incast") return uint64_t{o.fan_in} + 1;
+  return 2;  // ring neighbours, permutation partners
+}
+
+/// A size as a user would write it: "32 MiB" when exact, else bytes.
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+/// What the workload will do once resolved: the collective's ring steps, or
+/// the flows the run will start (scenario_flows(), the runner's own list).
+std::string workload_text(const SimOptions& o, const Scenario& sc) {
+  const uint32_t n = sc.topology.hosts;
+  if (sc.workload == WorkloadKind::train || sc.workload == WorkloadKind::allreduce) {
+    // RingTraining: each of the 2 (n - 1) ring steps moves bytes / n per host.
+    const std::string ring = fmt::format("ring all-reduce of {} over {} hosts (2 x {} ring steps of {} per host)",
+                                         size_text(sc.bytes), n, n - 1, size_text(std::max<uint64_t>(1, sc.bytes / n)));
+    if (sc.workload == WorkloadKind::allreduce) return "one " + ring;
+    return fmt::format("{} training steps: {:.0f} us compute + {}", sc.steps, o.compute_us, ring);
+  }
+  const std::vector<FlowSpec> flows = scenario_flows(sc);
+  uint64_t total = 0, lo = std::numeric_limits<uint64_t>::max(), hi = 0;
+  for (const FlowSpec& f : flows) {
+    total += f.bytes;
+    lo = std::min(lo, f.bytes);
+    hi = std::max(hi, f.bytes);
+  }
+  std::string each = "no flows";
+  if (!flows.empty() && lo == hi) each = fmt::format("{} flows of {}", flows.size(), size_text(lo));
+  else if (!flows.empty()) each = fmt::format("{} flows of {} to {}", flows.size(), size_text(lo), size_text(hi));
+  std::string what;
+  if (sc.workload == WorkloadKind::permutation) what = "each host sends to one other";
+  else if (sc.workload == WorkloadKind::alltoall) what = "every host to every other";
+  else if (sc.workload == WorkloadKind::incast) {
+    const size_t senders = flows.size() - (sc.victim ? 1 : 0);
+    what = fmt::format("{} senders to host {}{}", senders, sc.incast_target,
+                       sc.victim ? ", and a victim flow to its T0 neighbour" : "");
+    if (senders < o.fan_in) what += fmt::format("; fan_in {} capped at the {} hosts free to send", o.fan_in, senders);
+  } else {
+    what = "connection matrix " + o.cm_file;
+  }
+  return fmt::format("{}: {} ({}), {} in all", o.workload, each, what, size_text(total));
+}
+
+/// A transport as it will run: protocol, paths, congestion control, QPs per
+/// host pair.
+std::string transport_text(const SimOptions& o, const Scenario& sc, const TransportSpec& t) {
+  const bool roce = t.transport == core::Transport::roce_rc;
+  std::string paths;
+  switch (t.policy) {
+    case core::PathPolicyKind::mrc:
+      paths = fmt::format("{} EVs/plane ({} active), EV management", t.evs_per_plane, t.active_per_plane);
+      break;
+    case core::PathPolicyKind::oblivious:
+      paths = fmt::format("{} EVs/plane ({} active), no EV management", t.evs_per_plane, t.active_per_plane);
+      break;
+    default: paths = roce ? "1 ECMP path per QP, 1 plane per QP" : "1 ECMP path per QP"; break;
+  }
+  const bool pfc = sc.topology.queue.pfc || t.name == "roce-pfc";
+  const bool qps_defaulted = roce && !o.qps_per_peer && !o.roce_qps_per_peer;
+  std::string out = fmt::format("{}: {}, {}, {}, {} QP{}/host pair{}{}", t.name, roce ? "RoCEv2 RC go-back-N" : "MRC",
+                                paths, t.cc.algorithm, t.qps_per_peer, t.qps_per_peer == 1 ? "" : "s",
+                                qps_defaulted ? " (1 per plane)" : "", pfc ? ", PFC" : "");
+  // Knobs at their defaults (TransportSpec) are not repeated.
+  const TransportSpec d;
+  if (t.timeout != d.timeout)
+    out += fmt::format(", ACK timeout {:.1f} us", 1.024 * static_cast<double>(uint64_t{1} << t.timeout));
+  if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
+  if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
+  return out;
+}
+
 }  // namespace
 
-int parse_command_line(int argc, const char* const* argv, SimOptions* o) {
+int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::string* error) {
   CLI::App app{"mrc-sim: packet-level simulation of multi-plane AI fabrics with the real MRC core on every NIC"};
   const SimOptions base = *o;
   add_flags(app, *o);
@@ -98,12 +184,19 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o) {
       std::string why;
       if (!load_config_file(path, o, &why)) {
         fmt::print(stderr, "mrc-sim: {}\n", why);
+        if (error) *error = why;
         return 2;
       }
       app.parse(argc, argv);
     }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits with 0; every usage error with 2, as a bad scenario file.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::ostringstream msg;
+    app.exit(e, msg, msg);
+    std::fputs(msg.str().c_str(), stderr);
+    if (error) *error = msg.str();
+    return 2;
   }
   return -1;
 }
@@ -154,12 +247,45 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     Simulator probe(o.seed);
     Fabric probe_fabric(probe, topo);
     if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return fail(Errc::invalid_argument, msg);
+    // The base RTT sizes the switch buffers (one BDP) and seeds congestion
+    // control: twice the longest unloaded one-way latency of a full packet
+    // on this fabric, as the runner derives the protocol's, unless given.
+    topo.base_rtt = o.base_rtt_us > 0 ? from_units(o.base_rtt_us, 1e6) : probe_fabric.max_one_way_latency() * 2;
   }
+  if (o.base_rtt_us > 0) {
+    sc.derive_base_rtt = false;
+    sc.protocol.base_rtt = topo.base_rtt;
+    sc.protocol.reorder_allowance = topo.base_rtt / 2;  // as the runner sets it from a derived base RTT
+  }
+  if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
+  // Settings that are fine alone but not together (each alone follows its
+  // rule in settings.cc).
+  if (o.plot_to_us > 0 && o.plot_to_us <= o.plot_from_us)
+    return fail(Errc::invalid_argument, fmt::format("plot_to_us ({}) must be above plot_from_us ({}), or 0",
+                                                    o.plot_to_us, o.plot_from_us));
+  if (o.transports.empty())
+    return fail(Errc::invalid_argument, std::string("no transport to run (transports: ") + kTransportNames + ")");
+  if (uint64_t{o.evs_per_plane} * topo.num_planes() > kMaxEvsPerQp)
+    return fail(Errc::invalid_argument,
+                fmt::format("evs_per_plane: {} EVs per plane x {} planes = {} EVs per QP; at most {} (lower "
+                            "evs_per_plane to {} or less)",
+                            o.evs_per_plane, topo.num_planes(), uint64_t{o.evs_per_plane} * topo.num_planes(),
+                            kMaxEvsPerQp, kMaxEvsPerQp / topo.num_planes()));
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
-    const uint32_t qps = o.qps_per_peer ? o.qps_per_peer : (roce ? topo.num_planes() : 1);
+    const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
+    const uint32_t qps = family_qps      ? family_qps
+                         : o.qps_per_peer ? o.qps_per_peer
+                                          : (roce ? topo.num_planes() : 1);
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
+    s->timeout = static_cast<uint8_t>(roce ? o.roce_ack_timeout : o.mrc_ack_timeout);
+    // N retries: up to 7 at the same timeout, the rest with doubling ones
+    // (core::QpAttr retry_linear / retry_exp); 32 = retry_exp 25, forever.
+    const uint32_t retries = roce ? o.roce_retry_count : o.mrc_retry_count;
+    s->retry_linear = static_cast<uint8_t>(std::min<uint32_t>(7, retries));
+    s->retry_exp = static_cast<uint8_t>(retries >= 32 ? 25 : retries - s->retry_linear);
+    s->mtu = o.mtu;
     run.transports.push_back(*s);
   }
   sc.topology = topo;
@@ -180,6 +306,10 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.seed = o.seed;
   sc.time_limit = from_units(o.time_limit_ms, 1e9);
   sc.sample_every = from_units(o.sample_us, 1e6);
+  auto wants = [&](const char* s) { return std::find(o.series.begin(), o.series.end(), s) != o.series.end(); };
+  sc.series_hosts = wants("host");
+  sc.series_planes = wants("plane");
+  sc.series_flows = wants("flow");
   if (sc.sample_every <= Duration{}) return fail(Errc::invalid_argument, "the sample interval must be > 0 (sample_us)");
   sc.protocol.probe_interval = Duration::us(100);
   sc.protocol.probe_interval_max = Duration::ms(2);
@@ -188,6 +318,27 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);
     if (!cm) return fail(cm.error(), msg);
     sc.flows = *cm;
+  }
+  // Failures timed from a training step need that step to happen.
+  for (const FailureSpec& f : sc.failures) {
+    if (f.at_step < 0) continue;
+    const bool collective = sc.workload == WorkloadKind::train || sc.workload == WorkloadKind::allreduce;
+    if (!collective)
+      return fail(Errc::invalid_argument, "failure '" + f.text + "': at=step<K> needs the train or allreduce workload");
+    const uint32_t steps = sc.workload == WorkloadKind::train ? sc.steps : 1;
+    if (static_cast<uint32_t>(f.at_step) >= steps)
+      return fail(Errc::invalid_argument, fmt::format("failure '{}': step {} never starts (steps 0 to {})", f.text,
+                                                      f.at_step, steps - 1));
+  }
+  // Every host pair that exchanges data has a transport's QPs on each side.
+  const uint64_t peers = max_peers_per_host(o, topo.hosts, sc.flows);
+  for (const TransportSpec& t : run.transports) {
+    const uint64_t per_host = uint64_t{std::max<uint32_t>(1, t.qps_per_peer)} * peers;
+    if (per_host > kMaxQpsPerHost)
+      return fail(Errc::invalid_argument,
+                  fmt::format("qps_per_peer: {} with {} QPs per host pair needs up to {} QPs on one host; at most "
+                              "{} (fewer QPs per peer, or fewer peers)",
+                              t.name, t.qps_per_peer, per_host, kMaxQpsPerHost));
   }
   return run;
 }
@@ -206,14 +357,15 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
   if (o.fabric_rate_gbps > 0 && o.fabric_rate_gbps != o.rate_gbps)
     append(out, "  fabric      {:.0f} Gb/s T0-T1 (and T1-T2) links\n", o.fabric_rate_gbps);
   if (queue_text(o.queue) != queue_text(QueueConfig{})) append(out, "  queues      {}\n", queue_text(o.queue));
-  append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch\n", o.link_delay_ns, o.switch_latency_ns);
+  append(out, "  latency     {:.0f} ns per link, {:.0f} ns per switch; base RTT {:.2f} us ({})\n", o.link_delay_ns,
+         o.switch_latency_ns, sc.topology.base_rtt.to_us(), o.base_rtt_us > 0 ? "set" : "derived");
+  if (queue_text(o.queue) != queue_text(QueueConfig{}) || o.queue.ecn_at_dequeue)
+    append(out, "  ECN         marked at {}\n", o.queue.ecn_at_dequeue ? "dequeue" : "enqueue");
   if (o.reconverge_ms > 0) append(out, "  routing     reconverges {} ms after each failure\n", o.reconverge_ms);
-  if (o.workload == "train")
-    append(out, "  workload    {} training steps: {:.0f} us compute + ring all-reduce of {} MiB over {} hosts\n",
-           o.steps, o.compute_us, o.bytes >> 20, o.hosts);
-  else append(out, "  workload    {} ({} bytes per flow)\n", o.workload, o.bytes);
+  append(out, "  workload    {}\n", workload_text(o, sc));
   for (const auto& f : sc.failures) append(out, "  failure     {}\n", f.text);
-  append(out, "  transports  {}\n", fmt::join(o.transports, ", "));
+  for (size_t i = 0; i < run.transports.size(); ++i)
+    append(out, "  {}  {}\n", i == 0 ? "transports" : "          ", transport_text(o, sc, run.transports[i]));
   append(out, "  seed        {}\n", o.seed);
   return out;
 }

@@ -52,11 +52,23 @@ struct SimOptions {
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
   uint32_t evs_per_plane = 32;                            ///< evs_per_plane: EVs per QP and plane (half active)
+  uint32_t mrc_qps_per_peer = 0;   ///< mrc_qps_per_peer: for mrc* transports; 0 = qps_per_peer
+  uint32_t roce_qps_per_peer = 0;  ///< roce_qps_per_peer: for roce* transports; 0 = qps_per_peer
+  uint32_t mrc_ack_timeout = 6;    ///< mrc_ack_timeout: ACK timeout 1.024 us x 2^N (mrc* transports)
+  uint32_t roce_ack_timeout = 6;   ///< roce_ack_timeout: the same for roce* transports
+  uint32_t mrc_retry_count = 32;   ///< mrc_retry_count: retries before the QP fails; 32 = forever
+  uint32_t roce_retry_count = 32;  ///< roce_retry_count: the same for roce* transports
+  uint32_t mtu = 4096;             ///< mtu: path MTU (payload bytes per packet) of every transport
+  double base_rtt_us = 0;          ///< base_rtt_us: buffer sizing and CC base RTT; 0 = derived from the topology
   // [output]
   std::string json_out;  ///< json: JSON results file
   std::string csv_dir;   ///< csv: directory for the CSV files
   std::string svg_dir;   ///< svg: directory for the SVG plots
   bool quiet = false;    ///< quiet: no progress bar
+  /// series: goodput series besides the total: "host", "plane", "flow"
+  std::vector<std::string> series;
+  double plot_from_us = 0;  ///< plot_from_us: throughput.svg's time axis starts here
+  double plot_to_us = 0;    ///< plot_to_us: ... and ends here; 0 = the end of the run
   /// --config: the scenario file these options were loaded from (flag only).
   std::string config_file;
 };
@@ -70,8 +82,12 @@ inline constexpr const char* kTransportNames =
 /// for anything not given). With --config FILE, `o` is first loaded from the
 /// file and then every flag given explicitly overrides it. Returns -1 to go
 /// on with the run, or the exit code to leave with: 0 after --help, 2 after
-/// a usage or scenario-file error (the message is already on stderr).
-int parse_command_line(int argc, const char* const* argv, SimOptions* o);
+/// a usage or scenario-file error (the message is already on stderr, and
+/// also in `*error` if given). Every value is checked by its setting's rule
+/// (settings.hpp), the same one the scenario file uses; a refusal names the
+/// flag and what it accepts, e.g.
+///   --bytes: -5 is out of range (an integer from 1 to 2147483648)
+int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::string* error = nullptr);
 
 /// A scenario ready to run: the Scenario (without a progress callback) and
 /// one TransportSpec per transport, in the order given.

@@ -49,13 +49,23 @@ struct CsvFile {
 
 /// The CSV files of `runs`: runs.csv, flows.csv, steps.csv, series.csv,
 /// ev_events.csv, counters.csv and failures.csv, each with a header row even
-/// when it has no records (e.g. flows.csv of a training run).
+/// when it has no records (e.g. flows.csv of a training run); then
+/// series_hosts.csv, series_planes.csv and series_flows.csv when a run has
+/// those series (Scenario::series_hosts, ...).
 std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs);
 
 /// Quotes a CSV field when it holds a comma, a quote or a line break
 /// (RFC 4180: wrapped in quotes, inner quotes doubled); otherwise returns it
 /// as is.
 std::string csv_field(const std::string& text);
+
+/// Plot options.
+struct SvgOptions {
+  /// The time axis of throughput.svg from..to (microseconds); 0, 0 = the
+  /// whole run. Samples and failure markers outside it are left out.
+  double from_us = 0;
+  double to_us = 0;
+};
 
 /// One SVG output file: its name within the output directory and its text.
 struct SvgFile {
@@ -65,7 +75,9 @@ struct SvgFile {
 
 /// The SVG plots of `runs` (one colour per run, in the order of `runs`):
 ///   throughput.svg — goodput over time per transport, with a labelled
-///                    vertical marker at each failure action;
+///                    vertical marker at each failure action (labels never
+///                    overlap), a run that did not complete marked where it
+///                    stopped;
 ///   steps.svg      — for collective workloads (train, allreduce): step
 ///                    time and all-reduce time of each step per transport,
 ///                    and the ideal all-reduce time;
@@ -73,7 +85,8 @@ struct SvgFile {
 ///                    of flow completion times per transport, over all flows
 ///                    (unfinished flows keep a curve below 1).
 /// Self-contained SVG 1.1 documents, no scripts or external references.
-std::vector<SvgFile> svg_files(const std::vector<RunResult>& runs);
+/// A run that did not complete says so in every legend.
+std::vector<SvgFile> svg_files(const std::vector<RunResult>& runs, const SvgOptions& opt = {});
 
 /// Writes `text` to `dir`/`name` (to `name` alone when `dir` is empty),
 /// creating the directories on the way if missing. On failure (Errc::io)

@@ -65,9 +65,14 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
                             "ideal_fct_us", "slowdown", "status", "retransmits", "trims"});
   Table steps("steps.csv", {"transport", "step", "step_us", "allreduce_us"});
   Table series("series.csv", {"transport", "t_us", "goodput_gbps", "queued_bytes"});
-  Table evs("ev_events.csv", {"transport", "t_us", "qpn", "ev", "plane", "from", "to", "drops"});
+  Table evs("ev_events.csv", {"transport", "t_us", "host", "qpn", "ev", "plane", "from", "to", "drops"});
   Table counters("counters.csv", {"transport", "counter", "value"});
   Table failures("failures.csv", {"transport", "t_us", "action"});
+  // Detail series (--series), written only when a run has them.
+  Table hosts("series_hosts.csv", {"transport", "t_us", "host", "goodput_gbps"});
+  Table planes("series_planes.csv", {"transport", "t_us", "plane", "goodput_gbps"});
+  Table flow_s("series_flows.csv", {"transport", "t_us", "flow", "src", "dst", "goodput_gbps"});
+  bool any_hosts = false, any_planes = false, any_flows = false;
   for (const RunResult& r : runs) {
     // allreduce_ideal_us is absent from JSON for flow workloads; empty here.
     const std::string ideal = r.steps.empty() ? std::string() : fmt::format("{}", r.ideal_collective.to_us());
@@ -80,14 +85,33 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
     }
     for (size_t i = 0; i < r.steps.size(); ++i) steps.row(r.transport, i, r.steps[i].to_us(), r.collectives[i].to_us());
     for (const Sample& s : r.series) series.row(r.transport, s.at.to_us(), s.goodput_gbps, s.queued_bytes);
-    for (const auto& [t, e] : r.ev_events)
-      evs.row(r.transport, t.to_us(), e.qpn, e.ev, e.port, core::to_string(e.from), core::to_string(e.to),
+    for (size_t i = 0; i < r.ev_events.size(); ++i) {
+      const auto& [t, e] = r.ev_events[i];
+      const uint32_t host = i < r.ev_event_hosts.size() ? r.ev_event_hosts[i] : 0;
+      evs.row(r.transport, t.to_us(), host, e.qpn, e.ev, e.port, core::to_string(e.from), core::to_string(e.to),
               e.drop_count);
+    }
     for (const auto& [name, value] : run_counters(r)) counters.row(r.transport, name, value);
     for (const auto& [t, action] : r.failure_log) failures.row(r.transport, t.to_us(), action);
+    for (size_t i = 0; i < r.host_series.size() && i < r.series.size(); ++i)
+      for (size_t h = 0; h < r.host_series[i].size(); ++h)
+        hosts.row(r.transport, r.series[i].at.to_us(), h, r.host_series[i][h]);
+    for (size_t i = 0; i < r.plane_series.size() && i < r.series.size(); ++i)
+      for (size_t p = 0; p < r.plane_series[i].size(); ++p)
+        planes.row(r.transport, r.series[i].at.to_us(), p, r.plane_series[i][p]);
+    for (size_t i = 0; i < r.flow_series.size() && i < r.series.size(); ++i)
+      for (size_t f = 0; f < r.flow_series[i].size() && f < r.flows.size(); ++f)
+        flow_s.row(r.transport, r.series[i].at.to_us(), f, r.flows[f].spec.src, r.flows[f].spec.dst,
+                   r.flow_series[i][f]);
+    any_hosts = any_hosts || !r.host_series.empty();
+    any_planes = any_planes || !r.plane_series.empty();
+    any_flows = any_flows || !r.flow_series.empty();
   }
   std::vector<CsvFile> out;
   for (Table* t : {&run_t, &flows, &steps, &series, &evs, &counters, &failures}) out.push_back(t->take());
+  if (any_hosts) out.push_back(hosts.take());
+  if (any_planes) out.push_back(planes.take());
+  if (any_flows) out.push_back(flow_s.take());
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mrc-sim/output.hpp"
+#include "sim/fabric/packet.hpp"
 
 namespace mrc::sim::tool {
 
@@ -42,15 +43,29 @@ json run_json(const RunResult& r) {
   for (const auto& s : r.series)
     series.push_back({{"t_us", s.at.to_us()}, {"goodput_gbps", s.goodput_gbps}, {"queued_bytes", s.queued_bytes}});
   j["series"] = series;
+  // Detail series (--series), row i at series[i].t_us.
+  auto detail = [&](const char* name, const std::vector<std::vector<double>>& rows) {
+    if (rows.empty()) return;
+    json a = json::array();
+    for (size_t i = 0; i < rows.size() && i < r.series.size(); ++i)
+      a.push_back({{"t_us", r.series[i].at.to_us()}, {"goodput_gbps", rows[i]}});
+    j[name] = a;
+  };
+  detail("host_series", r.host_series);
+  detail("plane_series", r.plane_series);
+  detail("flow_series", r.flow_series);
   json evs = json::array();
-  for (const auto& [t, e] : r.ev_events)
+  for (size_t i = 0; i < r.ev_events.size(); ++i) {
+    const auto& [t, e] = r.ev_events[i];
     evs.push_back({{"t_us", t.to_us()},
+                   {"host", i < r.ev_event_hosts.size() ? r.ev_event_hosts[i] : 0},
                    {"qpn", e.qpn},
                    {"ev", e.ev},
                    {"plane", e.port},
                    {"from", core::to_string(e.from)},
                    {"to", core::to_string(e.to)},
                    {"drops", e.drop_count}});
+  }
   j["ev_events"] = evs;
   json fl = json::array();
   for (const auto& [t, s] : r.failure_log) fl.push_back({{"t_us", t.to_us()}, {"action", s}});
@@ -74,6 +89,9 @@ std::vector<std::pair<std::string, uint64_t>> run_counters(const RunResult& r) {
           {"drops_link_down", r.fabric.drops_link_down},
           {"drops_random", r.fabric.drops_random},
           {"drops_no_route", r.fabric.drops_no_route},
+          {"drops_data", r.fabric.drops_by_class[static_cast<int>(Class::data)]},
+          {"drops_trimmed_header", r.fabric.drops_by_class[static_cast<int>(Class::trimmed)]},
+          {"drops_control", r.fabric.drops_by_class[static_cast<int>(Class::control)]},
           {"trims", r.fabric.trims},
           {"trims_last_hop", r.fabric.trims_last_hop},
           {"ecn_marks", r.fabric.ecn_marks},

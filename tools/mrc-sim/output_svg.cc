@@ -134,8 +134,10 @@ class Plot {
 
   /// A vertical dashed marker at x with a label along it and the full text
   /// as a tooltip. A label equal to the previous one (a flapping link) is cut
-  /// to `repeat_label`; a label that would overprint the previous one is
-  /// left out (the tooltip stays).
+  /// to `repeat_label`. Labels never overprint each other: one that would
+  /// overlap a label already placed close by slides down the marker below
+  /// it, or into a free column beside the marker with a leader line, and is
+  /// left out (the tooltip stays) only when none is free.
   void marker(double x, const std::string& label, const std::string& repeat_label, const std::string& tooltip) {
     const double p = px(x);
     if (p < kLeft - 0.5 || p > kRight + 0.5) return;
@@ -143,15 +145,51 @@ class Plot {
     put("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#b8860b\" "
         "stroke-dasharray=\"4 3\"/>",
         p, kTop, kBottom);
-    if (p - last_label_px_ >= 12) {
+    const std::string text = label == last_label_ ? repeat_label : label;
+    const double len = label_length(text);
+    // Along the marker first; when its column is full, in the next free
+    // column to the side (left near the right edge), with a leader line.
+    for (int lane = 0; lane < kLabelLanes; ++lane) {
+      double lx = p + lane * kLabelWidth;
+      if (lx > kRight) lx = p - lane * kLabelWidth;
+      double top = kTop + 4;
+      for (bool moved = true; moved;) {  // first free slot from the top
+        moved = false;
+        for (const PlacedLabel& o : labels_)
+          if (std::abs(lx - o.x) < kLabelWidth && top < o.bottom + kLabelGap && o.top < top + len + kLabelGap) {
+            top = o.bottom + kLabelGap;
+            moved = true;
+          }
+      }
+      if (top + len > kBottom - 2) continue;
+      if (lane > 0)
+        put("<line class=\"leader\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#b8860b\"/>",
+            p, top, lx - 3, top);
       // A white outline under the glyphs keeps the label legible over data.
-      put("<text transform=\"translate({:.1f},{:.1f}) rotate(-90)\" font-size=\"10\" fill=\"#8a6508\" "
-          "stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\" text-anchor=\"end\">{}</text>",
-          p - 3, kTop + 4, xml_escape(label == last_label_ ? repeat_label : label));
-      last_label_px_ = p;
+      put("<text class=\"failure-label\" transform=\"translate({:.1f},{:.1f}) rotate(-90)\" font-size=\"10\" "
+          "fill=\"#8a6508\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\" "
+          "text-anchor=\"end\">{}</text>",
+          lx - 3, top, xml_escape(text));
+      labels_.push_back(PlacedLabel{lx, top, top + len});
+      break;
     }
     last_label_ = label;
     put("</g>\n");
+  }
+
+  /// Where the label of the marker at `x` went (top and bottom along the
+  /// marker), for tests: the labels placed so far, in order.
+  struct PlacedLabel {
+    double x, top, bottom;
+  };
+  const std::vector<PlacedLabel>& labels() const { return labels_; }
+
+  /// A note at the end of a run's line that it did not complete.
+  void incomplete(double x, double y, const std::string& fill, const std::string& transport) {
+    put("<g class=\"incomplete\" data-transport=\"{}\"><path d=\"M{:.1f},{:.1f} l6,6 m0,-6 l-6,6\" stroke=\"{}\" "
+        "stroke-width=\"2\"/><text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"{}\" text-anchor=\"end\" "
+        "stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">{}: did not complete</text></g>\n",
+        xml_escape(transport), px(x) - 3, py(y) - 3, fill, px(x) - 6, py(y) - 8, fill, xml_escape(transport));
   }
 
   void legend(const std::vector<LegendEntry>& entries) {
@@ -199,9 +237,15 @@ class Plot {
         (kTop + kBottom) / 2, xml_escape(y_.label));
   }
 
+  // A rotated 10 px label is about 12 px wide; its length is estimated from
+  // Helvetica's average advance (0.55 em).
+  static constexpr double kLabelWidth = 12, kLabelGap = 6;
+  static constexpr int kLabelLanes = 6;  ///< columns tried per label before it is left out
+  static double label_length(const std::string& s) { return 5.5 * static_cast<double>(s.size()); }
+
   Axis x_, y_;
   std::string out_;
-  double last_label_px_ = -1e9;
+  std::vector<PlacedLabel> labels_;
   std::string last_label_;
 };
 
@@ -234,21 +278,31 @@ std::string failure_label(const std::string& action) {
   return prefix + core.substr(0, colon) + (keep.empty() ? "" : " " + keep) + suffix;
 }
 
+/// One entry per run; a run that did not complete says so.
 std::vector<LegendEntry> transport_legend(const std::vector<RunResult>& runs) {
   std::vector<LegendEntry> l;
-  for (size_t i = 0; i < runs.size(); ++i) l.push_back({runs[i].transport, colour(i), {}});
+  for (size_t i = 0; i < runs.size(); ++i)
+    l.push_back({runs[i].transport + (runs[i].completed ? "" : " (did not complete)"), colour(i), {}});
   return l;
 }
 
-std::string throughput_svg(const std::vector<RunResult>& runs) {
+std::string throughput_svg(const std::vector<RunResult>& runs, const SvgOptions& opt) {
   double t_max = 0, g_max = 0;
-  for (const auto& r : runs) {
-    t_max = std::max(t_max, r.end.to_us());
-    for (const auto& s : r.series) g_max = std::max(g_max, s.goodput_gbps);
+  for (const auto& r : runs) t_max = std::max(t_max, r.end.to_us());
+  // The x range: the whole run unless narrowed by the options.
+  const double from_us = std::min(opt.from_us, t_max);
+  const double to_us = opt.to_us > from_us ? std::min(opt.to_us, std::max(t_max, from_us + 1e-3)) : t_max;
+  auto in_range = [&](double t_us) { return t_us >= from_us - 1e-9 && t_us <= to_us + 1e-9; };
+  for (const auto& r : runs)
+    for (const auto& s : r.series)
+      if (in_range(s.at.to_us())) g_max = std::max(g_max, s.goodput_gbps);
+  const TimeUnit u = time_unit(to_us);
+  Axis x = Axis::nice(from_us * u.per_us, to_us * u.per_us, fmt::format("simulated time ({})", u.name));
+  if (opt.from_us > 0 || opt.to_us > 0) {  // exactly the range asked for
+    x.lo = from_us * u.per_us;
+    x.hi = to_us * u.per_us;
   }
-  const TimeUnit u = time_unit(t_max);
-  Plot p("Goodput over time (payload delivered to all NICs)",
-         Axis::nice(0, t_max * u.per_us, fmt::format("simulated time ({})", u.name)),
+  Plot p("Goodput over time (payload delivered to all NICs)", x,
          Axis::nice(0, g_max > 0 ? g_max * 1.05 : 1, "goodput (Gb/s)"));
   // Failure actions happen at the same times in every run (one schedule);
   // draw each distinct one once.
@@ -263,8 +317,13 @@ std::string throughput_svg(const std::vector<RunResult>& runs) {
   }
   for (size_t i = 0; i < runs.size(); ++i) {
     std::vector<std::pair<double, double>> pts;
-    for (const auto& s : runs[i].series) pts.emplace_back(s.at.to_us() * u.per_us, s.goodput_gbps);
+    for (const auto& s : runs[i].series)
+      if (in_range(s.at.to_us())) pts.emplace_back(s.at.to_us() * u.per_us, s.goodput_gbps);
     p.polyline(pts, colour(i), "series", runs[i].transport);
+    // Marked where the run stopped (its time limit) when it is in view.
+    if (!runs[i].completed && in_range(runs[i].end.to_us()))
+      p.incomplete(runs[i].end.to_us() * u.per_us, pts.empty() ? 0 : pts.back().second, colour(i),
+                   runs[i].transport);
   }
   auto legend = transport_legend(runs);
   if (!actions.empty()) legend.push_back({"failure action", "#b8860b", "4 3"});
@@ -337,9 +396,9 @@ std::string steps_svg(const std::vector<RunResult>& runs) {
 
 }  // namespace
 
-std::vector<SvgFile> svg_files(const std::vector<RunResult>& runs) {
+std::vector<SvgFile> svg_files(const std::vector<RunResult>& runs, const SvgOptions& opt) {
   std::vector<SvgFile> out;
-  out.push_back({"throughput.svg", throughput_svg(runs)});
+  out.push_back({"throughput.svg", throughput_svg(runs, opt)});
   // A flow workload records every flow (finished or not); a collective
   // workload records none, even when it completed no step.
   const bool flows = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.flows.empty(); });

@@ -25,6 +25,7 @@ PortParams PortParams::resolve(const QueueConfig& q, uint64_t rate_bps, Duration
   p.ecn = !faces_host || q.ecn_last_hop;
   p.ecn_kmin_bytes = q.ecn_kmin_bytes ? q.ecn_kmin_bytes : p.data_bytes * 20 / 100;
   p.ecn_kmax_bytes = q.ecn_kmax_bytes ? q.ecn_kmax_bytes : p.data_bytes * 80 / 100;
+  p.ecn_at_dequeue = q.ecn_at_dequeue;
   p.trimming = q.trimming;
   p.last_hop = faces_host;
   p.trimmed_weight_pct = q.trimmed_weight_pct;
@@ -63,6 +64,7 @@ void EgressPort::init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint
 
 void EgressPort::drop(Packet* p, uint64_t& counter) {
   ++counter;
+  ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
   ctx_->sim->free_packet(p);
 }
 
@@ -89,7 +91,7 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
       ++(last_hop_ ? st.trims_last_hop : st.trims);
       c = kTrimmed;
       bytes = p->wire_bytes();
-    } else {
+    } else if (!prm_.ecn_at_dequeue) {
       maybe_mark(p);
     }
   }
@@ -161,6 +163,7 @@ EgressPort::Queued EgressPort::pop(int c) {
   --packets_;
   bytes_[c] -= q.bytes;
   ctx_->queued_bytes -= q.bytes;
+  if (c == kData && prm_.ecn_at_dequeue) maybe_mark(q.p);  // against the queue it leaves behind
   if (c == kData && xoff_ && bytes_[kData] <= prm_.pfc_xon_bytes) pfc_resume_all();
   return q;
 }
@@ -224,7 +227,9 @@ uint64_t EgressPort::flush() {
   uint64_t n = 0;
   for (auto& q : q_) {
     while (!q.empty()) {
-      ctx_->sim->free_packet(q.pop_front().p);
+      Packet* p = q.pop_front().p;
+      ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
+      ctx_->sim->free_packet(p);
       ++n;
     }
   }

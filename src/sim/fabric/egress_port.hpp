@@ -50,6 +50,7 @@ struct PortParams {
   bool ecn = true;                 ///< marking on (off on host-facing ports unless ecn_last_hop)
   uint64_t ecn_kmin_bytes = 0;
   uint64_t ecn_kmax_bytes = 0;
+  bool ecn_at_dequeue = false;     ///< QueueConfig::ecn_at_dequeue
   bool trimming = true;
   bool last_hop = false;           ///< the port faces a host
   uint32_t trimmed_weight_pct = 25;

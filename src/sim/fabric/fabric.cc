@@ -226,6 +226,7 @@ void Fabric::inject(Packet* p) {
   Impl& m = *impl_;
   if (p->src >= m.shape.hosts || p->dst >= m.shape.hosts || p->plane >= m.shape.planes) {
     ++m.ctx.stats.drops_no_route;
+    m.ctx.stats.count_drop(static_cast<uint8_t>(p->cls));
     m.sim.free_packet(p);
     return;
   }

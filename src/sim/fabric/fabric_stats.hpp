@@ -24,6 +24,11 @@ struct FabricStats {
   uint64_t ecn_marks = 0;           ///< packets newly marked CE
   uint64_t pfc_pauses = 0;          ///< PAUSE frames sent (to a switch port or a NIC port)
   uint64_t peak_queue_bytes = 0;    ///< largest data-class occupancy any switch egress port reached
+  /// Every drop above (queue, dead link, random loss, no route), by the
+  /// class of the packet dropped, indexed by Packet::Class: control (ACKs,
+  /// NACKs, CNPs, probes), trimmed headers, data.
+  uint64_t drops_by_class[3] = {0, 0, 0};
+  void count_drop(uint8_t cls) { ++drops_by_class[cls < 3 ? cls : 2]; }
 };
 
 /// Shared state of one fabric's elements. Tests of a single element build one

@@ -44,11 +44,13 @@ void Pipe::set_loss(double p) {
 bool Pipe::send(Packet* p, Time done) {
   if (!alive_) {
     ++ctx_->stats.drops_link_down;
+    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
     ctx_->sim->free_packet(p);
     return false;
   }
   if (loss_ > 0 && rng_.chance(loss_)) {
     ++ctx_->stats.drops_random;
+    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
     ctx_->sim->free_packet(p);
     return false;
   }
@@ -77,6 +79,7 @@ uint64_t Pipe::flush() {
   while (head_) {
     Packet* p = head_;
     head_ = p->pipe_next;
+    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
     ctx_->sim->free_packet(p);
     ++n;
   }

@@ -44,12 +44,14 @@ void Switch::receive(Packet* p, uint32_t in_port) {
   if (!up_) {
     // Unreachable while pipes into a dead switch are dead; kept as a guard.
     ++ctx_->stats.drops_link_down;
+    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
     ctx_->sim->free_packet(p);
     return;
   }
   const uint32_t out = p->srv6 ? route_srv6(*p) : route_ecmp(*p);
   if (out >= nports_) {
     ++ctx_->stats.drops_no_route;
+    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
     ctx_->sim->free_packet(p);
     return;
   }

@@ -77,6 +77,10 @@ struct QueueConfig {
   uint64_t ecn_kmin_bytes = 0;    ///< 0 = 20% of data_bytes
   uint64_t ecn_kmax_bytes = 0;    ///< 0 = 80% of data_bytes
   bool ecn_last_hop = false;      ///< mark on ports facing hosts (MRC deployments: off)
+  /// Mark when a data packet leaves the queue (against the queue it leaves
+  /// behind) instead of when it joins it: the congestion signal reaches the
+  /// receiver a queueing delay sooner.
+  bool ecn_at_dequeue = false;
   bool trimming = true;           ///< trim data that does not fit instead of dropping it
   /// WDRR share of the trimmed-header class vs data. MRC puts trimmed
   /// headers in its high-priority class (reference 3.9); UEC's example is a

@@ -35,6 +35,7 @@ Nic::Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg
   for (uint32_t p = 0; p < fabric.planes(); ++p) uplinks_.push_back(fabric.host_uplink(host, p));
   pause_counts_ = fabric.host_pause_counts(host);
   tx_payload_.assign(fabric.planes(), 0);
+  rx_by_plane_.assign(fabric.planes(), 0);
   fabric.attach(host, this);
 }
 
@@ -151,6 +152,9 @@ void Nic::receive(Simulator& sim, Packet* p, int in_port) {
   m.trim = p->trim;
   m.phantom_payload = p->payload_len;
   rx_payload_ += p->payload_len;
+  const auto plane = static_cast<uint32_t>(in_port);
+  if (plane < rx_by_plane_.size()) rx_by_plane_[plane] += p->payload_len;
+  if (p->src < rx_by_src_.size()) rx_by_src_[p->src] += p->payload_len;
   ep_->handle_datagram(sim.now(), m, std::span<const uint8_t>(p->hdr, p->hdr_len));
   sim.free_packet(p);
   kick();

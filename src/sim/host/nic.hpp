@@ -49,6 +49,13 @@ class Nic final : public Node {
   const std::vector<uint64_t>& tx_payload_bytes() const { return tx_payload_; }
   /// Payload bytes delivered to this NIC (untrimmed data packets).
   uint64_t rx_payload_bytes() const { return rx_payload_; }
+  /// The same per plane (the port it arrived on).
+  const std::vector<uint64_t>& rx_payload_by_plane() const { return rx_by_plane_; }
+  /// Starts counting delivered payload per source host as well (a counter
+  /// per host, so only when asked: per-flow series).
+  void count_rx_by_source(uint32_t hosts) { rx_by_src_.assign(hosts, 0); }
+  /// Payload bytes delivered to this NIC from host `src` (0 unless counted).
+  uint64_t rx_payload_from(uint32_t src) const { return src < rx_by_src_.size() ? rx_by_src_[src] : 0; }
 
  private:
   static constexpr uint64_t kTimerTag = uint64_t{1} << 62;
@@ -70,6 +77,8 @@ class Nic final : public Node {
   const uint32_t* pause_counts_ = nullptr;  ///< per port: PFC PAUSEs in force
   std::vector<uint64_t> tx_payload_;
   uint64_t rx_payload_ = 0;
+  std::vector<uint64_t> rx_by_plane_;
+  std::vector<uint64_t> rx_by_src_;  ///< empty unless count_rx_by_source()
   Time timer_at_ = Time::never();  ///< the pending timer event (never: none)
   uint64_t timer_gen_ = 0;
   uint8_t hdr_[wire::kMaxHeaderBytes];

@@ -45,9 +45,14 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
     if (eq == std::string::npos) return fail("'" + item + "' is not key=value");
     kv[item.substr(0, eq)] = item.substr(eq + 1);
   }
-  auto take_u = [&](const char* key, uint32_t* out, bool required) -> bool {
+  auto take_u = [&](const char* key, uint32_t* out, bool required, bool* all = nullptr) -> bool {
     auto it = kv.find(key);
     if (it == kv.end()) return !required;
+    if (all && it->second == "*") {
+      *all = true;
+      kv.erase(it);
+      return true;
+    }
     try {
       *out = static_cast<uint32_t>(std::stoul(it->second));
     } catch (...) {
@@ -66,7 +71,19 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
     return true;
   };
   Duration at;
-  if (!take_time("at", &at, true)) return fail("needs at=<time> with a unit (e.g. at=2ms)");
+  if (auto it = kv.find("at"); it != kv.end() && it->second.rfind("step", 0) == 0) {
+    // at=step<K>[+<time>]
+    const std::string rest = it->second.substr(4);
+    const size_t plus = rest.find('+');
+    const std::string k = rest.substr(0, plus);
+    if (k.empty() || k.size() > 6 || k.find_first_not_of("0123456789") != std::string::npos)
+      return fail("at=step<K>[+<time>] needs a step number K (e.g. at=step2+100us)");
+    f.at_step = std::stoi(k);
+    if (plus == std::string::npos) it->second = "0ps";
+    else it->second = rest.substr(plus + 1);
+  }
+  if (!take_time("at", &at, true))
+    return fail("needs at=<time> with a unit (e.g. at=2ms) or at=step<K>[+<time>] (e.g. at=step2+100us)");
   f.at = Time::zero() + at;
   Duration dur = Duration::infinite();
   if (!take_time("for", &dur, false)) return fail("for= needs a time with a unit");
@@ -81,8 +98,8 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
     else if (tier == "t0t1") f.link.tier = LinkRef::Tier::t0_t1;
     else if (tier == "t1t2") f.link.tier = LinkRef::Tier::t1_t2;
     else return false;
-    return take_u("plane", &f.link.plane, false) && take_u("a", &f.link.a, true) &&
-           take_u("b", &f.link.b, f.link.tier != LinkRef::Tier::host_t0);
+    return take_u("plane", &f.link.plane, false, &f.all_planes) && take_u("a", &f.link.a, true, &f.all_a) &&
+           take_u("b", &f.link.b, f.link.tier != LinkRef::Tier::host_t0, &f.all_b);
   };
 
   if (kind == "link-down" || kind == "link-flap" || kind == "loss" || kind == "rate") {
@@ -139,7 +156,7 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
     else if (it->second == "t2") f.sw.tier = SwitchRef::Tier::t2;
     else return fail("tier must be t0, t1 or t2");
     kv.erase(it);
-    if (!take_u("plane", &f.sw.plane, false) || !take_u("index", &f.sw.index, true))
+    if (!take_u("plane", &f.sw.plane, false, &f.all_planes) || !take_u("index", &f.sw.index, true, &f.all_a))
       return fail("switch-down needs index=I (and plane=P)");
   } else if (kind == "deny") {
     f.kind = FailureSpec::Kind::deny;
@@ -151,19 +168,79 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
   return f;
 }
 
+namespace {
+/// 0..n-1 when `all`, else just `one`.
+std::vector<uint32_t> range_or(bool all, uint32_t n, uint32_t one) {
+  if (!all) return {one};
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+}  // namespace
+
+std::vector<LinkRef> failure_links(const FailureSpec& f, const Fabric& fabric) {
+  using K = FailureSpec::Kind;
+  if (f.kind == K::switch_down || f.kind == K::deny) return {};
+  if (!f.is_group()) return {f.link};
+  const TopologyShape& s = fabric.shape();
+  uint32_t a_count = s.hosts, b_count = 1, lanes = 1;
+  if (f.link.tier == LinkRef::Tier::t0_t1) {
+    a_count = s.t0_count;
+    b_count = s.t1_count;
+    lanes = s.lanes0;
+  } else if (f.link.tier == LinkRef::Tier::t1_t2) {
+    a_count = s.t1_count;
+    b_count = s.t2_count;
+    lanes = s.lanes1;
+  }
+  std::vector<LinkRef> out;
+  for (uint32_t p : range_or(f.all_planes, s.planes, f.link.plane))
+    for (uint32_t a : range_or(f.all_a, a_count, f.link.a))
+      for (uint32_t b : range_or(f.all_b, b_count, f.link.b))
+        for (uint32_t lane = 0; lane < lanes; ++lane) {
+          const LinkRef l{f.link.tier, p, a, b, lane};
+          if (fabric.check(l, nullptr)) out.push_back(l);  // a T0 reaches only its pod's T1s
+        }
+  return out;
+}
+
+std::vector<SwitchRef> failure_switches(const FailureSpec& f, const Fabric& fabric) {
+  if (f.kind != FailureSpec::Kind::switch_down) return {};
+  if (!f.is_group()) return {f.sw};
+  const TopologyShape& s = fabric.shape();
+  const uint32_t n = f.sw.tier == SwitchRef::Tier::t0 ? s.t0_count
+                     : f.sw.tier == SwitchRef::Tier::t1 ? s.t1_count
+                                                        : s.t2_count;
+  std::vector<SwitchRef> out;
+  for (uint32_t p : range_or(f.all_planes, s.planes, f.sw.plane))
+    for (uint32_t i : range_or(f.all_a, n, f.sw.index)) {
+      const SwitchRef r{f.sw.tier, p, i};
+      if (fabric.check(r, nullptr)) out.push_back(r);
+    }
+  return out;
+}
+
 Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fabric, std::string* why) {
   for (const FailureSpec& f : specs) {
     std::string detail;
     Status s;
-    switch (f.kind) {
-      case FailureSpec::Kind::switch_down: s = fabric.check(f.sw, &detail); break;
-      case FailureSpec::Kind::deny:
-        if (f.host >= fabric.hosts()) {
-          detail = "host " + std::to_string(f.host) + " does not exist (" + std::to_string(fabric.hosts()) + " hosts)";
-          s = Errc::invalid_argument;
-        }
-        break;
-      default: s = fabric.check(f.link, &detail); break;
+    const bool group_empty = f.is_group() && failure_links(f, fabric).empty() && failure_switches(f, fabric).empty();
+    if (group_empty) {
+      detail = "the group matches no " + std::string(f.kind == FailureSpec::Kind::switch_down ? "switch" : "link") +
+               " of this fabric";
+      s = Errc::invalid_argument;
+    } else if (!f.is_group()) {  // a group's members exist by construction
+      switch (f.kind) {
+        case FailureSpec::Kind::switch_down: s = fabric.check(f.sw, &detail); break;
+        case FailureSpec::Kind::deny:
+          if (f.host >= fabric.hosts()) {
+            detail =
+                "host " + std::to_string(f.host) + " does not exist (" + std::to_string(fabric.hosts()) + " hosts)";
+            s = Errc::invalid_argument;
+          }
+          break;
+        default: s = fabric.check(f.link, &detail); break;
+      }
     }
     if (!s) {
       if (why) *why = "failure '" + f.text + "': " + detail;
@@ -174,11 +251,29 @@ Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fa
 }
 
 FailureSchedule::FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs)
-    : sim_(sim), fabric_(fabric), cluster_(cluster), specs_(std::move(specs)) {}
+    : sim_(sim), fabric_(fabric), cluster_(cluster), specs_(std::move(specs)) {
+  for (const FailureSpec& f : specs_) {
+    links_.push_back(failure_links(f, fabric_));
+    switches_.push_back(failure_switches(f, fabric_));
+  }
+}
 
 // Tags: index << 1 | begin(1)/end(0).
 void FailureSchedule::start() {
-  for (size_t i = 0; i < specs_.size(); ++i) sim_.schedule(specs_[i].at, this, (i << 1) | 1);
+  for (size_t i = 0; i < specs_.size(); ++i)
+    if (specs_[i].at_step < 0) sim_.schedule(specs_[i].at, this, (i << 1) | 1);
+}
+
+void FailureSchedule::step_started(uint32_t step) {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    FailureSpec& f = specs_[i];
+    if (f.at_step != static_cast<int32_t>(step)) continue;
+    // From here on the spec's times are absolute, as for a run-relative one.
+    const Time anchor = sim_.now();
+    f.at = anchor + (f.at - Time::zero());
+    if (f.until != Time::never()) f.until = anchor + (f.until - Time::zero());
+    sim_.schedule(f.at, this, (i << 1) | 1);
+  }
 }
 
 void FailureSchedule::on_event(Simulator& sim, uint64_t tag) {
@@ -189,18 +284,18 @@ void FailureSchedule::on_event(Simulator& sim, uint64_t tag) {
     // Alternate: down for duty x period, up for the rest, until `until`.
     if (sim.now() >= f.until) {
       if (!begin) return;
-      set_link(f.link, true);
+      set_links(i, true);
       log_.emplace_back(sim.now(), "end of " + f.text);
       return;
     }
-    set_link(f.link, !begin);
+    set_links(i, !begin);
     const Duration down = Duration::ps(static_cast<int64_t>(static_cast<double>(f.period.count_ps()) * f.duty));
     const Time next = sim.now() + (begin ? down : f.period - down);
     sim.schedule(min(next, f.until), this, (i << 1) | (begin ? 0 : 1));
     if (begin) log_.emplace_back(sim.now(), f.text + " (down)");
     return;
   }
-  apply(f, begin);
+  apply(i, begin);
   log_.emplace_back(sim.now(), (begin ? "" : "end of ") + f.text);
   if (begin && f.duration != Duration::infinite()) sim.schedule(sim.now() + f.duration, this, i << 1);
 }
@@ -210,25 +305,35 @@ void FailureSchedule::set_link(const LinkRef& l, bool up) {
   if (l.tier == LinkRef::Tier::host_t0 && l.a < cluster_.hosts()) cluster_.nic(l.a).carrier_changed(l.plane);
 }
 
-void FailureSchedule::apply(const FailureSpec& f, bool begin) {
+void FailureSchedule::set_links(size_t i, bool up) {
+  for (const LinkRef& l : links_[i]) set_link(l, up);
+}
+
+void FailureSchedule::apply(size_t i, bool begin) {
+  const FailureSpec& f = specs_[i];
   switch (f.kind) {
-    case FailureSpec::Kind::link_down: set_link(f.link, !begin); break;
+    case FailureSpec::Kind::link_down: set_links(i, !begin); break;
     case FailureSpec::Kind::link_flap: break;  // handled in on_event
     case FailureSpec::Kind::switch_down:
-      fabric_.set_switch_up(f.sw, !begin);
-      if (f.sw.tier == SwitchRef::Tier::t0) {
-        // Hosts under a T0 lose carrier on that plane with it.
-        for (uint32_t h = 0; h < cluster_.hosts(); ++h)
-          if (h / fabric_.config().t0_down == f.sw.index) cluster_.nic(h).carrier_changed(f.sw.plane);
+      for (const SwitchRef& sw : switches_[i]) {
+        fabric_.set_switch_up(sw, !begin);
+        if (sw.tier == SwitchRef::Tier::t0) {
+          // Hosts under a T0 lose carrier on that plane with it.
+          for (uint32_t h = 0; h < cluster_.hosts(); ++h)
+            if (h / fabric_.config().t0_down == sw.index) cluster_.nic(h).carrier_changed(sw.plane);
+        }
       }
       break;
-    case FailureSpec::Kind::loss: fabric_.set_link_loss(f.link, begin ? f.loss : 0.0); break;
+    case FailureSpec::Kind::loss:
+      for (const LinkRef& l : links_[i]) fabric_.set_link_loss(l, begin ? f.loss : 0.0);
+      break;
     case FailureSpec::Kind::rate:
-      fabric_.set_link_rate(f.link, begin ? f.rate_bps
-                                          : (f.link.tier == LinkRef::Tier::host_t0
-                                                 ? fabric_.config().host_link_bps
-                                                 : (fabric_.config().fabric_link_bps ? fabric_.config().fabric_link_bps
-                                                                                      : fabric_.config().host_link_bps)));
+      for (const LinkRef& l : links_[i])
+        fabric_.set_link_rate(l, begin ? f.rate_bps
+                                       : (l.tier == LinkRef::Tier::host_t0
+                                              ? fabric_.config().host_link_bps
+                                              : (fabric_.config().fabric_link_bps ? fabric_.config().fabric_link_bps
+                                                                                   : fabric_.config().host_link_bps)));
       break;
     case FailureSpec::Kind::deny:
       if (begin && f.host < cluster_.hosts()) {

@@ -10,6 +10,15 @@
 //   loss        link keys, p=0.2 at=T [for=D]                       (gray failure)
 //   rate        link keys, gbps=R at=T [for=D]                      (degraded link)
 //   deny        host=H ev=V at=T                                    (controller DENY of EV V on H's QPs)
+// Groups: "*" for plane, a or b (links) or for plane or index (switches)
+// stands for every value, e.g. every link of host 5 (tier=host,plane=*,a=5),
+// every T0-T1 link of plane 2 (tier=t0t1,plane=2,a=*,b=*) or T1 3 of every
+// plane (switch-down:tier=t1,plane=*,index=3). A group hits all its links or
+// switches at once (with every parallel link between two switches) and is
+// one action in the log.
+// Relative to a training workload: at=step<K>[+<time>] starts the failure
+// that long after training step K (0-based) starts; a link-flap's until= is
+// then counted from the same instant.
 // A host link going down or up also tells that NIC (carrier), so the core's
 // port-status handling runs (reference 4.7, 4.9).
 #pragma once
@@ -38,7 +47,16 @@ struct FailureSpec {
   uint64_t rate_bps = 0;
   uint32_t host = 0;
   uint32_t ev = 0;
+  /// Group specs: "*" was given for the plane, for a (links) or index
+  /// (switches), for b (links).
+  bool all_planes = false;
+  bool all_a = false;
+  bool all_b = false;
+  /// at=step<K>[+T]: `at` (and `until`) count from the start of training
+  /// step K; -1 = from the start of the run.
+  int32_t at_step = -1;
   std::string text;                          ///< as given, for output
+  bool is_group() const { return all_planes || all_a || all_b; }
 };
 
 /// Parses one failure string; the error names the key and what is wrong.
@@ -47,6 +65,14 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why);
 /// `fabric`; the message names the failure and what is wrong.
 Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fabric, std::string* why);
 
+/// The links a link failure applies to in `fabric`: its one link, or every
+/// existing link of a group (all parallel lanes included); empty when
+/// nothing matches. Empty for switch and deny failures.
+std::vector<LinkRef> failure_links(const FailureSpec& f, const Fabric& fabric);
+/// The switches a switch-down applies to (one, or every existing switch of a
+/// group); empty for other kinds.
+std::vector<SwitchRef> failure_switches(const FailureSpec& f, const Fabric& fabric);
+
 /// Parses "12us", "3ms", "1.5s", "500ns".
 Result<Duration> parse_duration(const std::string& text);
 
@@ -54,19 +80,26 @@ Result<Duration> parse_duration(const std::string& text);
 class FailureSchedule final : public Node {
  public:
   FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs);
+  /// Schedules the failures timed from the start of the run.
   void start();
+  /// Training step `step` starts now: schedules the failures timed from it
+  /// (RingTraining::on_step_start).
+  void step_started(uint32_t step);
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
   /// (time, text) of every action taken, for output and plots.
   const std::vector<std::pair<Time, std::string>>& log() const { return log_; }
 
  private:
-  void apply(const FailureSpec& f, bool begin);
+  void apply(size_t i, bool begin);
   void set_link(const LinkRef& l, bool up);
+  void set_links(size_t i, bool up);
   Simulator& sim_;
   Fabric& fabric_;
   Cluster& cluster_;
   std::vector<FailureSpec> specs_;
+  std::vector<std::vector<LinkRef>> links_;     ///< failure_links() of each spec
+  std::vector<std::vector<SwitchRef>> switches_;  ///< failure_switches() of each spec
   std::vector<std::pair<Time, std::string>> log_;
 };
 

@@ -14,24 +14,67 @@ class Sampler final : public Node {
  public:
   Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out)
       : sim_(sim), c_(c), f_(f), every_(every), out_(out) {}
+  /// Also records per-host, per-plane and per-flow rows into `r` (flows:
+  /// the (src, dst) of each, whose receivers count per source).
+  void detail(RunResult* r, bool hosts, bool planes, std::vector<std::pair<uint32_t, uint32_t>> flows) {
+    r_ = r;
+    hosts_ = hosts;
+    planes_ = planes;
+    flows_ = std::move(flows);
+    for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
+  }
   void start() { sim_.schedule(sim_.now() + every_, this, 0); }
   void on_event(Simulator& sim, uint64_t) override {
     uint64_t rx = 0;
     for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
-    out_->push_back(
-        Sample{sim.now(), static_cast<double>(rx - last_) * 8 / every_.to_s() / 1e9, f_.total_queued_bytes()});
+    out_->push_back(Sample{sim.now(), gbps(rx - last_), f_.total_queued_bytes()});
     last_ = rx;
+    if (r_) sample_detail();
     sim.schedule(sim.now() + every_, this, 0);
   }
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 
  private:
+  double gbps(uint64_t bytes) const { return static_cast<double>(bytes) * 8 / every_.to_s() / 1e9; }
+
+  /// One row per enabled detail: deltas of the NICs' counters since the last sample.
+  void sample_detail() {
+    auto row = [&](std::vector<uint64_t> now, std::vector<uint64_t>& last, std::vector<std::vector<double>>& out) {
+      last.resize(now.size(), 0);
+      std::vector<double> g(now.size());
+      for (size_t i = 0; i < now.size(); ++i) g[i] = gbps(now[i] - last[i]);
+      out.push_back(std::move(g));
+      last = std::move(now);
+    };
+    const uint32_t n = c_.hosts();
+    if (hosts_) {
+      std::vector<uint64_t> v(n);
+      for (uint32_t h = 0; h < n; ++h) v[h] = c_.nic(h).rx_payload_bytes();
+      row(std::move(v), last_hosts_, r_->host_series);
+    }
+    if (planes_) {
+      std::vector<uint64_t> v(f_.planes(), 0);
+      for (uint32_t h = 0; h < n; ++h)
+        for (uint32_t p = 0; p < f_.planes(); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
+      row(std::move(v), last_planes_, r_->plane_series);
+    }
+    if (!flows_.empty()) {
+      std::vector<uint64_t> v(flows_.size());
+      for (size_t i = 0; i < flows_.size(); ++i) v[i] = c_.nic(flows_[i].second).rx_payload_from(flows_[i].first);
+      row(std::move(v), last_flows_, r_->flow_series);
+    }
+  }
+
   Simulator& sim_;
   Cluster& c_;
   Fabric& f_;
   Duration every_;
   std::vector<Sample>* out_;
   uint64_t last_ = 0;
+  RunResult* r_ = nullptr;
+  bool hosts_ = false, planes_ = false;
+  std::vector<std::pair<uint32_t, uint32_t>> flows_;
+  std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
 };
 
 size_t peak_rss_kb() {
@@ -71,6 +114,23 @@ Result<TransportSpec> transport_by_name(const std::string& name, uint32_t evs_pe
   return t;
 }
 
+std::vector<FlowSpec> scenario_flows(const Scenario& sc) {
+  // The permutation's stream is derived from the seed alone, as the
+  // simulator of the run derives it.
+  Prng wrng = Simulator(sc.seed).rng_for(0x77);
+  const uint32_t hosts = sc.topology.hosts;
+  switch (sc.workload) {
+    case WorkloadKind::train:
+    case WorkloadKind::allreduce: return {};
+    case WorkloadKind::permutation: return permutation_flows(hosts, sc.bytes, wrng);
+    case WorkloadKind::incast:
+      return incast_flows(hosts, sc.fan_in, sc.incast_target, sc.bytes, sc.victim, sc.topology.t0_down, nullptr);
+    case WorkloadKind::alltoall: return all_to_all_flows(hosts, sc.bytes);
+    case WorkloadKind::matrix: return sc.flows;
+  }
+  return {};
+}
+
 RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   RunResult r;
   r.transport = spec.name;
@@ -86,19 +146,26 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     ec.protocol.reorder_allowance = ec.protocol.base_rtt / 2;
   }
   Cluster cluster(sim, fabric, ec, spec);
-  cluster.on_ev_event = [&](uint32_t, const core::EvEvent& e) {
-    if (r.ev_events.size() < 100000) r.ev_events.emplace_back(sim.now(), e);
+  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
+    if (r.ev_events.size() >= 100000) return;
+    r.ev_events.emplace_back(sim.now(), e);
+    r.ev_event_hosts.push_back(host);
   };
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
   Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series);
+  if (sc.series_hosts || sc.series_planes || sc.series_flows) {
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    if (sc.series_flows)
+      for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
+    sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
+  }
   sampler.start();
 
   uint64_t host_bps = 0;
   for (uint32_t p = 0; p < fabric.planes(); ++p) host_bps += fabric.host_port_bps(0, p);
   std::unique_ptr<RingTraining> train;
   std::unique_ptr<FlowWorkload> flows;
-  Prng wrng = sim.rng_for(0x77);
   switch (sc.workload) {
     case WorkloadKind::train:
     case WorkloadKind::allreduce: {
@@ -108,18 +175,12 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       train = std::make_unique<RingTraining>(sim, cluster, ring, sc.bytes, training ? sc.steps : 1,
                                              training ? sc.compute : Duration{});
       r.ideal_collective = train->ideal_collective();
+      train->on_step_start = [&sched](uint32_t k) { sched.step_started(k); };
       train->start();
       break;
     }
     default: {
-      std::vector<FlowSpec> fs;
-      if (sc.workload == WorkloadKind::permutation) fs = permutation_flows(fabric.hosts(), sc.bytes, wrng);
-      else if (sc.workload == WorkloadKind::incast)
-        fs = incast_flows(fabric.hosts(), sc.fan_in, sc.incast_target, sc.bytes, sc.victim, sc.topology.t0_down,
-                          nullptr);
-      else if (sc.workload == WorkloadKind::alltoall) fs = all_to_all_flows(fabric.hosts(), sc.bytes);
-      else fs = sc.flows;
-      flows = std::make_unique<FlowWorkload>(sim, cluster, fs, fabric.max_one_way_latency(), host_bps);
+      flows = std::make_unique<FlowWorkload>(sim, cluster, scenario_flows(sc), fabric.max_one_way_latency(), host_bps);
       flows->start();
     }
   }

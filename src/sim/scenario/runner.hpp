@@ -47,6 +47,12 @@ struct Scenario {
   /// longest one-way latency.
   core::ProtocolConfig protocol;
   bool derive_base_rtt = true;
+  /// Goodput series per host, per plane and per flow besides the total
+  /// (RunResult::host_series, ...); off by default: rows of one value per
+  /// host (plane, flow) per sample.
+  bool series_hosts = false;
+  bool series_planes = false;
+  bool series_flows = false;
   /// Called between chunks of simulated time (every 200 us simulated), for a
   /// progress display; must not change the simulation.
   std::function<void(const Progress&)> progress;
@@ -76,9 +82,22 @@ struct RunResult {
   double wall_s = 0;
   size_t peak_rss_kb = 0;
   std::vector<Sample> series;
+  /// With Scenario::series_hosts / series_planes / series_flows: one row per
+  /// sample of `series`, the goodput (Gb/s) delivered in the interval to each
+  /// host, over each plane, and of each flow (payload from its source to its
+  /// destination; flows of the same host pair share theirs), in the order of
+  /// hosts, planes and `flows`.
+  std::vector<std::vector<double>> host_series, plane_series, flow_series;
   std::vector<std::pair<Time, std::string>> failure_log;
   std::vector<std::pair<Time, core::EvEvent>> ev_events;  ///< capped at 100k
+  std::vector<uint32_t> ev_event_hosts;  ///< the host (NIC) of each of ev_events
 };
+
+/// The flows a flow workload of `sc` runs (permutation, incast, all-to-all:
+/// generated for sc.topology.hosts hosts from sc.seed; matrix: sc.flows);
+/// empty for train and allreduce. run_scenario() runs exactly these, so a
+/// caller can show or check them beforehand.
+std::vector<FlowSpec> scenario_flows(const Scenario& sc);
 
 /// Runs `sc` once with transport `t`.
 RunResult run_scenario(const Scenario& sc, const TransportSpec& t);

@@ -89,6 +89,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     at.rq_psn = peer_psn;
     at.peer = peer;
     at.mpr_dest = spec_.mpr;
+    at.path_mtu = spec_.mtu;
     at.max_wimm_dest = 1024;
     if (Status s = e.modify_qp(sim_.now(), qpn, at,
                                kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest);
@@ -99,6 +100,8 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     at.mpr = spec_.mpr;
     at.max_wimm = 1024;
     at.timeout = spec_.timeout;
+    at.retry_linear = spec_.retry_linear;
+    at.retry_exp = spec_.retry_exp;
     if (Status s = e.modify_qp(sim_.now(), qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout); !s)
       fatal("modify_qp(RTS)", s.error());
   };

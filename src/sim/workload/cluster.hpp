@@ -31,6 +31,11 @@ struct TransportSpec {
   uint32_t qps_per_peer = 1;          ///< QPs opened per host pair (work is spread over them)
   core::CcProfile cc;
   uint8_t timeout = 6;                ///< ACK timeout exponent (1.024 us x 2^t)
+  /// Retries before the QP fails (core::QpAttr: retry_linear <= 7, then
+  /// retry_exp more with doubling timeouts; retry_exp 25 = forever).
+  uint8_t retry_linear = 7;
+  uint8_t retry_exp = 25;
+  uint32_t mtu = 4096;                ///< path MTU (payload per packet): 256, 512, 1024, 2048 or 4096
   uint8_t mpr = 16;                   ///< 128-PSN units
   /// Pinning hook for scenarios and tests (SRv6 routing only; -1 = off).
   /// When set, every QP's EV set (both directions of a connection) is

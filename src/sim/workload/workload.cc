@@ -124,7 +124,8 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
   for (const FlowSpec& f : flows) {
     FlowRecord r;
     r.spec = f;
-    const uint64_t pkts = (f.bytes + 4095) / 4096;
+    const uint64_t mtu = cluster.transport().mtu;  // headers per packet of the path MTU
+    const uint64_t pkts = (f.bytes + mtu - 1) / mtu;
     r.ideal = base_latency + Duration::serialization(f.bytes + pkts * (kWireOverhead + 40 + 40), host_bps);
     recs_.push_back(r);
   }
@@ -201,7 +202,8 @@ RingTraining::RingTraining(Simulator& sim, Cluster& cluster, std::vector<uint32_
 Duration RingTraining::ideal_collective() const {
   const uint32_t n = static_cast<uint32_t>(ring_.size());
   const uint64_t chunk = bytes_ / n;
-  const uint64_t pkts = (chunk + 4095) / 4096;
+  const uint64_t mtu = cluster_.transport().mtu;
+  const uint64_t pkts = (chunk + mtu - 1) / mtu;
   uint64_t bps = 0;
   for (uint32_t p = 0; p < cluster_.nic(ring_[0]).ep().num_ports(); ++p)
     bps += cluster_.nic(ring_[0]).ep().config().ports[p].rate_bps;
@@ -210,6 +212,7 @@ Duration RingTraining::ideal_collective() const {
 
 void RingTraining::start() {
   step_start_ = sim_.now();
+  if (on_step_start) on_step_start(0);
   sim_.schedule(sim_.now() + compute_, this, kComputeDone);
 }
 
@@ -267,6 +270,7 @@ void RingTraining::on_received(uint32_t pos, uint32_t k) {
     return;
   }
   step_start_ = sim_.now();
+  if (on_step_start) on_step_start(step_);
   sim_.schedule(sim_.now() + compute_, this, kComputeDone);
 }
 

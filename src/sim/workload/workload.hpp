@@ -114,6 +114,9 @@ class RingTraining final : public Node {
   /// `step_latency` per step: with the default 0, a bandwidth lower bound.
   Duration ideal_collective() const;
   uint64_t failed_writes() const { return failed_; }
+  /// Called when training step `step` (0-based, as step_times() counts)
+  /// starts its compute phase; for schedules relative to the workload.
+  std::function<void(uint32_t step)> on_step_start;
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 

@@ -1,0 +1,222 @@
+// mrc-sim's command line: every flag is checked by the same rule as its
+// scenario-file key (settings.hpp); a bad value is a usage error (exit 2) whose
+// message names the flag and what it accepts, never an abort later on.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mrc-sim/config_file.hpp"
+#include "mrc-sim/options.hpp"
+#include "mrc-sim/settings.hpp"
+
+namespace mrc::sim::tool {
+namespace {
+
+struct Parsed {
+  int rc;
+  std::string error;
+  SimOptions o;
+};
+
+Parsed parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "mrc-sim");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  Parsed p;
+  p.rc = parse_command_line(static_cast<int>(argv.size()), argv.data(), &p.o, &p.error);
+  return p;
+}
+
+struct BadFlag {
+  const char* flag;
+  const char* value;
+  const char* accepted;  ///< part of the message: what the flag accepts
+};
+
+// Every numeric flag negative, zero where zero is invalid, absurdly large and
+// not a number; every enum flag an unknown name.
+const BadFlag kBadFlags[] = {
+    {"--planes", "-1", "an integer from 1 to 32"},
+    {"--planes", "0", "an integer from 1 to 32"},
+    {"--planes", "33", "an integer from 1 to 32"},
+    {"--hosts", "-64", "an integer from 2 to 1048576"},
+    {"--hosts", "0", "an integer from 2 to 1048576"},
+    {"--hosts", "99999999999", "an integer from 2 to 1048576"},
+    {"--hosts", "64.5", "an integer from 2 to 1048576"},
+    {"--t0-down", "-8", "an integer from 1 to 1024"},
+    {"--t0-down", "0", "an integer from 1 to 1024"},
+    {"--t0-down", "5000", "an integer from 1 to 1024"},
+    {"--t0-up", "-1", "an integer from 1 to 1024"},
+    {"--t0-up", "0", "an integer from 1 to 1024"},
+    {"--t0-up", "1025", "an integer from 1 to 1024"},
+    {"--t1", "-1", "an integer from 1 to 1024"},
+    {"--t1", "0", "an integer from 1 to 1024"},
+    {"--t1", "70000", "an integer from 1 to 1024"},
+    {"--pods", "-2", "an integer from 0 to 1024"},
+    {"--pods", "2000", "an integer from 0 to 1024"},
+    {"--t2", "-2", "an integer from 0 to 1048576"},
+    {"--t2", "4294967296", "an integer from 0 to 1048576"},
+    {"--rate-gbps", "-100", "a number > 0 and <= 100000"},
+    {"--rate-gbps", "0", "a number > 0 and <= 100000"},
+    {"--rate-gbps", "1e12", "a number > 0 and <= 100000"},
+    {"--rate-gbps", "fast", "a number > 0 and <= 100000"},
+    {"--rate-gbps", "inf", "a number > 0 and <= 100000"},
+    {"--fabric-rate-gbps", "-1", "a number from 0 to 100000"},
+    {"--fabric-rate-gbps", "1e9", "a number from 0 to 100000"},
+    {"--link-delay-ns", "-5", "a number from 0 to 1000000000"},
+    {"--link-delay-ns", "1e30", "a number from 0 to 1000000000"},
+    {"--switch-latency-ns", "-5", "a number from 0 to 1000000000"},
+    {"--switch-latency-ns", "nan", "a number from 0 to 1000000000"},
+    {"--reconverge-ms", "-1", "a number from 0 to 10000000"},
+    {"--reconverge-ms", "1e20", "a number from 0 to 10000000"},
+    {"--bytes", "-5", "an integer from 1 to 2147483648"},
+    {"--bytes", "0", "an integer from 1 to 2147483648"},
+    {"--bytes", "1000000000000", "an integer from 1 to 2147483648"},
+    {"--steps", "-1", "an integer from 1 to 100000"},
+    {"--steps", "0", "an integer from 1 to 100000"},
+    {"--steps", "100001", "an integer from 1 to 100000"},
+    {"--compute-us", "-150", "a number from 0 to 10000000000"},
+    {"--compute-us", "1e300", "a number from 0 to 10000000000"},
+    {"--fan-in", "-8", "an integer from 1 to 1048575"},
+    {"--fan-in", "0", "an integer from 1 to 1048575"},
+    {"--fan-in", "5000000", "an integer from 1 to 1048575"},
+    {"--qps-per-peer", "-1", "an integer from 0 to 256"},
+    {"--qps-per-peer", "100000", "an integer from 0 to 256"},
+    {"--evs-per-plane", "-32", "an integer from 1 to 4096"},
+    {"--evs-per-plane", "0", "an integer from 1 to 4096"},
+    {"--evs-per-plane", "5000", "an integer from 1 to 4096"},
+    {"--seed", "-1", "an integer from 0 to 18446744073709551615"},
+    {"--seed", "18446744073709551616", "an integer from 0 to 18446744073709551615"},
+    {"--time-limit-ms", "-1", "a number > 0 and <= 10000000"},
+    {"--time-limit-ms", "0", "a number > 0 and <= 10000000"},
+    {"--time-limit-ms", "1e9", "a number > 0 and <= 10000000"},
+    {"--sample-us", "-20", "a number from 0.001 to 10000000000"},
+    {"--sample-us", "0", "a number from 0.001 to 10000000000"},
+    {"--sample-us", "1e20", "a number from 0.001 to 10000000000"},
+    {"--mrc-qps-per-peer", "-1", "an integer from 0 to 256"},
+    {"--mrc-qps-per-peer", "257", "an integer from 0 to 256"},
+    {"--roce-qps-per-peer", "-1", "an integer from 0 to 256"},
+    {"--roce-qps-per-peer", "1000", "an integer from 0 to 256"},
+    {"--mrc-ack-timeout", "0", "an integer from 1 to 24"},
+    {"--mrc-ack-timeout", "25", "an integer from 1 to 24"},
+    {"--roce-ack-timeout", "-3", "an integer from 1 to 24"},
+    {"--roce-ack-timeout", "0", "an integer from 1 to 24"},
+    {"--roce-ack-timeout", "31", "an integer from 1 to 24"},
+    {"--mrc-retry-count", "-1", "an integer from 0 to 32"},
+    {"--mrc-retry-count", "33", "an integer from 0 to 32"},
+    {"--roce-retry-count", "-1", "an integer from 0 to 32"},
+    {"--roce-retry-count", "100", "an integer from 0 to 32"},
+    {"--mtu", "0", "one of 256, 512, 1024, 2048, 4096"},
+    {"--mtu", "-4096", "one of 256, 512, 1024, 2048, 4096"},
+    {"--mtu", "1000", "one of 256, 512, 1024, 2048, 4096"},
+    {"--mtu", "9000", "one of 256, 512, 1024, 2048, 4096"},
+    {"--base-rtt-us", "-10", "a number from 0 to 1000000"},
+    {"--base-rtt-us", "1e9", "a number from 0 to 1000000"},
+    {"--plot-from-us", "-1", "a number from 0 to 10000000000"},
+    {"--plot-from-us", "1e11", "a number from 0 to 10000000000"},
+    {"--plot-to-us", "-5", "a number from 0 to 10000000000"},
+    {"--plot-to-us", "nan", "a number from 0 to 10000000000"},
+    {"--topology", "clos", "one of clos2, fattree2, fattree3"},
+    {"--routing", "bgp", "one of srv6, ecmp"},
+    {"--workload", "ring", "one of train, allreduce, permutation, incast, alltoall, cm"},
+    {"--transports", "mrc,rocee", "one of mrc, mrc-fixed"},
+    {"--fail", "bogus", "expected kind:key=value"},
+    {"--fail", "switch-down:tier=t9,plane=0,index=1,at=1ms", "tier"},
+};
+
+TEST(Flags, EveryBadValueIsAUsageErrorNamingTheFlagAndTheRange) {
+  for (const BadFlag& b : kBadFlags) {
+    const Parsed p = parse({b.flag, b.value});
+    EXPECT_EQ(p.rc, 2) << b.flag << " " << b.value;
+    EXPECT_EQ(p.error.rfind(std::string(b.flag) + ": ", 0), 0u) << b.flag << " " << b.value << ": " << p.error;
+    EXPECT_NE(p.error.find(b.accepted), std::string::npos) << b.flag << " " << b.value << ": " << p.error;
+  }
+}
+
+TEST(Flags, EveryNumericFlagHasARule) {
+  // The table above covers each flag that takes a number: adding a flag
+  // without a rule, or without a case here, fails.
+  SimOptions o;
+  for (const Setting& s : settings(o)) {
+    if (!s.flag || std::holds_alternative<bool*>(s.target) || std::holds_alternative<std::string*>(s.target) ||
+        std::holds_alternative<std::vector<std::string>*>(s.target))
+      continue;
+    bool covered = false;
+    for (const BadFlag& b : kBadFlags) covered = covered || std::string(b.flag) == s.flag;
+    EXPECT_TRUE(covered) << s.flag << " has no bad-value case";
+    EXPECT_NE(accepted(s).rfind("any value", 0), 0u) << s.flag << " accepts anything";
+  }
+}
+
+TEST(Flags, GoodValuesAreAccepted) {
+  const Parsed p = parse({"--planes", "4", "--hosts", "32", "--t0-down", "4", "--t0-up", "4", "--t1", "4",
+                          "--rate-gbps", "400.5", "--fabric-rate-gbps", "0", "--link-delay-ns", "0",
+                          "--switch-latency-ns", "250", "--bytes", "2147483648", "--steps", "1", "--compute-us", "0",
+                          "--fan-in", "31", "--qps-per-peer", "256", "--evs-per-plane", "1", "--seed",
+                          "18446744073709551615", "--time-limit-ms", "0.5", "--sample-us", "0.001", "--workload",
+                          "permutation", "--transports", "mrc,roce-pfc", "--fail",
+                          "switch-down:tier=t1,plane=0,index=1,at=1ms"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  EXPECT_EQ(p.o.hosts, 32u);
+  EXPECT_EQ(p.o.rate_gbps, 400.5);
+  EXPECT_EQ(p.o.bytes, uint64_t{1} << 31);
+  EXPECT_EQ(p.o.seed, 18446744073709551615ull);
+  EXPECT_EQ(p.o.qps_per_peer, 256u);
+  EXPECT_EQ(p.o.evs_per_plane, 1u);
+  EXPECT_EQ(p.o.transports, (std::vector<std::string>{"mrc", "roce-pfc"}));
+  std::string why;
+  EXPECT_TRUE(resolve(p.o, &why)) << why;
+}
+
+TEST(Flags, TheScenarioFileUsesTheSameRule) {
+  // The same bad values in the file: the same words after "[section] key = ".
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"[workload]\nbytes = -5\n", "t.toml:2: [workload] bytes = -5 is out of range (an integer from 1 to 2147483648)"},
+      {"[run]\nevs_per_plane = 0\n", "t.toml:2: [run] evs_per_plane = 0 is out of range (an integer from 1 to 4096)"},
+      {"[topology]\nrate_gbps = -100\n",
+       "t.toml:2: [topology] rate_gbps = -100 is out of range (a number > 0 and <= 100000)"},
+      {"[run]\nsample_us = 0.0\n",
+       "t.toml:2: [run] sample_us = 0 is out of range (a number from 0.001 to 10000000000)"},
+      {"[topology.queue]\ntrimmed_weight_pct = 101\n",
+       "t.toml:2: [topology.queue] trimmed_weight_pct = 101 is out of range (an integer from 0 to 100)"},
+  };
+  for (const auto& c : cases) {
+    SimOptions o;
+    std::string why;
+    EXPECT_FALSE(load_config_text(c.text, "t.toml", &o, &why)) << c.text;
+    EXPECT_EQ(why, c.message);
+  }
+  // And the flag's message carries the same text.
+  EXPECT_EQ(parse({"--evs-per-plane", "0"})
+                .error.rfind("--evs-per-plane: 0 is out of range (an integer from 1 to 4096)", 0),
+            0u);
+}
+
+TEST(Flags, SettingsThatDoNotFitTogetherAreRefusedByResolve) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--evs-per-plane", "1024"}, "evs_per_plane: 1024 EVs per plane x 8 planes = 8192 EVs per QP; at most 4096"},
+      {{"--plot-from-us", "500", "--plot-to-us", "100"}, "plot_to_us (100) must be above plot_from_us (500), or 0"},
+      {{"--workload", "alltoall", "--qps-per-peer", "200"}, "qps_per_peer: mrc with 200 QPs per host pair"},
+      {{"--workload", "alltoall", "--transports", "roce", "--hosts", "1024", "--t0-down", "32", "--t0-up", "32",
+        "--t1", "32"},
+       "qps_per_peer: roce with 8 QPs per host pair needs up to 16368 QPs"},
+  };
+  for (const Case& c : cases) {
+    const Parsed p = parse(c.args);
+    ASSERT_EQ(p.rc, -1) << p.error;
+    std::string why;
+    EXPECT_FALSE(resolve(p.o, &why)) << c.message;
+    EXPECT_EQ(why.rfind(c.message, 0), 0u) << why;
+  }
+}
+
+}  // namespace
+}  // namespace mrc::sim::tool
