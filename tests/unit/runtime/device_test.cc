@@ -6,7 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -53,10 +61,13 @@ struct Pair {
   Side a, b;
   /// `net` picks the loopback addresses 127.0.net.1-4: ctest runs each test
   /// as its own process, in parallel, so tests must not share addresses.
-  Pair(int net, uint32_t burst = 1, size_t bytes = 1 << 20) {
-    const std::string pre = "127.0." + std::to_string(net) + ".";
-    a.dev = open_or_skip(config({pre + "1", pre + "3"}, burst));
-    b.dev = open_or_skip(config({pre + "2", pre + "4"}, burst));
+  Pair(int net, uint32_t burst = 1, size_t bytes = 1 << 20)
+      : Pair(config({prefix(net) + "1", prefix(net) + "3"}, burst), config({prefix(net) + "2", prefix(net) + "4"}, burst),
+             bytes) {}
+  static std::string prefix(int net) { return "127.0." + std::to_string(net) + "."; }
+  Pair(const DeviceConfig& ca, const DeviceConfig& cb, size_t bytes = 1 << 20) {
+    a.dev = open_or_skip(ca);
+    b.dev = open_or_skip(cb);
     if (!a.dev || !b.dev) return;
     for (Side* s : {&a, &b}) {
       s->cq = *s->dev->create_cq(1024);
@@ -223,6 +234,58 @@ TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
   for (const auto& w : wcs) flushed += w.status == core::WcStatus::wr_flush_err;
   EXPECT_GE(flushed, 1u);
   EXPECT_TRUE(p.a.dev->dereg_mr(p.a.mr.lkey).ok()) << "no WR holds the region any more";
+}
+
+// IPv6 in STEV mode over two planes. Loopback has one IPv6 address, so the
+// test makes a network namespace of its own (one thread's), brings its lo
+// up and gives it four addresses; the devices opened on that thread, and
+// their engine threads, live in it. Needs root (CI has it); skips without.
+TEST(Device, Ipv6SteVTransfersOverTwoPlanesInAPrivateNamespace) {
+  std::string skip;
+  std::thread t([&] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      skip = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno) + " (needs root)";
+      return;
+    }
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    std::strcpy(ifr.ifr_name, "lo");
+    const bool up = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
+                    (ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP), ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
+    if (fd >= 0) ::close(fd);
+    if (!up) {
+      skip = "cannot bring lo up in the new namespace";
+      return;
+    }
+    for (int i = 1; i <= 4; ++i) {
+      // fork() from this thread: ip runs in this thread's namespace.
+      const std::string cmd = "ip -6 addr add fd00::" + std::to_string(i) + "/128 dev lo nodad 2>/dev/null";
+      if (std::system(cmd.c_str()) != 0) {
+        skip = "ip (iproute2) unavailable or refused an address";
+        return;
+      }
+    }
+    DeviceConfig ca = config({"fd00::1", "fd00::3"}, 4);
+    DeviceConfig cb = config({"fd00::2", "fd00::4"}, 4);
+    ca.ev_mode = cb.ev_mode = EvWire::stev;
+    Pair p(std::move(ca), std::move(cb));
+    ASSERT_TRUE(p.ok());
+    fill(p.a.mem, 11);
+    for (uint32_t len : {1u, 4096u, 1u << 20}) {
+      std::fill(p.b.mem.begin(), p.b.mem.end(), 0);
+      ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, 0, len, len)).ok());
+      const auto wcs = wait(p.a.cq, 1);
+      ASSERT_EQ(wcs.size(), 1u);
+      EXPECT_EQ(wcs[0].status, core::WcStatus::success);
+      EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), len)) << len;
+    }
+    EXPECT_EQ(p.b.dev->stats().rx_icrc_errors, 0u);
+    std::vector<core::EvInfo> evs(16);
+    ASSERT_EQ(p.a.dev->query_evs(p.a.qpn, evs), 16u);
+    for (const auto& e : evs) EXPECT_GT(e.packets_sent, 0u) << "EV " << e.value;
+  });
+  t.join();
+  if (!skip.empty()) GTEST_SKIP() << skip;
 }
 
 TEST(DeviceConfig, BadValuesNameTheField) {
