@@ -14,6 +14,10 @@ Status reject(std::string* why, std::string msg) {
 }  // namespace
 
 Status EndpointConfig::validate(std::string* why) const {
+  if (qpn_shard_bits > 4)
+    return reject(why, "endpoint.qpn_shard_bits: must be 0..4 (at most 16 shards)");
+  if (qpn_shard >= (1u << qpn_shard_bits))
+    return reject(why, "endpoint.qpn_shard: must be below 2^qpn_shard_bits");
   if (ports.empty() || ports.size() > 32)
     return reject(why, "ports: need 1..32 ports (one per plane); got " + std::to_string(ports.size()));
   for (size_t i = 0; i < ports.size(); ++i)

@@ -108,6 +108,12 @@ struct EndpointConfig {
   EntropySource entropy;
   std::vector<PortConfig> ports = {PortConfig{}};
   uint32_t max_qps = 4096;
+  /// Sharding: the low `qpn_shard_bits` bits of every QPN this endpoint
+  /// issues are `qpn_shard`. A device that runs several endpoints (one per
+  /// progress engine) gives each a different shard, so a packet's engine is
+  /// known from its BTH destination QP. 0 bits (the default) = no sharding.
+  uint32_t qpn_shard_bits = 0;
+  uint32_t qpn_shard = 0;
   uint32_t max_send_wr = 4096;          ///< per QP
   uint32_t max_recv_wr = 4096;          ///< per QP
   uint16_t max_wimm = 4096;             ///< device maximum for max_wimm / max_wimm_dest

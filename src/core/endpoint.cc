@@ -83,6 +83,11 @@ Result<MemoryRegion> Endpoint::reg_mr(uint64_t addr, uint64_t length, uint32_t a
   return mrs_.reg(addr, length, acc, backed, pd);
 }
 
+Result<MemoryRegion> Endpoint::reg_mr_as(const MemoryRegion& like) {
+  if (like.pd != kDefaultPd && std::find(pds_.begin(), pds_.end(), like.pd) == pds_.end()) return Errc::not_found;
+  return mrs_.reg_with_keys(like);
+}
+
 Status Endpoint::dereg_mr(uint32_t lkey) { return mrs_.dereg(lkey); }
 
 // ----------------------------------------------------------------- CQs
@@ -161,9 +166,11 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
     idx = static_cast<uint32_t>(qps_.size());
     qps_.emplace_back();
   }
-  const uint32_t tag_bits = 24 - qpn_index_bits_;
+  // QPN = tag | slot index | shard, low to high: shard, index, tag.
+  const uint32_t sb = cfg_.qpn_shard_bits;
+  const uint32_t tag_bits = 24 - qpn_index_bits_ - sb;
   const uint32_t tag = 1 + static_cast<uint32_t>(secret() % ((uint64_t{1} << tag_bits) - 1));
-  const uint32_t qpn = ((tag << qpn_index_bits_) | idx) & wire::kPsnMask;
+  const uint32_t qpn = ((tag << (qpn_index_bits_ + sb)) | (idx << sb) | cfg_.qpn_shard) & wire::kPsnMask;
   // The QP's PRNG stream is keyed by its slot, not its (random) number, so a
   // seeded run chooses the same paths whatever the entropy source returns.
   qps_[idx] = std::make_unique<Qp>(*this, qpn, init, kFirstQpn + idx);
@@ -172,8 +179,12 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
   return qpn;
 }
 
+uint32_t Endpoint::slot_of(uint32_t qpn) const {
+  return (qpn >> cfg_.qpn_shard_bits) & ((1u << qpn_index_bits_) - 1);
+}
+
 Qp* Endpoint::find_qp(uint32_t qpn) {
-  const uint32_t idx = qpn & ((1u << qpn_index_bits_) - 1);
+  const uint32_t idx = slot_of(qpn);
   if (idx >= qps_.size()) return nullptr;
   Qp* q = qps_[idx].get();
   return q && q->qpn() == qpn ? q : nullptr;
@@ -213,7 +224,7 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   data_list_.erase(q);
   heap_remove(*q);
   const uint64_t peer = q->peer();
-  const uint32_t idx = qpn & ((1u << qpn_index_bits_) - 1);
+  const uint32_t idx = slot_of(qpn);
   --find_cq(q->send_cq())->users;
   --find_cq(q->recv_cq())->users;
   qps_[idx].reset();

@@ -140,6 +140,11 @@ class Endpoint {
   /// for an unknown PD.
   Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true,
                               uint32_t pd = kDefaultPd);
+  /// Registers a region exactly like `like` (range, access, backing, PD and
+  /// both keys): a device that shards QPs over several endpoints registers
+  /// each region in all of them under one pair of keys. Errc::busy if either
+  /// key is in use here; otherwise reg_mr()'s errors.
+  Result<MemoryRegion> reg_mr_as(const MemoryRegion& like);
   /// Deregisters the region `lkey`. Errc::not_found if unknown; Errc::busy
   /// while a posted WR that is not complete still reads it (its
   /// retransmissions would read freed memory): wait for the completion, or
@@ -276,6 +281,7 @@ class Endpoint {
   };
 
   Qp* find_qp(uint32_t qpn);
+  uint32_t slot_of(uint32_t qpn) const;
   uint64_t secret();
   bool peer_connected(uint64_t peer) const;
   void forget_peer_if_unused(uint64_t peer);
@@ -308,7 +314,7 @@ class Endpoint {
   MrTable mrs_;
   std::vector<uint32_t> pds_;         ///< allocated PDs other than 0
   uint32_t next_pd_ = 1;
-  uint32_t qpn_index_bits_ = 8;       ///< low QPN bits = slot index, the rest a random tag
+  uint32_t qpn_index_bits_ = 8;       ///< QPN bits of the slot index (above the shard bits; a random tag above)
   std::unordered_map<uint64_t, EvProfile> ev_profiles_;
   std::unordered_map<uint64_t, CcProfile> cc_profiles_;
   std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn

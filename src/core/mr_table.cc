@@ -30,6 +30,14 @@ Result<MemoryRegion> MrTable::reg(uint64_t addr, uint64_t length, uint32_t acc, 
   return mr;
 }
 
+Result<MemoryRegion> MrTable::reg_with_keys(const MemoryRegion& mr) {
+  if (mr.length == 0 || mr.addr + mr.length < mr.addr || mr.lkey == 0 || mr.rkey == 0) return Errc::invalid_argument;
+  if (by_lkey_.count(mr.lkey) || rkey_to_lkey_.count(mr.rkey)) return Errc::busy;
+  by_lkey_.emplace(mr.lkey, Entry{mr, 0});
+  rkey_to_lkey_.emplace(mr.rkey, mr.lkey);
+  return mr;
+}
+
 Status MrTable::dereg(uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return Errc::not_found;

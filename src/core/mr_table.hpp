@@ -54,6 +54,9 @@ class MrTable {
   /// are written). Errc::invalid_argument for a zero-length or wrapping region.
   Result<MemoryRegion> reg(uint64_t addr, uint64_t length, uint32_t access, bool backed = true,
                            uint32_t pd = kDefaultPd);
+  /// Registers `mr` with the keys it carries (non-zero). Errc::busy if
+  /// either key is in use; invalid_argument as reg().
+  Result<MemoryRegion> reg_with_keys(const MemoryRegion& mr);
   /// Removes the region with this lkey. Errc::not_found if unknown;
   /// Errc::busy while an outstanding work request holds it (retry after its
   /// completion, or move the QP to ERROR/RESET to flush it).

@@ -358,3 +358,46 @@ TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// Sharding support for a device with several engines: QPNs carry the shard
+// in their low bits (and stay unguessable above them), and a region can be
+// registered in another endpoint under the same keys.
+TEST(Sharding, QpnsCarryTheShardAndRegionsKeepTheirKeysAcrossEndpoints) {
+  core::EndpointConfig c0, c1;
+  c0.qpn_shard_bits = c1.qpn_shard_bits = 2;
+  c0.qpn_shard = 1;
+  c1.qpn_shard = 3;
+  auto e0 = std::move(core::Endpoint::create(c0).value());
+  auto e1 = std::move(core::Endpoint::create(c1).value());
+  for (auto* e : {e0.get(), e1.get()}) ASSERT_TRUE(e->create_cq(16).ok());
+  std::vector<uint32_t> q0;
+  for (int i = 0; i < 20; ++i) q0.push_back(*e0->create_qp(core::QpInit{}));
+  for (uint32_t q : q0) {
+    EXPECT_EQ(q & 3u, 1u);
+    EXPECT_GE(q, core::Endpoint::kFirstQpn);
+    EXPECT_TRUE(e0->query_qp(q).has_value());
+  }
+  EXPECT_EQ(*e1->create_qp(core::QpInit{}) & 3u, 3u);
+  ASSERT_TRUE(e0->destroy_qp(q0[3]).ok());
+  EXPECT_FALSE(e0->query_qp(q0[3]).has_value());
+  EXPECT_TRUE(e0->query_qp(q0[4]).has_value());
+  // Same keys in both endpoints; a second registration under used keys is refused.
+  const core::MemoryRegion mr = *e0->reg_mr(0x10000, 4096, core::access::kRemoteWrite, false);
+  const auto copy = e1->reg_mr_as(mr);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->lkey, mr.lkey);
+  EXPECT_EQ(copy->rkey, mr.rkey);
+  EXPECT_EQ(e1->reg_mr_as(mr).error(), Errc::busy);
+  core::EndpointConfig bad;
+  bad.qpn_shard_bits = 2;
+  bad.qpn_shard = 4;
+  std::string why;
+  EXPECT_FALSE(core::Endpoint::create(bad, &why).ok());
+  EXPECT_NE(why.find("qpn_shard"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mrc
