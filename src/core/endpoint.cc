@@ -67,13 +67,18 @@ Result<uint32_t> Endpoint::alloc_pd() {
   return next_pd_++;
 }
 
+bool Endpoint::pd_in_use(uint32_t pd) const {
+  if (mrs_.count_in_pd(pd) > 0) return true;
+  for (const auto& q : qps_)
+    if (q && q->pd() == pd) return true;
+  return false;
+}
+
 Status Endpoint::dealloc_pd(uint32_t pd) {
   if (pd == kDefaultPd) return Errc::invalid_argument;
   auto it = std::find(pds_.begin(), pds_.end(), pd);
   if (it == pds_.end()) return Errc::not_found;
-  if (mrs_.count_in_pd(pd) > 0) return Errc::busy;
-  for (const auto& q : qps_)
-    if (q && q->pd() == pd) return Errc::busy;
+  if (pd_in_use(pd)) return Errc::busy;
   pds_.erase(it);
   return {};
 }
@@ -133,7 +138,7 @@ size_t Endpoint::poll_cq(uint32_t cq, std::span<WorkCompletion> out) {
 std::optional<Endpoint::CqInfo> Endpoint::cq_info(uint32_t cq) const {
   const Cq* c = const_cast<Endpoint*>(this)->find_cq(cq);
   if (!c) return std::nullopt;
-  return CqInfo{c->capacity, static_cast<uint32_t>(c->ring.size()), c->overflows};
+  return CqInfo{c->capacity, static_cast<uint32_t>(c->ring.size()), c->overflows, c->users};
 }
 
 // A full CQ loses the completion (ibverbs: CQ overrun); the owner hears of

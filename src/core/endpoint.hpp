@@ -140,6 +140,11 @@ class Endpoint {
   /// for an unknown PD.
   Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true,
                               uint32_t pd = kDefaultPd);
+  /// References outstanding WRs hold on region `lkey` (dereg_mr is busy
+  /// while > 0); 0 for an unknown key.
+  uint32_t mr_refs(uint32_t lkey) const { return mrs_.refs(lkey); }
+  /// True while a QP or a region uses protection domain `pd`.
+  bool pd_in_use(uint32_t pd) const;
   /// Registers a region exactly like `like` (range, access, backing, PD and
   /// both keys): a device that shards QPs over several endpoints registers
   /// each region in all of them under one pair of keys. Errc::busy if either
@@ -168,6 +173,7 @@ class Endpoint {
     uint32_t capacity = 0;
     uint32_t size = 0;        ///< completions waiting to be polled
     uint64_t overflows = 0;   ///< completions lost because the CQ was full
+    uint32_t qps = 0;         ///< QP queues naming it (destroy_cq is busy while > 0)
   };
   std::optional<CqInfo> cq_info(uint32_t cq) const;
 

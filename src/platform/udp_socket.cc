@@ -1,6 +1,7 @@
 #include "platform/udp_socket.hpp"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
@@ -118,6 +119,23 @@ UdpSocket::~UdpSocket() = default;
 UdpSocket::UdpSocket(UdpSocket&&) noexcept = default;
 UdpSocket& UdpSocket::operator=(UdpSocket&&) noexcept = default;
 
+// A classic BPF program run by the kernel on each datagram for the
+// socket's SO_REUSEPORT group, with the packet positioned at the UDP
+// payload: it returns the index (in bind order) of the socket to deliver to.
+// Here: the big-endian word at `offset_bytes`, masked. A datagram too short
+// for the load makes the program return 0 (the first socket).
+Status UdpSocket::steer_reuseport_group(uint32_t offset_bytes, uint32_t mask) {
+  sock_filter code[] = {
+      {BPF_LD | BPF_W | BPF_ABS, 0, 0, offset_bytes},
+      {BPF_ALU | BPF_AND | BPF_K, 0, 0, mask},
+      {BPF_RET | BPF_A, 0, 0, 0},
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(code)), code};
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) != 0)
+    return record_os_error(errno, "setsockopt(SO_ATTACH_REUSEPORT_CBPF)");
+  return {};
+}
+
 Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions& o) {
   const int domain = local.is_ipv4() ? AF_INET : local.is_ipv6() ? AF_INET6 : -1;
   if (domain < 0) return Errc::invalid_argument;
@@ -130,6 +148,9 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
   }
   if (o.reuse_addr) {
     if (Status st = set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)"); !st) return st.error();
+  }
+  if (o.reuse_port) {
+    if (Status st = set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1, "setsockopt(SO_REUSEPORT)"); !st) return st.error();
   }
   if (::bind(fd, static_cast<const sockaddr*>(local.native()), local.native_len()) != 0)
     return record_os_error(errno, "bind");

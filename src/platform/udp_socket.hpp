@@ -176,6 +176,10 @@ struct UdpSocketOptions {
   bool ipv6_zero_checksum_tx = false;  ///< UDP_NO_CHECK6_TX
   bool ipv6_zero_checksum_rx = false;  ///< UDP_NO_CHECK6_RX
   bool reuse_addr = false;       ///< SO_REUSEADDR before bind
+  /// SO_REUSEPORT before bind: several sockets may bind one address and
+  /// port; the kernel spreads received datagrams over them (by hash, or by
+  /// steer_reuseport_group()).
+  bool reuse_port = false;
   int busy_poll_us = 0;          ///< >0: SO_BUSY_POLL microseconds
 };
 
@@ -233,6 +237,13 @@ class UdpSocket {
   /// SO_BUSY_POLL: spin in the driver this long on a blocking receive/poll
   /// (only useful with a NIC driver that supports it; no effect on loopback).
   Status set_busy_poll(int microseconds);
+  /// For a socket of an SO_REUSEPORT group: deliver each datagram to the
+  /// group's socket number (in bind order) `(be32 at offset_bytes of the UDP
+  /// payload) & mask` (a classic BPF program, SO_ATTACH_REUSEPORT_CBPF; it
+  /// applies to the whole group). An index past the group falls back to the
+  /// kernel's hash. The software device steers MRC packets to the engine
+  /// owning their destination QP this way (BTH bytes 4..7 end with the QPN).
+  Status steer_reuseport_group(uint32_t offset_bytes, uint32_t mask);
 
   /// IPv6 only: leases flow label `label` (20 bits; 0 = let the kernel pick a
   /// free one) for destination `dest` through IPV6_FLOWLABEL_MGR, exclusive to

@@ -3,6 +3,8 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 #include <cstring>
 
 #include "platform/os_error.hpp"
@@ -80,8 +82,8 @@ Status DeviceConfig::validate(std::string* why) const {
   if (ev_port_base <= udp_port && udp_port < ev_end)
     return reject(why, "ev_port_base: the EV source ports must not include udp_port");
   if (burst == 0 || burst > 64) return reject(why, "burst: must be 1..64 (1 = per-packet spraying)");
-  if (engines != 1)
-    return reject(why, "engines: this build runs one progress engine per device (more are not implemented yet)");
+  if (engines == 0 || engines > 16 || (engines & (engines - 1)) != 0)
+    return reject(why, "engines: must be 1, 2, 4, 8 or 16 (QPs are sharded by the low bits of their QPN)");
   if (ev_mode == EvWire::stev && fam == platform::AddrFamily::ipv4)
     return reject(why, "ev_mode: stev needs IPv6 plane addresses (the flow label)");
   if (cc != core::kCcFixed && cc != core::kCcNscc)
@@ -103,7 +105,7 @@ size_t CompletionQueue::poll(std::span<core::WorkCompletion> out) {
 
 // ----------------------------------------------------------------- open/close
 
-Device::Device(const DeviceConfig& cfg) : cfg_(cfg), rx_batch_(kRxBatch, 65536) {}
+Device::Device(const DeviceConfig& cfg) : cfg_(cfg) {}
 
 Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::string* why) {
   if (Status s = cfg.validate(why); !s) return s.error();
@@ -129,9 +131,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   ec.protocol = cfg.protocol;
   ec.protocol.ev_burst = cfg.burst;
   ec.cap_svc_time = false;  // no service-time reporting in software
-  auto ep = core::Endpoint::create(ec, why);
-  if (!ep) return ep.error();
-  d->ep_ = std::move(*ep);
+  ec.qpn_shard_bits = static_cast<uint32_t>(std::countr_zero(cfg.engines));
 
   // Profile 0 of each kind is what QPs use unless the controller says
   // otherwise: every EV of every plane, all active.
@@ -141,35 +141,58 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
       evp.explicit_evs.push_back(core::EvEntry{cfg.ev_port_base + p * cfg.evs_per_plane + i, static_cast<uint8_t>(p)});
   evp.active_count = static_cast<uint32_t>(evp.explicit_evs.size());
   evp.ev_min_active = std::max<uint32_t>(1, evp.active_count / 4);
-  if (Status s = d->ep_->set_ev_profile(0, evp, why); !s) return s.error();
   core::CcProfile ccp;
   ccp.algorithm = cfg.cc;
   ccp.fixed.window_bytes = cfg.fixed_window_bytes;
-  if (Status s = d->ep_->set_cc_profile(0, ccp, why); !s) return s.error();
 
-  if (Status s = d->open_sockets(why); !s) return s.error();
-  d->slots_.resize(kTxBatch);
-  d->engine_ = std::thread([dev = d.get()] { dev->engine_main(); });
+  for (uint32_t i = 0; i < cfg.engines; ++i) {
+    auto e = std::make_unique<Engine>();
+    e->index = i;
+    core::EndpointConfig eci = ec;
+    eci.qpn_shard = i;
+    eci.seed = ec.seed + i;
+    auto ep = core::Endpoint::create(eci, why);
+    if (!ep) return ep.error();
+    e->ep = std::move(*ep);
+    if (Status s = e->ep->set_ev_profile(0, evp, why); !s) return s.error();
+    if (Status s = e->ep->set_cc_profile(0, ccp, why); !s) return s.error();
+    e->slots.resize(kTxBatch);
+    d->engines_.push_back(std::move(e));
+  }
+  for (auto& e : d->engines_)
+    if (Status s = d->open_engine(*e, why); !s) return s.error();
+  // The plane groups steer by the QPN's shard bits: BTH bytes 4..7 end with
+  // the destination QP (the first socket's program serves the group).
+  if (cfg.engines > 1)
+    for (uint32_t p = 0; p < d->num_planes(); ++p)
+      if (Status s = d->engines_[0]->rx[p].steer_reuseport_group(4, cfg.engines - 1); !s) {
+        if (why) *why = "plane " + std::to_string(p) + ": " + platform::last_error_message();
+        return s.error();
+      }
+  for (auto& e : d->engines_) e->thread = std::thread([dev = d.get(), eng = e.get()] { dev->engine_main(*eng); });
   return d;
 }
 
-Status Device::open_sockets(std::string* why) {
+Status Device::open_engine(Engine& e, std::string* why) {
   auto ep = platform::Epoll::create();
   auto wk = platform::EventFd::create();
   if (!ep || !wk) {
     if (why) *why = "epoll/eventfd: " + platform::last_error_message();
     return Errc::no_memory;
   }
-  epoll_ = std::move(*ep);
-  wake_ = std::move(*wk);
-  if (Status s = epoll_.add(wake_.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
+  e.epoll = std::move(*ep);
+  e.wake = std::move(*wk);
+  if (Status s = e.epoll.add(e.wake.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
   const int buf = static_cast<int>(cfg_.socket_buffer_bytes);
+  const bool shared = cfg_.engines > 1;  // the engines' sockets share each address and port
+  e.tx.resize(planes_.size());
   for (uint32_t p = 0; p < planes_.size(); ++p) {
-    Plane& pl = planes_[p];
+    const Plane& pl = planes_[p];
     platform::UdpSocketOptions o;
     o.rcvbuf_bytes = buf;
     o.sndbuf_bytes = buf;
     o.gro = cfg_.burst > 1;
+    o.reuse_port = shared;
     platform::SockAddr at = pl.addr;
     at.set_port(cfg_.udp_port);
     auto rx = platform::UdpSocket::open(at, o);
@@ -177,11 +200,12 @@ Status Device::open_sockets(std::string* why) {
       if (why) *why = "plane " + std::to_string(p) + " (" + at.to_string() + "): " + platform::last_error_message();
       return rx.error();
     }
-    pl.rx = std::move(*rx);
-    if (Status s = epoll_.add(pl.rx.fd(), platform::events::kReadable, p); !s) return s;
+    e.rx.push_back(std::move(*rx));
+    if (Status s = e.epoll.add(e.rx.back().fd(), platform::events::kReadable, p); !s) return s;
     platform::UdpSocketOptions so;
     so.sndbuf_bytes = buf;
     so.rcvbuf_bytes = 4096;  // these sockets only send
+    so.reuse_port = shared;
     for (uint32_t i = 0; i < cfg_.evs_per_plane; ++i) {
       platform::SockAddr from = pl.addr;
       from.set_port(static_cast<uint16_t>(cfg_.ev_port_base + p * cfg_.evs_per_plane + i));
@@ -192,7 +216,7 @@ Status Device::open_sockets(std::string* why) {
                  platform::last_error_message() + " (choose another ev_port_base)";
         return tx.error();
       }
-      pl.tx.push_back(std::move(*tx));
+      e.tx[p].push_back(std::move(*tx));
     }
   }
   return {};
@@ -200,8 +224,11 @@ Status Device::open_sockets(std::string* why) {
 
 Device::~Device() {
   stop_.store(true);
-  if (wake_.fd() >= 0) (void)wake_.signal();
-  if (engine_.joinable()) engine_.join();
+  for (auto& e : engines_) {
+    if (e->wake.fd() >= 0) (void)e->wake.signal();
+    if (e->thread.joinable()) e->thread.join();
+  }
+  for (CompletionQueue* cq : cqs_) delete cq;
 }
 
 // ----------------------------------------------------------------- peers
@@ -221,252 +248,359 @@ uint64_t Device::add_peer_locked(const platform::SockAddr& gid, std::vector<plat
   return id;
 }
 
+// True if a QP on any engine is connected (RTR/RTS) to `peer`.
+bool Device::peer_connected_locked(uint64_t peer) {
+  for (auto& e : engines_) {
+    std::lock_guard<std::mutex> g(e->mu);
+    for (uint32_t qpn : e->ep->qp_numbers()) {
+      auto q = e->ep->query_qp(qpn);
+      if (q && q->peer == peer && (q->state == core::QpState::rtr || q->state == core::QpState::rts)) return true;
+    }
+  }
+  return false;
+}
+
 Status Device::set_peer(const platform::SockAddr& gid, std::span<const platform::SockAddr> planes) {
   if (planes.size() != planes_.size()) return Errc::invalid_argument;
   for (const auto& a : planes)
     if (a.family() != planes_[0].addr.family()) return Errc::invalid_argument;
   if (gid.family() != planes_[0].addr.family()) return Errc::invalid_argument;
-  std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::shared_mutex> g(peers_mu_);
   auto it = peer_by_addr_.find(without_port(gid));
-  if (it != peer_by_addr_.end()) {
-    // Redeclaring a peer: refused while a QP talks to it (its packets would
-    // change destination mid-connection).
-    for (uint32_t qpn : ep_->qp_numbers()) {
-      auto q = ep_->query_qp(qpn);
-      if (q && q->peer == it->second && (q->state == core::QpState::rtr || q->state == core::QpState::rts))
-        return Errc::busy;
-    }
-    Peer& p = peers_[it->second - 1];
-    for (const auto& a : p.planes) peer_by_addr_.erase(without_port(a));
-    p.planes.assign(planes.begin(), planes.end());
-    p.ips.clear();
-    for (auto& a : p.planes) {
-      a.set_port(cfg_.udp_port);
-      p.ips.push_back(ip_of(a));
-      peer_by_addr_[without_port(a)] = it->second;
-    }
+  if (it == peer_by_addr_.end()) {
+    add_peer_locked(gid, std::vector<platform::SockAddr>(planes.begin(), planes.end()));
     return {};
   }
-  add_peer_locked(gid, std::vector<platform::SockAddr>(planes.begin(), planes.end()));
+  // Redeclaring a peer: the same addresses are a no-op; new ones are
+  // refused while a QP talks to it (its packets would change destination
+  // mid-connection).
+  const uint64_t id = it->second;
+  Peer& p = peers_[id - 1];
+  bool same = true;
+  for (size_t i = 0; i < planes.size(); ++i) same = same && without_port(p.planes[i]) == without_port(planes[i]);
+  if (same) return {};
+  if (peer_connected_locked(id)) return Errc::busy;
+  for (const auto& a : p.planes) peer_by_addr_.erase(without_port(a));
+  p.planes.assign(planes.begin(), planes.end());
+  p.ips.clear();
+  for (auto& a : p.planes) {
+    a.set_port(cfg_.udp_port);
+    p.ips.push_back(ip_of(a));
+    peer_by_addr_[without_port(a)] = id;
+  }
+  peer_by_addr_[p.gid] = id;
   return {};
 }
 
 Result<uint64_t> Device::peer_id(const platform::SockAddr& gid) {
   if (gid.family() != planes_[0].addr.family()) return Errc::invalid_argument;
-  std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::shared_mutex> g(peers_mu_);
   auto it = peer_by_addr_.find(without_port(gid));
   if (it != peer_by_addr_.end()) return it->second;
   return add_peer_locked(gid, std::vector<platform::SockAddr>(planes_.size(), without_port(gid)));
 }
 
 std::optional<platform::SockAddr> Device::peer_gid(uint64_t peer) const {
-  std::lock_guard<std::mutex> g(const_cast<std::mutex&>(mu_));
+  std::shared_lock<std::shared_mutex> g(const_cast<std::shared_mutex&>(peers_mu_));
   if (peer == 0 || peer > peers_.size()) return std::nullopt;
   return peers_[peer - 1].gid;
 }
 
 // ----------------------------------------------------------------- control calls
+// PDs, regions and CQs exist in every engine's endpoint with the same ids
+// and keys: objects_mu_ keeps their creation order the same everywhere, and
+// changes lock every engine, check, then apply, so they happen everywhere
+// or nowhere.
 
 Result<uint32_t> Device::alloc_pd() {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->alloc_pd();
+  std::lock_guard<std::mutex> o(objects_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto id = engines_[0]->ep->alloc_pd();
+  if (!id) return id.error();  // the same limit everywhere
+  for (size_t i = 1; i < engines_.size(); ++i) {
+    auto r = engines_[i]->ep->alloc_pd();
+    assert(r && *r == *id && "engines allocate PDs in lockstep");
+    (void)r;
+  }
+  return id;
 }
 
 Status Device::dealloc_pd(uint32_t pd) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->dealloc_pd(pd);
+  std::lock_guard<std::mutex> o(objects_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& e : engines_) locks.emplace_back(e->mu);
+  for (auto& e : engines_)
+    if (e->ep->pd_in_use(pd)) return Errc::busy;
+  for (auto& e : engines_)
+    if (Status s = e->ep->dealloc_pd(pd); !s) return s;
+  return {};
 }
 
 Result<core::MemoryRegion> Device::reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->reg_mr(reinterpret_cast<uint64_t>(addr), length, access, true, pd);
+  std::lock_guard<std::mutex> o(objects_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto first = engines_[0]->ep->reg_mr(reinterpret_cast<uint64_t>(addr), length, access, true, pd);
+  if (!first) return first;
+  // The other engines take the same keys, so any QP checks any region.
+  for (size_t i = 1; i < engines_.size(); ++i) {
+    if (auto r = engines_[i]->ep->reg_mr_as(*first); !r) {
+      for (size_t j = 0; j < i; ++j) (void)engines_[j]->ep->dereg_mr(first->lkey);
+      return r.error();
+    }
+  }
+  return first;
 }
 
 Status Device::dereg_mr(uint32_t lkey) {
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (Status s = ep_->dereg_mr(lkey); !s) return s;
+    std::lock_guard<std::mutex> o(objects_mu_);
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (auto& e : engines_) locks.emplace_back(e->mu);
+    // A WR of any engine may hold it: refused unless none does.
+    for (auto& e : engines_)
+      if (e->ep->mr_refs(lkey) > 0) return Errc::busy;
+    for (auto& e : engines_)
+      if (Status s = e->ep->dereg_mr(lkey); !s) return s;
   }
   // A send in progress may still read the region's last retransmission:
   // wait for it (file comment).
-  std::lock_guard<std::mutex> g(send_mu_);
+  for (auto& e : engines_) std::lock_guard<std::mutex> g(e->send_mu);
   return {};
 }
 
 Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
-  std::lock_guard<std::mutex> g(mu_);
-  auto id = ep_->create_cq(capacity);
+  std::lock_guard<std::mutex> o(objects_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto id = engines_[0]->ep->create_cq(capacity);
   if (!id) return id.error();
-  auto* cq = new CompletionQueue(*id, capacity);
+  for (size_t i = 1; i < engines_.size(); ++i) {
+    auto r = engines_[i]->ep->create_cq(capacity);
+    assert(r && *r == *id && "engines create CQs in lockstep");
+    (void)r;
+  }
+  auto* cq = new CompletionQueue(*id, capacity, next_cq_serial_++);
   cqs_.push_back(cq);
+  for (auto& e : engines_) e->cqs.emplace_back(*id, cq->serial_);
   return cq;
 }
 
 Status Device::destroy_cq(CompletionQueue* cq) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> o(objects_mu_);
   auto it = std::find(cqs_.begin(), cqs_.end(), cq);
   if (it == cqs_.end()) return Errc::not_found;
-  if (Status s = ep_->destroy_cq(cq->core_id()); !s) return s;
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& e : engines_) locks.emplace_back(e->mu);
+  for (auto& e : engines_)
+    if (auto info = e->ep->cq_info(cq->core_id()); info && info->qps > 0) return Errc::busy;
+  for (auto& e : engines_) {
+    if (Status s = e->ep->destroy_cq(cq->core_id()); !s) return s;
+    std::erase(e->cqs, std::pair<uint32_t, uint64_t>{cq->core_id(), cq->serial_});
+  }
   cqs_.erase(it);
-  // Completions staged for it by the engine are dropped at publication
-  // (publish() checks cqs_ under the lock).
+  // Completions an engine staged for it are dropped at publication (the
+  // serial no longer matches a live CQ).
   delete cq;
   return {};
 }
 
 Result<uint32_t> Device::create_qp(const core::QpInit& init) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->create_qp(init);
+  Engine& e = *engines_[next_engine_.fetch_add(1) % engines_.size()];
+  std::lock_guard<std::mutex> g(e.mu);
+  return e.ep->create_qp(init);
 }
 
 Status Device::destroy_qp(uint32_t qpn) {
+  Engine& e = engine_of(qpn);
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (Status s = ep_->destroy_qp(qpn); !s) return s;
+    std::lock_guard<std::mutex> g(e.mu);
+    if (Status s = e.ep->destroy_qp(qpn); !s) return s;
   }
-  kick();  // the flushed completions
-  std::lock_guard<std::mutex> g(send_mu_);
+  kick(e);  // the flushed completions
+  std::lock_guard<std::mutex> g(e.send_mu);
   return {};
 }
 
 Status Device::modify_qp(uint32_t qpn, const core::QpAttr& attr, uint32_t mask) {
+  Engine& e = engine_of(qpn);
   Status s;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    s = ep_->modify_qp(clock_.now(), qpn, attr, mask);
+    std::lock_guard<std::mutex> g(e.mu);
+    s = e.ep->modify_qp(clock_.now(), qpn, attr, mask);
   }
-  kick();
+  kick(e);
   return s;
 }
 
 std::optional<core::QpInfo> Device::query_qp(uint32_t qpn) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->query_qp(qpn);
+  Engine& e = engine_of(qpn);
+  std::lock_guard<std::mutex> g(e.mu);
+  return e.ep->query_qp(qpn);
 }
 
 size_t Device::query_evs(uint32_t qpn, std::span<core::EvInfo> out) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->query_evs(qpn, out);
+  Engine& e = engine_of(qpn);
+  std::lock_guard<std::mutex> g(e.mu);
+  return e.ep->query_evs(qpn, out);
 }
 
 uint32_t Device::random_psn() {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->random_psn();
+  std::lock_guard<std::mutex> g(engines_[0]->mu);
+  return engines_[0]->ep->random_psn();
 }
 
 Status Device::post_send(uint32_t qpn, const core::SendWr& wr) {
+  Engine& e = engine_of(qpn);
   Status s;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    s = ep_->post_send(clock_.now(), qpn, wr);
+    std::lock_guard<std::mutex> g(e.mu);
+    s = e.ep->post_send(clock_.now(), qpn, wr);
   }
-  kick();
+  kick(e);
   return s;
 }
 
 Status Device::post_recv(uint32_t qpn, const core::RecvWr& wr) {
-  std::lock_guard<std::mutex> g(mu_);
-  return ep_->post_recv(qpn, wr);
+  Engine& e = engine_of(qpn);
+  std::lock_guard<std::mutex> g(e.mu);
+  return e.ep->post_recv(qpn, wr);
 }
 
-void Device::set_event_sink(std::function<void(const core::Event&)> sink) {
-  std::lock_guard<std::mutex> g(mu_);
-  sink_ = std::move(sink);
-}
+void Device::set_event_sink(std::function<void(const core::Event&)> sink) { sink_ = std::move(sink); }
 
 DeviceStats Device::stats() {
-  std::lock_guard<std::mutex> g(mu_);
-  DeviceStats s = st_;
-  s.core = ep_->stats();
-  for (uint32_t qpn : ep_->qp_numbers())
-    if (auto q = ep_->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
+  DeviceStats s;
+  for (auto& e : engines_) {
+    std::lock_guard<std::mutex> g(e->mu);
+    const DeviceStats& t = e->st;
+    s.tx_packets += t.tx_packets;
+    s.tx_bytes += t.tx_bytes;
+    s.tx_datagrams += t.tx_datagrams;
+    s.tx_eagain += t.tx_eagain;
+    s.rx_packets += t.rx_packets;
+    s.rx_bytes += t.rx_bytes;
+    s.rx_icrc_errors += t.rx_icrc_errors;
+    s.rx_unknown_source += t.rx_unknown_source;
+    s.rx_short += t.rx_short;
+    s.engine_iterations += t.engine_iterations;
+    s.engine_sleeps += t.engine_sleeps;
+    const core::EndpointStats& c = e->ep->stats();
+    s.core.rx_packets += c.rx_packets;
+    s.core.rx_malformed += c.rx_malformed;
+    s.core.rx_unknown_qp += c.rx_unknown_qp;
+    s.core.rx_wrong_peer += c.rx_wrong_peer;
+    s.core.rx_bad_state += c.rx_bad_state;
+    s.core.rx_psn_out_of_window += c.rx_psn_out_of_window;
+    s.core.rx_access_errors += c.rx_access_errors;
+    s.core.rx_bad_ack += c.rx_bad_ack;
+    s.core.rx_stale_ack += c.rx_stale_ack;
+    s.core.rx_ep_refused += c.rx_ep_refused;
+    s.core.tx_packets += c.tx_packets;
+    s.core.ep_requests += c.ep_requests;
+    s.core.ep_responses += c.ep_responses;
+    s.core.ep_replies_shed += c.ep_replies_shed;
+    s.core.ctrl_shed += c.ctrl_shed;
+    for (uint32_t qpn : e->ep->qp_numbers())
+      if (auto q = e->ep->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
+  }
   return s;
 }
 
-void Device::kick() {
-  if (sleeping_.load(std::memory_order_acquire)) (void)wake_.signal();
+void Device::kick(Engine& e) {
+  if (e.sleeping.load(std::memory_order_acquire)) (void)e.wake.signal();
 }
 
 // ----------------------------------------------------------------- engine
 
-void Device::engine_main() {
+void Device::engine_main(Engine& e) {
   std::vector<StagedCompletion> staged;
   std::vector<core::Event> events;
   platform::EpollEvent evs[40];
   while (!stop_.load(std::memory_order_acquire)) {
-    const bool got = receive_all();
-    size_t n = 0;
+    const bool got = receive_all(e);
     {
-      std::lock_guard<std::mutex> g(mu_);
+      std::lock_guard<std::mutex> g(e.mu);
       const Time now = clock_.now();
-      if (ep_->next_timeout() <= now) ep_->handle_timeout(now);
-      collect_events();
-      staged.swap(staged_);
-      events.swap(events_out_);
-      ++st_.engine_iterations;
-      // Publishing before polling packets is what makes completions safe
-      // (file comment): no packet polled below belongs to a completed WR.
-      publish(staged);
-      n = poll_transmits(now);
+      if (e.ep->next_timeout() <= now) e.ep->handle_timeout(now);
+      collect_events(e);
+      staged.swap(e.staged);
+      events.swap(e.events_out);
+      ++e.st.engine_iterations;
     }
+    // Publishing before polling packets is what makes completions safe
+    // (file comment): no packet polled below belongs to a completed WR.
+    publish(staged, events);
     staged.clear();
     if (sink_)
-      for (const core::Event& e : events) sink_(e);
+      for (const core::Event& ev : events) sink_(ev);
     events.clear();
+    size_t n = 0;
+    {
+      // Lock order everywhere: peers_mu_, then an engine's mutex.
+      std::shared_lock<std::shared_mutex> peers(peers_mu_);
+      std::lock_guard<std::mutex> g(e.mu);
+      n = poll_transmits(e, clock_.now());
+    }
     if (n > 0) {
-      std::lock_guard<std::mutex> g(send_mu_);
-      send_slots(n);
+      std::lock_guard<std::mutex> g(e.send_mu);
+      send_slots(e, n);
     }
     if (got || n > 0 || cfg_.busy_poll) continue;
     // Idle: sleep until a packet, a kick or the next timer. The flag is set
     // before the last look so a post in between is not missed.
-    sleeping_.store(true, std::memory_order_release);
+    e.sleeping.store(true, std::memory_order_release);
     bool pending;
     Time deadline;
     {
-      std::lock_guard<std::mutex> g(mu_);
-      pending = ep_->has_pending_transmit() || ep_->next_timeout() <= clock_.now();
-      deadline = ep_->next_timeout();
+      std::lock_guard<std::mutex> g(e.mu);
+      pending = e.ep->has_pending_transmit() || e.ep->next_timeout() <= clock_.now();
+      deadline = e.ep->next_timeout();
     }
     if (!pending) {
       Duration wait = kMaxSleep;
       if (!deadline.is_never()) wait = std::min(wait, std::max(Duration{}, deadline - clock_.now()));
-      ++st_.engine_sleeps;
-      auto r = epoll_.wait(evs, wait);
+      ++e.st.engine_sleeps;
+      auto r = e.epoll.wait(evs, wait);
       if (r)
         for (size_t i = 0; i < *r; ++i)
-          if (evs[i].user_data == ~uint64_t{0}) (void)wake_.drain();
+          if (evs[i].user_data == ~uint64_t{0}) (void)e.wake.drain();
     }
-    sleeping_.store(false, std::memory_order_release);
+    e.sleeping.store(false, std::memory_order_release);
   }
 }
 
-// Drains every plane's receive queue into the core. Returns true if any
+// Drains the engine's receive queues into its core. Returns true if any
 // datagram arrived.
-bool Device::receive_all() {
+bool Device::receive_all(Engine& e) {
   bool any = false;
   for (uint32_t p = 0; p < planes_.size(); ++p) {
     for (int rounds = 0; rounds < 4; ++rounds) {
-      auto r = planes_[p].rx.recv_batch(rx_batch_);
+      auto r = e.rx[p].recv_batch(e.rx_batch);
       if (!r || *r == 0) break;
       any = true;
-      std::lock_guard<std::mutex> g(mu_);
+      std::shared_lock<std::shared_mutex> peers(peers_mu_);
+      std::lock_guard<std::mutex> g(e.mu);
       const Time now = clock_.now();
-      for (platform::RxDatagram& d : rx_batch_.received()) handle_datagram(p, d, now);
-      if (*r < rx_batch_.capacity()) break;
+      for (platform::RxDatagram& d : e.rx_batch.received()) handle_datagram(e, p, d, now);
+      if (*r < e.rx_batch.capacity()) break;
     }
   }
   return any;
 }
 
-void Device::handle_datagram(uint32_t plane, const platform::RxDatagram& d, Time now) {
+// Checks one datagram (source, ICRC of each GRO segment) and hands its
+// packets to the core. Called holding peers_mu_ (shared) and the engine's
+// mutex.
+void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now) {
   platform::SockAddr src = d.source;
   const uint16_t sport = src.port();
   src.set_port(0);
   auto it = peer_by_addr_.find(src);
   const size_t nseg = d.segment_count();
   if (it == peer_by_addr_.end()) {
-    st_.rx_unknown_source += nseg;
+    e.st.rx_unknown_source += nseg;
     return;
   }
   const Peer& peer = peers_[it->second - 1];
@@ -480,31 +614,32 @@ void Device::handle_datagram(uint32_t plane, const platform::RxDatagram& d, Time
   f.dst = planes_[plane].ip;
   f.ev = sport;
   for (std::span<std::byte> seg : d.segments()) {
-    ++st_.rx_packets;
-    st_.rx_bytes += seg.size();
+    ++e.st.rx_packets;
+    e.st.rx_bytes += seg.size();
     if (seg.size() < wire::Bth::kSize + wire::kIcrcBytes) {
-      ++st_.rx_short;
+      ++e.st.rx_short;
       continue;
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(seg.data());
     const size_t body = seg.size() - wire::kIcrcBytes;
     auto crc = wire::datagram_icrc(fmt_, f, std::span<const uint8_t>(bytes, body), {});
     if (!crc || *crc != wire::get_icrc(bytes + body)) {
-      ++st_.rx_icrc_errors;
+      ++e.st.rx_icrc_errors;
       continue;
     }
-    ep_->handle_datagram(now, meta, std::span<const uint8_t>(bytes, body));
+    e.ep->handle_datagram(now, meta, std::span<const uint8_t>(bytes, body));
   }
 }
 
-// Polls up to kTxBatch packets from the core into slots; ports are always
-// offered (the kernel queues what the socket buffer holds).
-size_t Device::poll_transmits(Time now) {
+// Polls up to a batch of packets from the engine's core into slots; ports
+// are always offered (the kernel queues what the socket buffer holds).
+// Called holding peers_mu_ (shared) and the engine's mutex.
+size_t Device::poll_transmits(Engine& e, Time now) {
   const uint32_t all = num_planes() >= 32 ? ~0u : (1u << num_planes()) - 1;
   size_t n = 0;
-  while (n < slots_.size()) {
-    TxSlot& s = slots_[n];
-    auto tx = ep_->poll_transmit(now, all, s.hdr);
+  while (n < e.slots.size()) {
+    TxSlot& s = e.slots[n];
+    auto tx = e.ep->poll_transmit(now, all, s.hdr);
     if (!tx) break;
     s.tx = *tx;
     s.payload = s.tx.payload;
@@ -530,28 +665,29 @@ size_t Device::poll_transmits(Time now) {
 
 // Sends the polled packets. Consecutive packets on one socket to one
 // destination with equal sizes form one GSO burst (burst mode); otherwise
-// each is a datagram. The ICRC is computed here, outside the device lock.
-void Device::send_slots(size_t n) {
+// each is a datagram. The ICRC is computed here, outside the engine lock.
+void Device::send_slots(Engine& e, size_t n) {
   platform::IoSlice iov[platform::UdpSocket::kMaxIovPerDatagram];
+  uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0;
   size_t i = 0;
   while (i < n) {
-    TxSlot& first = slots_[i];
+    TxSlot& first = e.slots[i];
     const core::Transmit& t0 = first.tx;
     const uint32_t plane = t0.port;
     const uint32_t ev_index = t0.entropy - cfg_.ev_port_base - plane * cfg_.evs_per_plane;
-    platform::UdpSocket& sock = planes_[plane].tx[ev_index < cfg_.evs_per_plane ? ev_index : 0];
+    platform::UdpSocket& sock = e.tx[plane][ev_index < cfg_.evs_per_plane ? ev_index : 0];
     const size_t seg_bytes = size_t{t0.header_len} + t0.payload_len + wire::kIcrcBytes;
     size_t j = i;
     size_t iovs = 0;
     size_t total = 0;
     while (j < n) {
-      TxSlot& s = slots_[j];
+      TxSlot& s = e.slots[j];
       const core::Transmit& t = s.tx;
       const size_t bytes = size_t{t.header_len} + t.payload_len + wire::kIcrcBytes;
       if (j > i) {
         // Same socket and destination, and the GSO rule: every segment the
         // size of the first, the last one possibly shorter.
-        const TxSlot& prev = slots_[j - 1];
+        const TxSlot& prev = e.slots[j - 1];
         const size_t prev_bytes = size_t{prev.tx.header_len} + prev.tx.payload_len + wire::kIcrcBytes;
         if (cfg_.burst == 1 || t.port != t0.port || t.entropy != t0.entropy || t.peer != t0.peer ||
             bytes > seg_bytes || prev_bytes != seg_bytes || iovs + 3 > std::size(iov) ||
@@ -576,51 +712,71 @@ void Device::send_slots(size_t n) {
     dg.iov = std::span<const platform::IoSlice>(iov, iovs);
     dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(seg_bytes) : 0;
     auto r = sock.send_batch({&dg, 1});
-    const size_t pkts = j - i;
     if (r && *r == 1) {
-      st_.tx_packets += pkts;
-      st_.tx_bytes += total;
-      ++st_.tx_datagrams;
+      sent_pkts += j - i;
+      sent_bytes += total;
+      ++datagrams;
     } else {
       // A full socket buffer (or a transient error): the packets are lost
       // as if the network dropped them; the protocol recovers them.
-      st_.tx_eagain += pkts;
+      refused += j - i;
     }
     i = j;
   }
+  std::lock_guard<std::mutex> g(e.mu);  // the counters are read under it
+  e.st.tx_packets += sent_pkts;
+  e.st.tx_bytes += sent_bytes;
+  e.st.tx_datagrams += datagrams;
+  e.st.tx_eagain += refused;
 }
 
-// Moves the core's completions and events out (under mu_).
-void Device::collect_events() {
+// Moves the core's completions and events out (under the engine lock).
+void Device::collect_events(Engine& e) {
   core::WorkCompletion wcs[64];
-  for (CompletionQueue* cq : cqs_) {
-    while (size_t k = ep_->poll_cq(cq->core_id(), wcs))
-      for (size_t i = 0; i < k; ++i) staged_.push_back(StagedCompletion{wcs[i], cq});
+  for (const auto& [id, serial] : e.cqs) {
+    while (size_t k = e.ep->poll_cq(id, wcs))
+      for (size_t i = 0; i < k; ++i) e.staged.push_back(StagedCompletion{wcs[i], serial});
   }
-  while (auto e = ep_->poll_event()) {
-    if (auto* ce = std::get_if<core::CqErrorEvent>(&*e)) {
-      for (CompletionQueue* cq : cqs_)
-        if (cq->core_id() == ce->cq) cq->overflows_.fetch_add(1, std::memory_order_relaxed);
-    }
-    events_out_.push_back(*e);
-  }
+  while (auto ev = e.ep->poll_event()) e.events_out.push_back(*ev);
 }
 
-// Pushes staged completions into their rings (under mu_, so a CQ cannot be
-// destroyed meanwhile) and fires the notify hook of armed CQs.
-void Device::publish(std::vector<StagedCompletion>& staged) {
-  CompletionQueue* last = nullptr;
-  for (const StagedCompletion& s : staged) {
-    if (std::find(cqs_.begin(), cqs_.end(), s.cq) == cqs_.end()) continue;
-    if (!s.cq->ring_.push(s.wc)) {
+// Pushes staged completions into their rings and fires the notify hook of
+// armed CQs; counts the core's CQ overflows. Under objects_mu_ (not the
+// engine's lock), so a CQ cannot be destroyed meanwhile.
+void Device::publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events) {
+  if (staged.empty() && events.empty()) return;
+  std::lock_guard<std::mutex> o(objects_mu_);
+  auto find = [this](auto pred) -> CompletionQueue* {
+    for (CompletionQueue* cq : cqs_)
+      if (pred(*cq)) return cq;
+    return nullptr;
+  };
+  for (const core::Event& ev : events)
+    if (auto* ce = std::get_if<core::CqErrorEvent>(&ev))
+      if (CompletionQueue* cq = find([&](const CompletionQueue& c) { return c.core_id_ == ce->cq; }))
+        cq->overflows_.fetch_add(1, std::memory_order_relaxed);
+  CompletionQueue* cq = nullptr;
+  CompletionQueue* notified = nullptr;
+  for (const StagedCompletion& sc : staged) {
+    if (!cq || cq->serial_ != sc.cq_serial)
+      cq = find([&](const CompletionQueue& c) { return c.serial_ == sc.cq_serial; });
+    if (!cq) continue;  // destroyed meanwhile
+    bool pushed;
+    {
+      std::lock_guard<std::mutex> p(cq->producer_mu_);
+      pushed = cq->ring_.push(sc.wc);
+    }
+    if (!pushed) {
       // The application let the CQ fill: IBV_EVENT_CQ_ERR once, as the
       // core does for its own queue.
-      if (s.cq->overflows_.fetch_add(1, std::memory_order_relaxed) == 0)
-        events_out_.push_back(core::CqErrorEvent{s.cq->core_id()});
+      if (cq->overflows_.fetch_add(1, std::memory_order_relaxed) == 0)
+        events.push_back(core::CqErrorEvent{cq->core_id_});
       continue;
     }
-    if (s.cq != last && s.cq->armed_.exchange(false, std::memory_order_acq_rel) && s.cq->notify_) s.cq->notify_();
-    last = s.cq;
+    if (cq != notified && cq->armed_.exchange(false, std::memory_order_acq_rel) && cq->notify_) {
+      cq->notify_();
+      notified = cq;
+    }
   }
 }
 

@@ -13,11 +13,20 @@
 //    (ProtocolConfig::ev_burst) and sends them as one UDP GSO super-packet,
 //    received with GRO.
 //
-// Threading: every public call may come from any thread. The engine and the
-// calls share one mutex around the core (the core is single-threaded by
-// contract); the engine does its system calls outside it. Completions reach
-// applications through lock-free SPSC rings (CompletionQueue), so polling a
-// CQ never waits for the engine.
+// Engines: a device runs `engines` progress engines (threads), each with its
+// own core::Endpoint. QPs are sharded over them: an engine's endpoint issues
+// QPNs whose low bits are its number (EndpointConfig::qpn_shard), and each
+// engine has its own receive socket per plane in one SO_REUSEPORT group
+// whose BPF program steers a datagram to the engine named by the low bits
+// of its BTH destination QP. Device-wide state is shared: peers (under a
+// reader-writer lock), and PDs, regions and CQs, which are created in every
+// endpoint with the same ids and keys.
+//
+// Threading: every public call may come from any thread. An engine and the
+// calls share that engine's mutex around its core (the core is
+// single-threaded by contract); the engine does its system calls outside
+// it. Completions reach applications through lock-free rings
+// (CompletionQueue), so polling a CQ never waits for an engine.
 //
 // Ordering that keeps application memory safe: in each engine iteration
 // received packets and timers run first, then completions are published,
@@ -33,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -68,7 +78,7 @@ struct DeviceConfig {
   uint32_t evs_per_plane = 16;
   /// Packets per GSO burst (1 = per-packet spraying), at most 64.
   uint32_t burst = 1;
-  /// Progress engines. One today; more is refused at open (see README, partial).
+  /// Progress engines (threads), QPs spread over them: 1, 2, 4, 8 or 16.
   uint32_t engines = 1;
   /// The engine never sleeps (else it waits in epoll when idle).
   bool busy_poll = false;
@@ -122,11 +132,14 @@ class CompletionQueue {
 
  private:
   friend class Device;
-  CompletionQueue(uint32_t core_id, uint32_t capacity) : core_id_(core_id), capacity_(capacity), ring_(capacity) {}
+  CompletionQueue(uint32_t core_id, uint32_t capacity, uint64_t serial)
+      : core_id_(core_id), capacity_(capacity), serial_(serial), ring_(capacity) {}
   const uint32_t core_id_;
   const uint32_t capacity_;
+  const uint64_t serial_;   ///< unique per device: core ids are reused, serials never
   SpscRing<core::WorkCompletion> ring_;
   std::mutex consumer_mu_;
+  std::mutex producer_mu_;  ///< engines take turns producing (one producer at a time)
   std::atomic<bool> armed_{false};
   std::atomic<uint64_t> overflows_{0};
   std::function<void()> notify_;
@@ -152,7 +165,8 @@ class Device {
 
   // ---- peers. A peer is named by its plane-0 address (its GID).
   /// Declares a peer's per-plane addresses (ports ignored): one per plane,
-  /// same family as ours. Errc::invalid_argument otherwise; Errc::busy if a
+  /// same family as ours. Errc::invalid_argument otherwise. Declaring the
+  /// same addresses again is a no-op; different ones are Errc::busy while a
   /// QP is connected to that peer.
   Status set_peer(const platform::SockAddr& gid, std::span<const platform::SockAddr> planes);
   /// The core's id for the peer named `gid` (declared, or implicitly one
@@ -197,8 +211,6 @@ class Device {
  private:
   struct Plane {
     platform::SockAddr addr;                  ///< port 0
-    platform::UdpSocket rx;                   ///< bound to udp_port
-    std::vector<platform::UdpSocket> tx;      ///< tx[i] bound to ev_port_base + i
     wire::IpAddress ip{};
   };
   struct Peer {
@@ -218,45 +230,61 @@ class Device {
   };
   struct StagedCompletion {
     core::WorkCompletion wc;
-    CompletionQueue* cq;
+    uint64_t cq_serial;
+  };
+  /// One progress engine: an endpoint, its sockets and its thread.
+  struct Engine {
+    uint32_t index = 0;
+    std::mutex mu;                            ///< guards ep and the engine's staging
+    std::unique_ptr<core::Endpoint> ep;
+    std::vector<platform::UdpSocket> rx;      ///< per plane, in the plane's reuseport group
+    std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
+    std::vector<TxSlot> slots;
+    platform::RxBatch rx_batch{64, 65536};
+    platform::Epoll epoll;
+    platform::EventFd wake;
+    std::atomic<bool> sleeping{false};
+    std::mutex send_mu;                       ///< held while the engine sends (see file comment)
+    std::vector<std::pair<uint32_t, uint64_t>> cqs;   ///< (core CQ id, serial) of every live CQ
+    std::vector<StagedCompletion> staged;
+    std::vector<core::Event> events_out;
+    DeviceStats st;
+    std::thread thread;
   };
 
   explicit Device(const DeviceConfig& cfg);
-  Status open_sockets(std::string* why);
-  void engine_main();
-  bool receive_all();
-  void handle_datagram(uint32_t plane, const platform::RxDatagram& d, Time now);
-  size_t poll_transmits(Time now);
-  void send_slots(size_t n);
-  void collect_events();
-  void publish(std::vector<StagedCompletion>& staged);
-  void kick();
+  Status open_engine(Engine& e, std::string* why);
+  Engine& engine_of(uint32_t qpn) { return *engines_[qpn & (engines_.size() - 1)]; }
+  void engine_main(Engine& e);
+  bool receive_all(Engine& e);
+  void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
+  size_t poll_transmits(Engine& e, Time now);
+  void send_slots(Engine& e, size_t n);
+  void collect_events(Engine& e);
+  void publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
+  void kick(Engine& e);
   uint64_t add_peer_locked(const platform::SockAddr& gid, std::vector<platform::SockAddr> planes);
+  bool peer_connected_locked(uint64_t peer);
 
   DeviceConfig cfg_;
   core::EndpointConfig ep_cfg_;
   wire::FrameFormat fmt_;
   platform::MonotonicClock clock_;
   std::vector<Plane> planes_;
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::atomic<uint32_t> next_engine_{0};
 
-  std::mutex mu_;                              ///< guards ep_, peers_, cqs_
-  std::unique_ptr<core::Endpoint> ep_;
+  std::shared_mutex peers_mu_;                 ///< guards peers_, peer_by_addr_
   std::vector<Peer> peers_;                    ///< peer id = index + 1
   std::unordered_map<platform::SockAddr, uint64_t, platform::SockAddrHash> peer_by_addr_;
+  /// Serializes PD/MR/CQ changes across engines and guards cqs_. Lock
+  /// order: objects_mu_, then engine mutexes in index order; an engine
+  /// never takes objects_mu_ while holding its own mutex.
+  std::mutex objects_mu_;
   std::vector<CompletionQueue*> cqs_;          ///< live CQs
-  std::vector<StagedCompletion> staged_;       ///< engine: collected under mu_, published after
-  std::vector<core::Event> events_out_;
+  uint64_t next_cq_serial_ = 1;
   std::function<void(const core::Event&)> sink_;
-  DeviceStats st_;
-
-  std::mutex send_mu_;                         ///< held while the engine sends (see file comment)
-  std::vector<TxSlot> slots_;
-  platform::RxBatch rx_batch_;
-  platform::Epoll epoll_;
-  platform::EventFd wake_;
-  std::atomic<bool> sleeping_{false};
   std::atomic<bool> stop_{false};
-  std::thread engine_;
 };
 
 }  // namespace mrc::rt

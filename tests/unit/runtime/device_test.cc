@@ -288,6 +288,56 @@ TEST(Device, Ipv6SteVTransfersOverTwoPlanesInAPrivateNamespace) {
   if (!skip.empty()) GTEST_SKIP() << skip;
 }
 
+// Several engines: QPs are spread over them (the QPN's low bits name the
+// engine) and the kernel steers each datagram to the engine of its
+// destination QP. A packet steered wrong would find no QP there
+// (rx_unknown_qp) and its transfer would stall.
+class DeviceEngines : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(DeviceEngines, QpsOnEveryEngineTransferAndPacketsReachTheirEngine) {
+  const uint32_t engines = GetParam();
+  const std::string pre = "127.0." + std::to_string(20 + engines) + ".";
+  DeviceConfig ca = config({pre + "1", pre + "3"}, 4);
+  DeviceConfig cb = config({pre + "2", pre + "4"}, 4);
+  ca.engines = cb.engines = engines;
+  Pair p(ca, cb, 8 << 20);
+  ASSERT_TRUE(p.ok());
+  // More QPs on each side, connected pairwise (the Pair's own is the first).
+  std::vector<std::pair<uint32_t, uint32_t>> qps{{p.a.qpn, p.b.qpn}};
+  for (uint32_t i = 1; i < 2 * engines; ++i) {
+    Side a2 = {}, b2 = {};
+    a2.dev = std::move(p.a.dev);
+    b2.dev = std::move(p.b.dev);
+    core::QpInit ia, ib;
+    ia.send_cq = ia.recv_cq = p.a.cq->core_id();
+    ib.send_cq = ib.recv_cq = p.b.cq->core_id();
+    a2.qpn = *a2.dev->create_qp(ia);
+    b2.qpn = *b2.dev->create_qp(ib);
+    p.connect(a2, b2, 100 + i, 200 + i);
+    p.connect(b2, a2, 200 + i, 100 + i);
+    qps.emplace_back(a2.qpn, b2.qpn);
+    p.a.dev = std::move(a2.dev);
+    p.b.dev = std::move(b2.dev);
+  }
+  std::vector<bool> shard_seen(engines, false);
+  for (auto [qa, qb] : qps) shard_seen[qa & (engines - 1)] = true;
+  for (uint32_t s = 0; s < engines; ++s) EXPECT_TRUE(shard_seen[s]) << "no QP on engine " << s;
+  fill(p.a.mem, 21);
+  const uint32_t slice = (8u << 20) / static_cast<uint32_t>(qps.size());
+  for (size_t i = 0; i < qps.size(); ++i) {
+    core::SendWr wr = write(p.a, p.b, i * slice, slice, i);
+    ASSERT_TRUE(p.a.dev->post_send(qps[i].first, wr).ok());
+  }
+  const auto wcs = wait(p.a.cq, qps.size());
+  ASSERT_EQ(wcs.size(), qps.size());
+  for (const auto& w : wcs) EXPECT_EQ(w.status, core::WcStatus::success);
+  EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), slice * qps.size()));
+  EXPECT_EQ(p.b.dev->stats().core.rx_unknown_qp, 0u) << "every datagram reached its QP's engine";
+  EXPECT_EQ(p.a.dev->stats().core.rx_unknown_qp, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, DeviceEngines, ::testing::Values(2u, 4u));
+
 TEST(DeviceConfig, BadValuesNameTheField) {
   std::string why;
   DeviceConfig c = config({"127.0.1.1"});
@@ -304,6 +354,10 @@ TEST(DeviceConfig, BadValuesNameTheField) {
   c.ev_port_base = 24790;  // the EV ports would include udp_port
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("ev_port_base"), std::string::npos);
+  c = config({"127.0.1.1"});
+  c.engines = 3;
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("engines"), std::string::npos);
   c = config({"127.0.1.1"});
   c.ev_mode = EvWire::stev;
   EXPECT_FALSE(c.validate(&why).ok());
