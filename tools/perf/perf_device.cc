@@ -167,7 +167,14 @@ int Cq::poll(ibv_wc* wc, int n) {
 void Cq::check_peer(Channel* peer, const char* what) {
   // A message now can only be an Error (or the connection closing): the
   // peer gave up, so stop waiting for completions that will never come.
-  Channel::Message m = peer->recv(1.0);
+  Channel::Message m;
+  try {
+    m = peer->recv(1.0);
+  } catch (const PerfError& e) {
+    throw PerfError(fmt::format("the exchange connection failed while this side waited for {}: the peer stopped "
+                                "or failed ({})",
+                                what, e.what()));
+  }
   if (m.type == MsgType::error) throw PerfError("the peer reports: " + decode_error(m.payload));
   throw PerfError(fmt::format("exchange: unexpected {} from the peer while waiting for {}", msg_type_name(m.type),
                               what));
