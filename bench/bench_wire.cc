@@ -140,11 +140,41 @@ void BM_Parse4KiBDataPacket(benchmark::State& state) {
 }
 BENCHMARK(BM_Parse4KiBDataPacket);
 
-// The IBTA ICRC of a 4 KiB-payload WRITE_MIDDLE with TSETH over IPv6 + UDP
-// (48 + 36 header bytes + 4096 payload): what the sender and the receiver
-// each compute per data packet. Bytes processed count the CRC's input
-// (8 masked LRH + 48 + 36 + 4096).
-void BM_Icrc4KiBIpv6(benchmark::State& state) {
+// The CRC-32 alone (wire::crc32_update) over a buffer of range(0) bytes, the
+// state carried from one iteration to the next as a chained update would.
+void BM_Crc32Update(benchmark::State& state) {
+  std::vector<uint8_t> buf(static_cast<size_t>(state.range(0)));
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
+  uint32_t crc = 0xFFFFFFFFu;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    crc = crc32_update(crc, buf);
+    benchmark::DoNotOptimize(crc);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_Crc32Update)->Arg(64)->Arg(1024)->Arg(4096)->Arg(65536);
+
+// The same on the portable slice-by-8 tables (the fallback without ISA-L),
+// for comparison in one run.
+void BM_Crc32UpdatePortable(benchmark::State& state) {
+  std::vector<uint8_t> buf(static_cast<size_t>(state.range(0)));
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
+  uint32_t crc = 0xFFFFFFFFu;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    crc = crc32_update_portable(crc, buf);
+    benchmark::DoNotOptimize(crc);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_Crc32UpdatePortable)->Arg(64)->Arg(1024)->Arg(4096)->Arg(65536);
+
+// The IBTA ICRC of a WRITE_MIDDLE with TSETH over IPv6 + UDP (48 + 36 header
+// bytes) and a range(0)-byte payload: what the sender and the receiver each
+// compute per data packet (4096 is the soft device's data packet). Bytes
+// processed count the CRC's input (8 masked LRH + 48 + 36 + payload).
+void BM_IcrcIpv6(benchmark::State& state) {
   const Headers h = data_headers();
   std::array<uint8_t, kMaxHeaderBytes> hdr{};
   const size_t n = *encode(h, hdr);
@@ -152,7 +182,7 @@ void BM_Icrc4KiBIpv6(benchmark::State& state) {
   ip_udp[0] = 0x60;
   ip_udp[6] = 17;
   ip_udp[7] = 64;
-  std::vector<uint8_t> payload(4096, 0x5A);
+  std::vector<uint8_t> payload(static_cast<size_t>(state.range(0)), 0x5A);
   uint64_t sink = 0;
   for (auto _ : state) {
     ip_udp[47] = static_cast<uint8_t>(sink);  // the (masked) UDP checksum: still an input
@@ -161,9 +191,10 @@ void BM_Icrc4KiBIpv6(benchmark::State& state) {
     sink += *icrc(ip_udp, std::span<const uint8_t>(hdr.data(), n), payload);
     benchmark::DoNotOptimize(sink);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * (8 + 48 + n + 4096));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(8 + 48 + n + payload.size()));
 }
-BENCHMARK(BM_Icrc4KiBIpv6);
+BENCHMARK(BM_IcrcIpv6)->Arg(64)->Arg(1024)->Arg(4096)->Arg(65536);
 
 }  // namespace
 

@@ -14,3 +14,19 @@ option(MRC_ENABLE_ASAN "Build with AddressSanitizer" OFF)
 option(MRC_ENABLE_UBSAN "Build with UndefinedBehaviorSanitizer" OFF)
 option(MRC_ENABLE_ASSERTS "Keep assert() in optimized builds: drops NDEBUG for OpenMRC's own targets" OFF)
 option(MRC_WERROR "Treat compiler warnings as errors" OFF)
+
+# wire::crc32_update (the ICRC's CRC-32) runs on Intel ISA-L's PCLMULQDQ/AVX
+# code when ISA-L is installed (Debian: libisal-dev), else on wire's own
+# slice-by-8 tables; both are always built and tested against each other.
+include(MrcIsal)
+option(MRC_WITH_ISAL "Use Intel ISA-L's crc32_gzip_refl for the CRC-32 (default: ON if found)"
+       ${MRC_ISAL_FOUND})
+if(MRC_WITH_ISAL AND NOT MRC_ISAL_FOUND)
+  message(FATAL_ERROR "MRC_WITH_ISAL is ON but ISA-L was not found: install libisal-dev "
+                      "(scripts/deps.sh) or configure with -DMRC_WITH_ISAL=OFF")
+endif()
+if(MRC_WITH_ISAL)
+  message(STATUS "OpenMRC: CRC-32 on ISA-L")
+else()
+  message(STATUS "OpenMRC: CRC-32 on the portable slice-by-8 tables")
+endif()

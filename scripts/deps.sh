@@ -9,6 +9,7 @@ pkgs=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   clang libclang-rt-14-dev   # libFuzzer targets and their bounded run
   libibverbs-dev             # verbs types (ibv_send_wr, ibv_wc, ...) for the OCP C API
+  libisal-dev                # ISA-L's PCLMULQDQ CRC-32 for the ICRC (MRC_WITH_ISAL)
 )
 
 missing=()

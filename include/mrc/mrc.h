@@ -37,8 +37,7 @@ extern "C" {
 /* ------------------------------------------------------------------ versions */
 
 /** API version encoding: major << 24 | minor << 16 | subminor (reference 6.1). */
-#define MRC_API_VERSION(major, minor, sub) \
-  ((uint32_t)(((uint32_t)(major) << 24) | ((uint32_t)(minor) << 16) | (uint32_t)(sub)))
+#define MRC_API_VERSION(major, minor, sub) ((major) * 16777216u + (minor) * 65536u + (sub))
 #define MRC_API_VERSION_CURRENT MRC_API_VERSION(1, 0, 1)
 #define MRC_API_VERSION_OLDEST MRC_API_VERSION(0, 0, 0)
 /** Wire protocol versions (bitmap); 0 in a request means "provider default". */
@@ -171,6 +170,11 @@ int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);
 int mrc_get_cq_event(struct mrc_comp_channel *channel, struct mrc_cq **cq, void **cq_context);
 /** Acknowledges `nevents` events obtained for `cq`. */
 void mrc_ack_cq_events(struct mrc_cq *cq, unsigned int nevents);
+/**
+ * A readable name for a completion status ("remote access error"), as
+ * ibv_wc_status_str gives, without linking libibverbs. Never NULL.
+ */
+const char *mrc_wc_status_str(enum ibv_wc_status status);
 
 /* ------------------------------------------------------------------ QP hints */
 
@@ -178,8 +182,9 @@ enum mrc_qp_hint_mask {
   MRC_QP_HINT_NUM_QPS_PER_PEER = 1u << 0,
   MRC_QP_HINT_NUM_SEND_PEERS = 1u << 1,
   MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1u << 2,
-  MRC_QP_HINT_VENDOR = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_QP_HINT_VENDOR (1u << 31)
 
 /** A traffic hint for resource sizing (optional; reference 6.2). */
 struct mrc_qp_hint_attr {
@@ -230,8 +235,9 @@ enum mrc_qp_attr_mask {
   MRC_QP_HINT = 1u << 7,
   MRC_QP_RETRY_CNT = 1u << 8,
   MRC_QP_CAP = 1u << 9,
-  MRC_QP_VENDOR_CFG = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_QP_VENDOR_CFG (1u << 31)
 
 /** QP capability bits (mrc_qp_attr.cap). */
 enum mrc_qp_cap {
@@ -290,13 +296,13 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
  * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
  * current one. Required per transition:
- *   RESET->INIT: IBV_QP_STATE (optional: MRC_QP_EV_PROFILE_ID,
- *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT)
+ *   RESET->INIT: IBV_QP_STATE (may add: MRC_QP_EV_PROFILE_ID,
+ *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
  *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
- *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU (optional: MRC_QP_MAX_WIMM_DEST,
- *                MRC_QP_MPR_DEST, MRC_QP_CAP)
- *   RTR->RTS:    IBV_QP_SQ_PSN (optional: MRC_QP_MAX_WIMM, MRC_QP_MPR,
- *                MRC_QP_RETRY_CNT, MRC_QP_TIMEOUT)
+ *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU, MRC_QP_MAX_WIMM_DEST,
+ *                MRC_QP_MPR_DEST (may add: MRC_QP_CAP, the profile ids)
+ *   RTR->RTS:    IBV_QP_SQ_PSN, MRC_QP_MAX_WIMM, MRC_QP_MPR, MRC_QP_RETRY_CNT,
+ *                MRC_QP_TIMEOUT (may add: MRC_QP_CAP)
  *   any->ERROR, any->RESET: IBV_QP_STATE only.
  * IBV_QP_ACCESS_FLAGS and IBV_QP_PKEY_INDEX are accepted and ignored (as
  * RoCE applications set them). Unsupported ibverbs attributes (IBV_QP_PORT,

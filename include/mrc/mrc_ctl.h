@@ -117,8 +117,9 @@ enum mrc_ctl_ev_fmt_attr_mask {
   MRC_CTL_EV_FMT_CUR_STATE = 1u << 1,
   MRC_CTL_EV_FMT_MODE = 1u << 2,
   MRC_CTL_EV_FMT_OP = 1u << 3,
-  MRC_CTL_EV_FMT_VENDOR = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_CTL_EV_FMT_VENDOR (1u << 31)
 struct mrc_ctl_ev_fmt_profile_attr {
   enum mrc_ctl_profile_state state;
   enum mrc_ctl_profile_state cur_state;
@@ -140,8 +141,9 @@ enum mrc_ctl_ev_state {
   MRC_CTL_EV_STATE_GOOD = 1u << 0,
   MRC_CTL_EV_STATE_ASSUMED_BAD = 1u << 1,
   MRC_CTL_EV_STATE_DENIED = 1u << 2,
-  MRC_CTL_EV_STATE_UNKNOWN = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_CTL_EV_STATE_UNKNOWN (1u << 31)
 enum mrc_ctl_ev_op {
   MRC_CTL_EV_OP_REPLACE_EV = 0,
   MRC_CTL_EV_OP_MODIFY_EV_STATE = 1,
@@ -171,8 +173,9 @@ enum mrc_ctl_ev_profile_attr_mask {
   MRC_CTL_EV_PROFILE_EVENT_MASK = 1u << 6,
   MRC_CTL_EV_PROFILE_EV_OP = 1u << 7,
   MRC_CTL_EV_PROFILE_EV_FIELDS_OP = 1u << 8,
-  MRC_CTL_EV_PROFILE_VENDOR = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_CTL_EV_PROFILE_VENDOR (1u << 31)
 struct mrc_ctl_ev_profile_attr {
   enum mrc_ctl_profile_state state;
   enum mrc_ctl_profile_state cur_state;
@@ -203,8 +206,9 @@ enum mrc_ctl_cc_attr_mask {
   MRC_CTL_CC_PROFILE_CUR_STATE = 1u << 1,
   MRC_CTL_CC_PROFILE_ALGORITHM = 1u << 2,
   MRC_CTL_CC_PROFILE_CONFIG = 1u << 3,
-  MRC_CTL_CC_PROFILE_VENDOR = 1u << 31,
 };
+/** Bit 31 (a macro: ISO C enumerators must fit an int). */
+#define MRC_CTL_CC_PROFILE_VENDOR (1u << 31)
 struct mrc_ctl_cc_profile_attr {
   enum mrc_ctl_profile_state state;
   enum mrc_ctl_profile_state cur_state;

@@ -32,7 +32,7 @@ extern "C" {
 
 /** Where the EV goes on the wire. */
 enum mrc_soft_ev_mode {
-  /** UDP source port = ev_port_base + EV (IPv4 or IPv6). */
+  /** UDP source port = the EV: ev_port_base + plane * evs_per_plane + i. */
   MRC_SOFT_EV_UDP = 0,
   /** STEV: the UDP source port as above and, on IPv6, also the flow label. */
   MRC_SOFT_EV_STEV = 1,

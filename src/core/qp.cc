@@ -17,6 +17,9 @@ constexpr uint64_t kSeqBase = uint64_t{1} << 24;
 // Initial size of the send-record and receive-slot rings (they grow on demand).
 constexpr uint64_t kInitialRing = 16;
 constexpr uint32_t kMaxMessageBytes = 1u << 31;
+// A QP's queue depth: what it asked for (QpInit), within the device's.
+uint32_t queue_cap(uint32_t asked, uint32_t device) { return asked == 0 ? device : std::min(asked, device); }
+
 }  // namespace
 
 Qp::Qp(Endpoint& ep, uint32_t qpn, const QpInit& init, uint64_t stream)
@@ -316,7 +319,7 @@ void Qp::complete(const WorkCompletion& wc) { ep_.push_completion(wc); }
 
 Status Qp::post_send(Time now, const SendWr& wr) {
   if (state_ != QpState::rts && state_ != QpState::error) return Errc::invalid_argument;
-  if (sq_.size() >= ep_.cfg_.max_send_wr) return Errc::no_memory;
+  if (sq_.size() >= queue_cap(init_.max_send_wr, ep_.cfg_.max_send_wr)) return Errc::no_memory;
   if (state_ == QpState::error) {
     complete(WorkCompletion{wr.wr_id, init_.send_cq, qpn_, WcStatus::wr_flush_err, WcOpcode::rdma_write});
     return {};
@@ -458,7 +461,7 @@ void Qp::set_payload(const SendMsg& m, uint64_t offset, uint32_t len, Transmit& 
 
 Status Qp::post_recv(const RecvWr& wr) {
   if (state_ == QpState::reset) return Errc::invalid_argument;
-  if (recv_q_.size() >= ep_.cfg_.max_recv_wr) return Errc::no_memory;
+  if (recv_q_.size() >= queue_cap(init_.max_recv_wr, ep_.cfg_.max_recv_wr)) return Errc::no_memory;
   if (state_ == QpState::error) {
     complete(WorkCompletion{wr.wr_id, init_.recv_cq, qpn_, WcStatus::wr_flush_err,
                             WcOpcode::recv_rdma_with_imm});

@@ -128,6 +128,11 @@ struct QpInit {
   /// MRC, or the RoCEv2 RC baseline (types.hpp). Fixed for the QP's life.
   Transport transport = Transport::mrc;
   uint32_t pd = kDefaultPd;  ///< protection domain (Endpoint::alloc_pd)
+  /// Send / receive queue depth: post_send / post_recv return no_memory
+  /// past it. 0 = the endpoint's max_send_wr / max_recv_wr; larger values
+  /// are clamped to them.
+  uint32_t max_send_wr = 0;
+  uint32_t max_recv_wr = 0;
 };
 
 /// Work-request opcodes MRC supports (reference 3.1).

@@ -144,17 +144,23 @@ uint32_t ev_from_fields(uint16_t udp_sport, uint32_t flow_label, const StevSplit
   return static_cast<uint32_t>(ev);
 }
 
-Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
-                               std::span<const uint8_t> transport, std::span<const uint8_t> payload,
-                               std::span<uint8_t> out) {
-  if (transport.size() < Bth::kSize) return Errc::invalid_argument;
+namespace {
+
+/// Where write_headers() put things.
+struct HeaderRun {
+  size_t header_len = 0;  ///< outer (srv6) + covered IP header + UDP
+  size_t ip_offset = 0;   ///< the covered IP header (the inner one in srv6)
+  size_t ip_len = 0;
+};
+
+// Writes the IP header(s) and UDP header (checksum 0) of a datagram whose
+// UDP payload is `udp_payload_len` bytes (BTH through ICRC). Shared by
+// build_frame() and datagram_icrc(); errors as build_frame() documents.
+Result<HeaderRun> write_headers(const FrameFormat& fmt, const FrameFields& f, size_t udp_payload_len,
+                                std::span<uint8_t> out) {
   const bool srv6 = fmt.mode == EvMode::srv6;
   const bool v4 = fmt.ip == IpVersion::v4;
   if (v4 && fmt.mode != EvMode::udp) return Errc::invalid_argument;  // flow label needs IPv6
-  // RFC 8200 8.1: a zero UDP checksum over IPv6 only as the tunnel exception
-  // (RFC 6935), i.e. in srv6 mode.
-  if (fmt.checksum == UdpChecksumMode::zero && !v4 && !srv6) return Errc::invalid_argument;
-
   uint16_t sport = 0;
   uint32_t flow_label = 0;
   if (fmt.mode == EvMode::udp) {
@@ -166,33 +172,63 @@ Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
     sport = e->udp_sport;
     flow_label = e->flow_label;
   }
-
-  const size_t ip_len = v4 ? kIpv4HeaderBytes : kIpv6HeaderBytes;
-  const size_t outer_len = srv6 ? kIpv6HeaderBytes : 0;
-  const size_t header_len = outer_len + ip_len + kUdpHeaderBytes;
-  if (out.size() < header_len) return Errc::too_big;
-  const size_t udp_len = kUdpHeaderBytes + transport.size() + payload.size() + kIcrcBytes;
+  HeaderRun run;
+  run.ip_len = v4 ? kIpv4HeaderBytes : kIpv6HeaderBytes;
+  run.ip_offset = srv6 ? kIpv6HeaderBytes : 0;
+  run.header_len = run.ip_offset + run.ip_len + kUdpHeaderBytes;
+  if (out.size() < run.header_len) return Errc::too_big;
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_len;
   // The largest length field: IPv4 total length, or the outermost IPv6
   // payload length (which holds the inner header in srv6).
-  if ((v4 ? kIpv4HeaderBytes : outer_len) + udp_len > 0xFFFF) return Errc::too_big;
+  if ((v4 ? kIpv4HeaderBytes : run.ip_offset) + udp_len > 0xFFFF) return Errc::too_big;
 
-  uint8_t* ip = out.data() + outer_len;
+  uint8_t* ip = out.data() + run.ip_offset;
   if (srv6) {
     // Outer header: to the carrier. Its flow label repeats the inner one so
     // a fabric that hashes it sees one flow per EV (RFC 6437 lets the
     // encapsulator choose it).
-    write_ipv6(out.data(), f.traffic_class, flow_label, kIpv6HeaderBytes + udp_len, kIpProtoIpv6,
-               f.hop_limit, f.src, f.srv6_carrier);
+    write_ipv6(out.data(), f.traffic_class, flow_label, kIpv6HeaderBytes + udp_len, kIpProtoIpv6, f.hop_limit,
+               f.src, f.srv6_carrier);
   }
   if (v4)
     write_ipv4(ip, f.traffic_class, kIpv4HeaderBytes + udp_len, f.hop_limit, f.src, f.dst);
   else
     write_ipv6(ip, f.traffic_class, flow_label, udp_len, kIpProtoUdp, f.hop_limit, f.src, f.dst);
-  uint8_t* udp = ip + ip_len;
+  uint8_t* udp = ip + run.ip_len;
   store_be<uint16_t>(udp, sport);
   store_be<uint16_t>(udp + 2, fmt.udp_dport);
   store_be<uint16_t>(udp + 4, static_cast<uint16_t>(udp_len));
   store_be<uint16_t>(udp + 6, 0);
+  return run;
+}
+
+}  // namespace
+
+Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std::span<const uint8_t> transport,
+                               std::span<const uint8_t> payload) {
+  if (transport.size() < Bth::kSize || fmt.mode == EvMode::srv6) return Errc::invalid_argument;
+  uint8_t buf[kMaxFrameHeaderBytes];
+  auto run = write_headers(fmt, f, transport.size() + payload.size() + kIcrcBytes, buf);
+  if (!run) return run.error();
+  return icrc(std::span<const uint8_t>(buf + run->ip_offset, run->ip_len + kUdpHeaderBytes), transport, payload);
+}
+
+Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
+                               std::span<const uint8_t> transport, std::span<const uint8_t> payload,
+                               std::span<uint8_t> out) {
+  if (transport.size() < Bth::kSize) return Errc::invalid_argument;
+  const bool srv6 = fmt.mode == EvMode::srv6;
+  const bool v4 = fmt.ip == IpVersion::v4;
+  // RFC 8200 8.1: a zero UDP checksum over IPv6 only as the tunnel exception
+  // (RFC 6935), i.e. in srv6 mode.
+  if (fmt.checksum == UdpChecksumMode::zero && !v4 && !srv6) return Errc::invalid_argument;
+  const size_t udp_len = kUdpHeaderBytes + transport.size() + payload.size() + kIcrcBytes;
+  auto run = write_headers(fmt, f, udp_len - kUdpHeaderBytes, out);
+  if (!run) return run.error();
+  const size_t header_len = run->header_len;
+  const size_t ip_len = run->ip_len;
+  uint8_t* ip = out.data() + run->ip_offset;
+  uint8_t* udp = ip + ip_len;
 
   // The ICRC masks the UDP checksum, so it comes first; the checksum then
   // covers the ICRC bytes like the rest of the UDP payload.

@@ -135,6 +135,18 @@ Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
                                std::span<const uint8_t> transport, std::span<const uint8_t> payload,
                                std::span<uint8_t> out);
 
+/// The ICRC of a udp- or stev-mode packet whose IP and UDP headers the
+/// sender's kernel writes (a UDP socket), computed over the headers
+/// build_frame() would write for `f`. They equal the kernel's in every field
+/// the ICRC covers except the IPv4 identification, which a receiving socket
+/// cannot see: this ICRC takes it as 0 (with DF, RFC 6864), and so does the
+/// software device's receiver, which recomputes it from the datagram's
+/// addresses and ports. Exact for IPv6. Errc::invalid_argument in srv6 mode
+/// (encapsulation needs the headers built here) or for a `transport`
+/// shorter than a BTH; otherwise build_frame()'s errors.
+Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std::span<const uint8_t> transport,
+                               std::span<const uint8_t> payload);
+
 /// A received frame, as parse_frame() found it.
 struct ParsedFrame {
   EvMode mode = EvMode::udp;     ///< as configured (srv6 is also what the bytes show)

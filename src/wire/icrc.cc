@@ -5,6 +5,13 @@
 
 #include "wire/headers.hpp"
 
+#ifdef MRC_HAVE_ISAL
+#include <isa-l/crc.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#endif
+
 namespace mrc::wire {
 namespace {
 
@@ -37,7 +44,7 @@ constexpr size_t kUdpBytes = 8;
 
 }  // namespace
 
-uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
+uint32_t crc32_update_portable(uint32_t crc, std::span<const uint8_t> bytes) {
   const uint8_t* p = bytes.data();
   size_t n = bytes.size();
   while (n >= 8) {
@@ -53,6 +60,49 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
   while (n--) crc = kT[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
   return crc;
 }
+
+#ifdef MRC_HAVE_ISAL
+// crc32_gzip_refl works on finished CRCs, like zlib's crc32(): it inverts its
+// seed on entry and its result on exit (seed 0 starts a fresh CRC;
+// crc32_gzip_refl(0, "123456789") == 0xCBF43926). crc32_update carries the
+// raw register instead, so the register goes in and comes out inverted.
+// Passing 0xFFFFFFFF straight in as the seed would give 0xD202D277 for the
+// check string: wrong, and exactly what the equivalence test catches.
+namespace {
+#if defined(__x86_64__)
+// ISA-L 2.30's AVX-512 CRC (crc32_gzip_refl_by16_10) returns without
+// VZEROUPPER, so the upper halves of the vector registers stay dirty: the
+// next legacy-SSE instruction of ours (an inlined memcpy) and the next VEX
+// one in ISA-L each pay an SSE/AVX state transition. Measured on the
+// project's Xeon, that cost ~200 ns per icrc() of a 4 KiB packet, more than
+// the CRC itself (docs/performance.md); one VZEROUPPER after the call
+// removes it. Only on CPUs with AVX (and an OS that saves its state), where
+// ISA-L may have taken a VEX path and where the instruction exists.
+__attribute__((target("avx"))) void clear_upper_vector_state() { _mm256_zeroupper(); }
+const bool kHaveAvx = [] {
+  __builtin_cpu_init();  // may run before libgcc's own constructor
+  return __builtin_cpu_supports("avx") != 0;
+}();
+#endif
+}  // namespace
+
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return crc;  // an empty span may have a null data()
+  const uint32_t out = ~crc32_gzip_refl(~crc, bytes.data(), bytes.size());
+#if defined(__x86_64__)
+  if (kHaveAvx) clear_upper_vector_state();
+#endif
+  return out;
+}
+
+const char* crc32_backend() { return "isa-l"; }
+#else
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
+  return crc32_update_portable(crc, bytes);
+}
+
+const char* crc32_backend() { return "slice-by-8"; }
+#endif
 
 Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
                       std::span<const uint8_t> payload) {

@@ -34,8 +34,20 @@ namespace mrc::wire {
 inline constexpr size_t kIcrcBytes = 4;
 
 /// CRC-32 (reflected, polynomial 0xEDB88320) continuing from `crc`
-/// (start with 0xFFFFFFFF, finish by inverting).
+/// (start with 0xFFFFFFFF, finish by inverting). `crc` is the raw register,
+/// not a finished CRC: zlib's crc32(c, buf, len) equals
+/// ~crc32_update(~c, buf). Runs on Intel ISA-L's carry-less-multiply code
+/// when built with it (CMake MRC_WITH_ISAL), else on crc32_update_portable();
+/// the two return the same value for every input.
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes);
+
+/// The same function on compile-time slice-by-8 tables, whatever the build:
+/// the fallback when ISA-L is absent, and the reference the tests hold
+/// crc32_update() to.
+uint32_t crc32_update_portable(uint32_t crc, std::span<const uint8_t> bytes);
+
+/// Which code crc32_update() runs: "isa-l" or "slice-by-8".
+const char* crc32_backend();
 
 /// The IBTA RoCEv2 ICRC of one packet, as it is on the wire (masking is done
 /// here on a copy; nothing is modified).

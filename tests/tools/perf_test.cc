@@ -60,7 +60,8 @@ TEST(PerfCli, AllFlagsParse) {
                  {"-p", "20000", "-s", "4096", "-n", "10", "-q", "4", "-t", "64", "-Q", "8", "-m", "1024", "-I", "64",
                   "--report_gbits", "--out_json_file", "x.json", "-F", "--use_event", "--planes",
                   "127.0.0.1,127.0.0.3", "--udp-port", "5000", "--ev-mode", "stev", "--evs", "32", "--burst", "8",
-                  "--engines", "2", "--busy-poll", "--seed", "42", "--verify", "--timeout", "2.5", "server.example"},
+                  "--engines", "2", "--busy-poll", "--seed", "42", "--verify", "--timeout", "2.5", "--qp-timeout", "10",
+                  "--retry-exp", "25", "server.example"},
                  o);
   ASSERT_TRUE(r.run) << r.text;
   EXPECT_EQ(o.port, 20000);
@@ -87,6 +88,8 @@ TEST(PerfCli, AllFlagsParse) {
   EXPECT_EQ(o.seed, 42u);
   EXPECT_EQ(o.verify, VerifyMode::on);
   EXPECT_DOUBLE_EQ(o.timeout_s, 2.5);
+  EXPECT_EQ(o.qp_timeout, 10u);
+  EXPECT_EQ(o.retry_exp, 25u);
   EXPECT_EQ(o.host, "server.example");
   EXPECT_EQ(o.explicit_shape_flags,
             (std::vector<std::string>{"size", "iters", "qp", "tx-depth", "cq-mod", "mtu", "inline_size", "verify"}));
@@ -142,6 +145,8 @@ TEST(PerfCli, OutOfRangeValuesNameTheFlag) {
       {Tool::write_bw, {"--burst", "65"}, "--burst"},
       {Tool::write_bw, {"--engines", "0"}, "--engines"},
       {Tool::write_bw, {"--timeout", "0"}, "--timeout"},
+      {Tool::write_bw, {"--qp-timeout", "25"}, "--qp-timeout"},
+      {Tool::write_bw, {"--retry-exp", "26"}, "--retry-exp"},
       {Tool::write_bw, {"--planes", "127.0.0.1,not-an-address"}, "--planes"},
       {Tool::write_bw, {"--planes", "127.0.0.1,::1"}, "--planes"},
       {Tool::write_lat, {"-s", "abc"}, "--size"},

@@ -165,6 +165,14 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                             "device engines never sleep (lowest latency; one core per engine)");
   app.add_flag("!--no-busy-poll", o.busy_poll, "device engines sleep in epoll when idle (default)")->excludes(busy);
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
+  app.add_option("--qp-timeout", o.qp_timeout, "QP ACK timeout: 1.024 us * 2^N")
+      ->default_val(14)
+      ->check(CLI::Range(1, 24));
+  app.add_option("--retry-exp", o.retry_exp,
+                 "after 7 retries at the ACK timeout, N more with doubling timeouts before a WRITE fails with "
+                 "IBV_WC_RETRY_EXC_ERR (25 = retry forever)")
+      ->default_val(8)
+      ->check(CLI::Range(0, 25));
 }
 
 }  // namespace
@@ -1215,6 +1223,8 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
   c["seed"] = o.seed;
+  c["qp_timeout"] = o.qp_timeout;
+  c["retry_exp"] = o.retry_exp;
   impl_->doc["config"] = std::move(c);
 }
 

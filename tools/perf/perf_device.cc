@@ -313,6 +313,17 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
 void Session::connect_all() {
   dev->set_peer(remote.plane_gids);
   const Gid& peer = remote.plane_gids[0];
+  // MRC's own RTR/RTS attributes: the device's largest windows (a benchmark
+  // wants them), linear retries then --retry-exp doubling ones, so a dead
+  // peer or path ends in IBV_WC_RETRY_EXC_ERR rather than a silent stall.
+  const mrc_device_attr& a = dev->attr();
+  mrc_qp_attr m{};
+  m.wimm.max_wimm = a.max_wimm != 0 ? a.max_wimm : 64;
+  m.wimm.max_wimm_dest = a.max_wimm_dest != 0 ? a.max_wimm_dest : 64;
+  m.mpr.mpr = m.mpr.mpr_dest = a.max_mpr != 0 ? a.max_mpr : 8;
+  m.retry.linear_cnt = 7;
+  m.retry.exp_cnt = static_cast<uint8_t>(o.retry_exp);
+  m.timeout = static_cast<uint8_t>(o.qp_timeout);
   for (size_t q = 0; q < qps.size(); ++q) {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
@@ -329,14 +340,16 @@ void Session::connect_all() {
     attr.ah_attr.grh.hop_limit = 64;
     std::memcpy(attr.ah_attr.grh.dgid.raw, peer.data(), peer.size());
     const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU;
-    if (int rc = mrc_modify_qp(qps[q], &attr, rtr_mask, nullptr, 0); rc != 0)
+    if (int rc = mrc_modify_qp(qps[q], &attr, rtr_mask, &m, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST); rc != 0)
       throw PerfError(fmt::format("mrc_modify_qp(RTR) to QPN {:#x} at {}: {}", remote.qps[q].qpn,
                                   gid_address(peer), err_text(rc)));
 
     attr = {};
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = local.qps[q].psn;
-    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE | IBV_QP_SQ_PSN, nullptr, 0); rc != 0)
+    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
+                               MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT);
+        rc != 0)
       throw PerfError(fmt::format("mrc_modify_qp(RTS): {}", err_text(rc)));
   }
 }

@@ -655,3 +655,39 @@ TEST(Framing, RandomBytesNeverParseOutOfBounds) {
 
 }  // namespace
 }  // namespace mrc::wire
+
+namespace mrc::wire {
+namespace {
+
+// The software device sends through UDP sockets: the kernel writes the IP
+// and UDP headers, and datagram_icrc() must give the ICRC build_frame()
+// would have (whatever DSCP/ECN and hop limit the packet carries, which the
+// ICRC masks); srv6 needs the headers built here and is refused.
+TEST(Framing, DatagramIcrcMatchesTheBuiltFramesIcrc) {
+  FrameFormat v4;
+  v4.ip = IpVersion::v4;
+  FrameFields f4 = fields6(0x1234);
+  f4.src = IpAddress{10, 0, 0, 1};
+  f4.dst = IpAddress{10, 0, 0, 2};
+  FrameFormat v6;
+  FrameFormat stev;
+  stev.mode = EvMode::stev;
+  for (const auto& [fmt, f] : {std::pair{v4, f4}, std::pair{v6, fields6(0x4321)}, std::pair{stev, fields6(0xABCDE)}}) {
+    const Built b = build(fmt, f);
+    FrameFields other = f;
+    other.traffic_class = 0x03;  // CE, remarked: masked
+    other.hop_limit = 7;
+    auto crc = datagram_icrc(fmt, other, transport_bytes(), payload_bytes());
+    ASSERT_TRUE(crc.ok());
+    EXPECT_EQ(*crc, b.info.icrc);
+    FrameFields moved = f;
+    moved.ev = f.ev ^ 1;  // a different source port is covered
+    EXPECT_NE(*datagram_icrc(fmt, moved, transport_bytes(), payload_bytes()), b.info.icrc);
+  }
+  FrameFormat srv6;
+  srv6.mode = EvMode::srv6;
+  EXPECT_EQ(datagram_icrc(srv6, fields6(1), transport_bytes(), payload_bytes()).error(), Errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mrc::wire

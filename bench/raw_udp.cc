@@ -1,0 +1,301 @@
+// mrc_raw_udp: this machine's UDP limit, the reference the software device's
+// performance goals are stated against (docs/performance.md, "Raw UDP
+// reference"). It sends and receives the same packet sizes with the same
+// method the soft device uses, through the same platform layer:
+//
+//   mrc_raw_udp bw --method mmsg --size 4160 --batch 32 --seconds 5
+//   mrc_raw_udp bw --method gso --size 4160 --burst 8 --batch 8 --seconds 5
+//   mrc_raw_udp lat --size 64 --iters 100000 --poll busy
+//
+// bw: a sender thread and a receiver thread over loopback (127.0.0.1).
+//   mmsg: every sendmmsg carries --batch datagrams of --size bytes.
+//   gso:  every sendmmsg carries --batch GSO bursts of --burst segments of
+//         --size bytes; the receiver has UDP_GRO on and counts segments.
+//   Reports payload Gbit/s and Mpps at the sender and the receiver, the CPU
+//   time of each thread (as % of one core) and the datagrams lost (loopback
+//   drops when the receiver's socket buffer is full: the sender never blocks).
+// lat: ping-pong between two threads; reports one-way latency (round trip / 2,
+//   as perftest does) as min / median / p99 in microseconds. --poll busy spins
+//   on a non-blocking receive, --poll block sleeps in poll().
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "platform/clock.hpp"
+#include "platform/epoll.hpp"
+#include "platform/os_error.hpp"
+#include "platform/udp_socket.hpp"
+
+using namespace mrc;
+using namespace mrc::platform;
+
+namespace {
+
+constexpr size_t kMaxUdpPayload = 65507;  // IPv4: 65535 - 20 (IP) - 8 (UDP)
+
+struct BwResult {
+  uint64_t sent_datagrams = 0, sent_bytes = 0;
+  uint64_t recv_datagrams = 0, recv_bytes = 0;
+  double send_seconds = 0, recv_seconds = 0;
+  double send_cpu_s = 0, recv_cpu_s = 0;
+  uint64_t send_would_block = 0;
+};
+
+[[noreturn]] void die(const std::string& what) {
+  fmt::print(stderr, "mrc_raw_udp: {}: {}\n", what, last_error_message());
+  std::exit(1);
+}
+
+BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t batch, double seconds) {
+  const bool gso = method == "gso";
+  auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.rcvbuf_bytes = 32 << 20, .recv_tos = false, .gro = gso});
+  if (!rx) die("receiver socket");
+  auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.sndbuf_bytes = 32 << 20, .recv_tos = false});
+  if (!tx) die("sender socket");
+  const SockAddr dest = rx->local_address();
+  BwResult res;
+  std::atomic<bool> sender_done{false};
+
+  std::thread receiver([&] {
+    RxBatch b(64, gso ? 65536 : std::max<size_t>(size, 2048));
+    const Duration cpu0 = thread_cpu_time();
+    Time first = Time::never(), last;
+    while (true) {
+      auto n = rx->recv_batch(b);
+      if (!n) {
+        if (n.error() != Errc::would_block) die("recvmmsg");
+        // After the sender finished, 100 ms of silence ends the run.
+        auto r = wait_readable(rx->fd(), sender_done.load() ? Duration::ms(100) : Duration::ms(500));
+        if (r && !*r && sender_done.load()) break;
+        continue;
+      }
+      const Time now = monotonic_now();
+      if (first == Time::never()) first = now;
+      last = now;
+      for (const RxDatagram& d : b.received()) {
+        res.recv_datagrams += d.segment_count();
+        res.recv_bytes += d.data.size();
+      }
+    }
+    res.recv_cpu_s = (thread_cpu_time() - cpu0).to_s();
+    res.recv_seconds = first == Time::never() ? 0 : (last - first).to_s();
+  });
+
+  std::thread sender([&] {
+    const size_t per_msg = gso ? burst : 1;
+    std::vector<std::byte> payload(size * per_msg * batch);
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i);
+    std::vector<IoSlice> slices(batch);
+    std::vector<TxDatagram> msgs(batch);
+    for (size_t i = 0; i < batch; ++i) {
+      slices[i] = IoSlice{payload.data() + i * size * per_msg, size * per_msg};
+      msgs[i] = TxDatagram{.dest = &dest, .iov = {&slices[i], 1},
+                           .gso_segment_bytes = static_cast<uint16_t>(gso ? size : 0)};
+    }
+    const Duration cpu0 = thread_cpu_time();
+    const Time start = monotonic_now();
+    const Time end = start + Duration::us(static_cast<int64_t>(seconds * 1e6));
+    Time now = start;
+    while (now < end) {
+      size_t off = 0;
+      while (off < batch) {
+        auto n = tx->send_batch(std::span(msgs).subspan(off));
+        if (!n) die("sendmmsg");
+        if (*n == 0) {
+          ++res.send_would_block;
+          (void)wait_writable(tx->fd(), Duration::ms(10));
+          continue;
+        }
+        off += *n;
+        res.sent_datagrams += *n * per_msg;
+        res.sent_bytes += *n * per_msg * size;
+      }
+      now = monotonic_now();
+    }
+    res.send_seconds = (now - start).to_s();
+    res.send_cpu_s = (thread_cpu_time() - cpu0).to_s();
+    sender_done.store(true);
+  });
+  sender.join();
+  receiver.join();
+  return res;
+}
+
+struct LatResult {
+  double min_us = 0, median_us = 0, p99_us = 0, mean_us = 0;
+  size_t iters = 0;
+};
+
+LatResult run_lat(size_t size, size_t iters, bool busy) {
+  auto a = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false});
+  auto b = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false});
+  if (!a || !b) die("socket");
+  const SockAddr addr_a = a->local_address(), addr_b = b->local_address();
+  const size_t warmup = std::min<size_t>(1000, iters / 10 + 1);
+  const size_t total = warmup + iters;
+  std::vector<std::byte> msg(size, std::byte{0x5a});
+
+  // Receives exactly one datagram on `s`, spinning or sleeping in poll().
+  auto recv_one = [busy](UdpSocket& s, RxBatch& batch) {
+    while (true) {
+      auto n = s.recv_batch(batch);
+      if (n) return;
+      if (n.error() != Errc::would_block) die("recvmmsg");
+      if (!busy) {
+        auto r = wait_readable(s.fd(), Duration::s(5));
+        if (!r || !*r) {
+          fmt::print(stderr, "mrc_raw_udp: lat: no reply within 5 s\n");
+          std::exit(1);
+        }
+      }
+    }
+  };
+
+  std::thread echo([&] {
+    RxBatch batch(1, std::max<size_t>(size, 64));
+    for (size_t i = 0; i < total; ++i) {
+      recv_one(*b, batch);
+      while (true) {
+        auto r = b->send_to(addr_a, msg);
+        if (!r) die("send");
+        if (*r == 1) break;
+      }
+    }
+  });
+  RxBatch batch(1, std::max<size_t>(size, 64));
+  std::vector<double> oneway_us;
+  oneway_us.reserve(iters);
+  for (size_t i = 0; i < total; ++i) {
+    const Time t0 = monotonic_now();
+    while (true) {
+      auto r = a->send_to(addr_b, msg);
+      if (!r) die("send");
+      if (*r == 1) break;
+    }
+    recv_one(*a, batch);
+    const Time t1 = monotonic_now();
+    if (i >= warmup) oneway_us.push_back((t1 - t0).to_us() / 2);
+  }
+  echo.join();
+  std::sort(oneway_us.begin(), oneway_us.end());
+  LatResult r;
+  r.iters = oneway_us.size();
+  r.min_us = oneway_us.front();
+  r.median_us = oneway_us[oneway_us.size() / 2];
+  r.p99_us = oneway_us[std::min(oneway_us.size() - 1, oneway_us.size() * 99 / 100)];
+  double sum = 0;
+  for (double v : oneway_us) sum += v;
+  r.mean_us = sum / static_cast<double>(oneway_us.size());
+  return r;
+}
+
+bool write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return true;
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  if (!f) {
+    fmt::print(stderr, "mrc_raw_udp: --json {}: cannot write\n", path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mrc_raw_udp: raw UDP throughput and latency over loopback, the reference for the soft device"};
+  app.require_subcommand(1);
+  std::string json_path;
+  app.add_option("--json", json_path, "also write the results as JSON to this file");
+
+  auto* bw = app.add_subcommand("bw", "sender and receiver threads, payload Gbit/s and Mpps");
+  std::string method = "mmsg";
+  int64_t size = 4160, burst = 8, batch = 32;
+  double seconds = 5;
+  bw->add_option("--method", method, "mmsg (sendmmsg batches) or gso (GSO bursts, GRO receive)")
+      ->check(CLI::IsMember({"mmsg", "gso"}));
+  bw->add_option("--size", size, "UDP payload bytes per datagram (1..65507)");
+  bw->add_option("--burst", burst, "gso: segments per GSO send (1..64)");
+  bw->add_option("--batch", batch, "datagrams (mmsg) or bursts (gso) per sendmmsg (1..64)");
+  bw->add_option("--seconds", seconds, "sending time (0 < s <= 3600)");
+  bw->add_option("--json", json_path, "also write the results as JSON to this file");
+
+  auto* lat = app.add_subcommand("lat", "ping-pong, one-way latency = round trip / 2");
+  int64_t lat_size = 64, iters = 100000;
+  std::string poll_mode = "busy";
+  lat->add_option("--size", lat_size, "UDP payload bytes (1..65507)");
+  lat->add_option("--iters", iters, "measured round trips (1..100000000)");
+  lat->add_option("--poll", poll_mode, "busy (spin on non-blocking receive) or block (poll)")
+      ->check(CLI::IsMember({"busy", "block"}));
+  lat->add_option("--json", json_path, "also write the results as JSON to this file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  auto reject = [](const std::string& msg) {
+    fmt::print(stderr, "mrc_raw_udp: {}\n", msg);
+    return 2;
+  };
+
+  if (bw->parsed()) {
+    if (size < 1 || size > static_cast<int64_t>(kMaxUdpPayload))
+      return reject(fmt::format("--size {}: must be 1..{}", size, kMaxUdpPayload));
+    if (batch < 1 || batch > static_cast<int64_t>(UdpSocket::kMaxBatch))
+      return reject(fmt::format("--batch {}: must be 1..{}", batch, UdpSocket::kMaxBatch));
+    if (method == "gso") {
+      if (burst < 1 || burst > static_cast<int64_t>(UdpSocket::kMaxGsoSegments))
+        return reject(fmt::format("--burst {}: must be 1..{}", burst, UdpSocket::kMaxGsoSegments));
+      if (size * burst > static_cast<int64_t>(kMaxUdpPayload))
+        return reject(fmt::format("--size {} x --burst {} = {} bytes: a GSO send holds at most {}", size, burst,
+                                  size * burst, kMaxUdpPayload));
+    }
+    if (!(seconds > 0 && seconds <= 3600)) return reject(fmt::format("--seconds {}: must be in (0, 3600]", seconds));
+    const auto r = run_bw(method, static_cast<size_t>(size), static_cast<size_t>(burst), static_cast<size_t>(batch),
+                          seconds);
+    const double tx_gbps = static_cast<double>(r.sent_bytes) * 8 / r.send_seconds / 1e9;
+    const double tx_mpps = static_cast<double>(r.sent_datagrams) / r.send_seconds / 1e6;
+    const double rx_s = r.recv_seconds > 0 ? r.recv_seconds : r.send_seconds;
+    const double rx_gbps = static_cast<double>(r.recv_bytes) * 8 / rx_s / 1e9;
+    const double rx_mpps = static_cast<double>(r.recv_datagrams) / rx_s / 1e6;
+    const uint64_t lost = r.sent_datagrams - std::min(r.sent_datagrams, r.recv_datagrams);
+    fmt::print("bw method={} size={} burst={} batch={} seconds={:.1f}\n", method, size, method == "gso" ? burst : 1,
+               batch, r.send_seconds);
+    fmt::print("  sender:   {:8.2f} Gbit/s {:7.3f} Mpps  cpu {:5.1f}%  ({} datagrams, {} would-block)\n", tx_gbps,
+               tx_mpps, 100 * r.send_cpu_s / r.send_seconds, r.sent_datagrams, r.send_would_block);
+    fmt::print("  receiver: {:8.2f} Gbit/s {:7.3f} Mpps  cpu {:5.1f}%  ({} datagrams)\n", rx_gbps, rx_mpps,
+               100 * r.recv_cpu_s / rx_s, r.recv_datagrams);
+    fmt::print("  lost:     {} datagrams ({:.2f}%)\n", lost,
+               r.sent_datagrams ? 100.0 * static_cast<double>(lost) / static_cast<double>(r.sent_datagrams) : 0.0);
+    nlohmann::json j = {{"mode", "bw"}, {"method", method}, {"size_bytes", size},
+                        {"burst", method == "gso" ? burst : 1}, {"batch", batch},
+                        {"send_seconds", r.send_seconds}, {"recv_seconds", rx_s},
+                        {"sender", {{"gbps", tx_gbps}, {"mpps", tx_mpps}, {"datagrams", r.sent_datagrams},
+                                    {"cpu_percent", 100 * r.send_cpu_s / r.send_seconds},
+                                    {"would_block", r.send_would_block}}},
+                        {"receiver", {{"gbps", rx_gbps}, {"mpps", rx_mpps}, {"datagrams", r.recv_datagrams},
+                                      {"cpu_percent", 100 * r.recv_cpu_s / rx_s}}},
+                        {"lost_datagrams", lost}};
+    return write_json(json_path, j) ? 0 : 1;
+  }
+
+  if (lat_size < 1 || lat_size > static_cast<int64_t>(kMaxUdpPayload))
+    return reject(fmt::format("--size {}: must be 1..{}", lat_size, kMaxUdpPayload));
+  if (iters < 1 || iters > 100'000'000) return reject(fmt::format("--iters {}: must be 1..100000000", iters));
+  const auto r = run_lat(static_cast<size_t>(lat_size), static_cast<size_t>(iters), poll_mode == "busy");
+  fmt::print("lat size={} iters={} poll={}\n", lat_size, r.iters, poll_mode);
+  fmt::print("  one-way (RTT/2) usec: min {:.2f}  median {:.2f}  p99 {:.2f}  mean {:.2f}\n", r.min_us, r.median_us,
+             r.p99_us, r.mean_us);
+  nlohmann::json j = {{"mode", "lat"}, {"size_bytes", lat_size}, {"iters", r.iters}, {"poll", poll_mode},
+                      {"oneway_us", {{"min", r.min_us}, {"median", r.median_us}, {"p99", r.p99_us}, {"mean", r.mean_us}}}};
+  return write_json(json_path, j) ? 0 : 1;
+}

@@ -1,0 +1,768 @@
+// mrc.h: the OCP application API over the software device.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "api/objects.hpp"
+#include "api/translate.hpp"
+#include "mrc/mrc.h"
+
+namespace mrc::api {
+
+namespace {
+
+ibv_wc_status wc_status(core::WcStatus s) {
+  switch (s) {
+    case core::WcStatus::success: return IBV_WC_SUCCESS;
+    case core::WcStatus::loc_len_err: return IBV_WC_LOC_LEN_ERR;
+    case core::WcStatus::loc_qp_op_err: return IBV_WC_LOC_QP_OP_ERR;
+    case core::WcStatus::loc_prot_err: return IBV_WC_LOC_PROT_ERR;
+    case core::WcStatus::wr_flush_err: return IBV_WC_WR_FLUSH_ERR;
+    case core::WcStatus::rem_inv_req_err: return IBV_WC_REM_INV_REQ_ERR;
+    case core::WcStatus::rem_access_err: return IBV_WC_REM_ACCESS_ERR;
+    case core::WcStatus::rem_op_err: return IBV_WC_REM_OP_ERR;
+    case core::WcStatus::retry_exc_err: return IBV_WC_RETRY_EXC_ERR;
+    case core::WcStatus::general_err: return IBV_WC_GENERAL_ERR;
+  }
+  return IBV_WC_GENERAL_ERR;
+}
+
+core::QpState core_state(ibv_qp_state s, bool* ok) {
+  *ok = true;
+  switch (s) {
+    case IBV_QPS_RESET: return core::QpState::reset;
+    case IBV_QPS_INIT: return core::QpState::init;
+    case IBV_QPS_RTR: return core::QpState::rtr;
+    case IBV_QPS_RTS: return core::QpState::rts;
+    case IBV_QPS_ERR: return core::QpState::error;
+    default: *ok = false; return core::QpState::reset;  // SQD, SQE: not MRC states
+  }
+}
+
+ibv_qp_state ibv_state(core::QpState s) {
+  switch (s) {
+    case core::QpState::reset: return IBV_QPS_RESET;
+    case core::QpState::init: return IBV_QPS_INIT;
+    case core::QpState::rtr: return IBV_QPS_RTR;
+    case core::QpState::rts: return IBV_QPS_RTS;
+    case core::QpState::error: return IBV_QPS_ERR;
+  }
+  return IBV_QPS_ERR;
+}
+
+uint32_t mtu_bytes(ibv_mtu m) {
+  switch (m) {
+    case IBV_MTU_256: return 256;
+    case IBV_MTU_512: return 512;
+    case IBV_MTU_1024: return 1024;
+    case IBV_MTU_2048: return 2048;
+    case IBV_MTU_4096: return 4096;
+  }
+  return 0;
+}
+
+ibv_mtu mtu_enum(uint32_t b) {
+  switch (b) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 1024: return IBV_MTU_1024;
+    case 2048: return IBV_MTU_2048;
+    default: return IBV_MTU_4096;
+  }
+}
+
+bool context_ok(mrc_context* ctx) { return ctx && ctx->dev && soft_device(&ctx->dev->ibv) == ctx->dev; }
+
+void fill_device_attr(const SoftDevice& d, mrc_device_attr* a) {
+  const core::EndpointConfig& ec = d.rt->endpoint_config();
+  *a = mrc_device_attr{};
+  a->protocol_versions = MRC_PROTOCOL_VERSION_1;
+  a->max_wimm = ec.max_wimm;
+  a->max_wimm_dest = ec.max_wimm;
+  a->max_mpr = ec.max_mpr;
+  a->mpr_resolution = 1;
+  a->max_qp_hint = 1024;
+  a->cap = (ec.cap_trim_nack ? MRC_DEVICE_CAP_TRIM_NACK : 0) | (ec.cap_dynamic_mpr ? MRC_DEVICE_CAP_DYNAMIC_MPR : 0) |
+           (ec.cap_svc_time ? MRC_DEVICE_CAP_SVC_TIME : 0);
+  a->max_qp = ec.max_qps;
+  a->max_qp_wr = std::min(ec.max_send_wr, ec.max_recv_wr);
+  a->max_sge = core::kMaxSge;
+  a->max_inline_data = core::kMaxInlineData;
+  a->max_cqe = core::Endpoint::kMaxCqe;
+  a->max_msg_size = 1u << 31;
+  a->num_planes = d.rt->num_planes();
+}
+
+void wait_acked(std::mutex& mu, std::condition_variable& cv, const uint64_t& outstanding) {
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [&] { return outstanding == 0; });
+}
+
+void push_async(mrc_context* ctx, const mrc_async_event& ev) { ctx->async.push(ev); }
+
+// Reads one event count from a semaphore eventfd: blocks unless the fd was
+// made non-blocking, then EAGAIN.
+int take_one(int fd) {
+  uint64_t v;
+  for (;;) {
+    const ssize_t n = ::read(fd, &v, sizeof v);
+    if (n == static_cast<ssize_t>(sizeof v)) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN ? EAGAIN : EIO;
+  }
+}
+
+// Removes queued, not yet obtained async events that match (their object is
+// being destroyed), with their eventfd counts.
+template <class Pred>
+void drop_queued_events(mrc_context* ctx, Pred pred) {
+  std::lock_guard<std::mutex> g(ctx->async.mu);
+  const auto n = std::erase_if(ctx->async.q, pred);
+  for (size_t i = 0; i < n; ++i) (void)api::take_one(ctx->async.fd.fd());
+}
+
+}  // namespace
+
+void route_event(SoftDevice& dev, const core::Event& e) {
+  std::lock_guard<std::mutex> g(dev.mu);
+  if (auto* q = std::get_if<core::QpErrorEvent>(&e)) {
+    auto it = dev.qps.find(q->qpn);
+    if (it == dev.qps.end()) return;
+    mrc_qp* qp = it->second;
+    mrc_async_event ev{};
+    ev.element.qp = qp;
+    ev.event_type = IBV_EVENT_QP_FATAL;
+    push_async(qp->ctx, ev);
+  } else if (auto* c = std::get_if<core::CqErrorEvent>(&e)) {
+    auto it = dev.cqs.find(c->cq);
+    if (it == dev.cqs.end()) return;
+    mrc_cq* cq = it->second;
+    mrc_async_event ev{};
+    ev.element.cq = cq;
+    ev.event_type = IBV_EVENT_CQ_ERR;
+    push_async(cq->ctx, ev);
+  } else if (auto* p = std::get_if<core::PortEvent>(&e)) {
+    if (p->peer != 0) return;  // a peer's planes: the controller's business
+    for (mrc_context* ctx : dev.ctxs)
+      for (uint32_t port = 0; port < dev.rt->num_planes(); ++port) {
+        mrc_async_event ev{};
+        ev.element.port_num = static_cast<int>(port + 1);
+        ev.event_type = (p->up_mask >> port & 1u) ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+        push_async(ctx, ev);
+      }
+  }
+  // EV events and probe results belong to the controller (mrc_ctl.h).
+}
+
+}  // namespace mrc::api
+
+using namespace mrc;
+using api::SoftDevice;
+
+extern "C" {
+
+int mrc_query_version(mrc_version* ver) {
+  if (!ver) return EINVAL;
+  ver->current = MRC_API_VERSION_CURRENT;
+  ver->oldest = MRC_API_VERSION_OLDEST;
+  ver->vendor = MRC_API_VERSION(1, 0, 0);
+  ver->oldest_vendor = MRC_API_VERSION(1, 0, 0);
+  return 0;
+}
+
+int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
+  if (!ibv_ctx || !attr || !supported) return EINVAL;
+  SoftDevice* d = api::soft_device(ibv_ctx);
+  *supported = d != nullptr;
+  if (d) api::fill_device_attr(*d, attr);
+  return 0;
+}
+
+int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
+  if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return EINVAL;
+  return mrc_query_device(ibv_ctx, attr, supported);
+}
+
+mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* attr) try {
+  SoftDevice* d = api::soft_device(ibv_ctx);
+  const uint32_t v = attr && attr->api_version ? attr->api_version : MRC_API_VERSION_CURRENT;
+  if (!d || v > MRC_API_VERSION_CURRENT || (attr && attr->vendor_api_version > MRC_API_VERSION(1, 0, 0))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto ctx = std::make_unique<mrc_context>();
+  auto fd = platform::EventFd::create(true);
+  if (!fd) {
+    errno = EMFILE;
+    return nullptr;
+  }
+  ctx->async.fd = std::move(*fd);
+  ctx->dev = d;
+  ctx->api_version = v;
+  std::lock_guard<std::mutex> g(d->mu);
+  ++d->contexts;
+  d->ctxs.push_back(ctx.get());
+  return ctx.release();
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_destroy_context(mrc_context* ctx) {
+  if (!api::context_ok(ctx)) return EINVAL;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    if (ctx->cqs || ctx->qps || ctx->channels || ctx->hints) return EBUSY;
+  }
+  {
+    std::lock_guard<std::mutex> g(ctx->dev->mu);
+    --ctx->dev->contexts;
+    std::erase(ctx->dev->ctxs, ctx);
+  }
+  delete ctx;
+  return 0;
+}
+
+// ------------------------------------------------------------------ channels
+
+mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
+  if (!api::context_ok(ctx)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto ch = std::make_unique<mrc_comp_channel>();
+  auto fd = platform::EventFd::create(true);
+  if (!fd) {
+    errno = EMFILE;
+    return nullptr;
+  }
+  ch->events.fd = std::move(*fd);
+  ch->ctx = ctx;
+  std::lock_guard<std::mutex> g(ctx->mu);
+  ++ctx->channels;
+  return ch.release();
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
+  if (!ch) {
+    errno = EINVAL;
+    return -1;
+  }
+  return ch->events.fd.fd();
+}
+
+int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
+  if (!ch) return EINVAL;
+  if (ch->cqs.load() > 0) return EBUSY;
+  {
+    std::lock_guard<std::mutex> g(ch->ctx->mu);
+    --ch->ctx->channels;
+  }
+  delete ch;
+  return 0;
+}
+
+
+// ------------------------------------------------------------------ CQs
+
+mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) try {
+  if (!api::context_ok(ctx) || cqe < 1 || static_cast<uint32_t>(cqe) > core::Endpoint::kMaxCqe || comp_vector != 0 ||
+      (channel && channel->ctx != ctx)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto rcq = ctx->dev->rt->create_cq(static_cast<uint32_t>(cqe));
+  if (!rcq) {
+    errno = api::errno_of(rcq.error());
+    return nullptr;
+  }
+  auto* cq = new mrc_cq;
+  cq->ctx = ctx;
+  cq->rcq = *rcq;
+  cq->cq_context = cq_context;
+  cq->channel = channel;
+  cq->cqe = cqe;
+  if (channel) {
+    ++channel->cqs;
+    cq->rcq->set_notify([cq] { cq->channel->events.push(cq); });
+  }
+  {
+    std::lock_guard<std::mutex> g(ctx->dev->mu);
+    ctx->dev->cqs[cq->rcq->core_id()] = cq;
+  }
+  std::lock_guard<std::mutex> g(ctx->mu);
+  ++ctx->cqs;
+  return cq;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_destroy_cq(mrc_cq* cq) {
+  if (!cq) return EINVAL;
+  if (cq->qps.load() > 0) return EBUSY;
+  // verbs: wait until every event obtained for this CQ is acknowledged.
+  api::wait_acked(cq->ack_mu, cq->acked, cq->events_out);
+  mrc_context* ctx = cq->ctx;
+  {
+    std::lock_guard<std::mutex> g(ctx->dev->mu);
+    ctx->dev->cqs.erase(cq->rcq->core_id());
+  }
+  if (Status s = ctx->dev->rt->destroy_cq(cq->rcq); !s) return api::errno_of(s.error());
+  api::drop_queued_events(
+      ctx, [cq](const mrc_async_event& e) { return e.event_type == IBV_EVENT_CQ_ERR && e.element.cq == cq; });
+  if (cq->channel) {
+    // Drop queued (not yet obtained) events naming it.
+    std::lock_guard<std::mutex> g(cq->channel->events.mu);
+    auto& q = cq->channel->events.q;
+    const auto n = std::erase(q, cq);
+    for (size_t i = 0; i < n; ++i) (void)api::take_one(cq->channel->events.fd.fd());
+    --cq->channel->cqs;
+  }
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    --ctx->cqs;
+  }
+  delete cq;
+  return 0;
+}
+
+int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
+  if (!cq || num_entries < 0 || (num_entries > 0 && !wc)) {
+    errno = EINVAL;
+    return -1;
+  }
+  core::WorkCompletion buf[32];
+  int done = 0;
+  while (done < num_entries) {
+    const size_t want = std::min<size_t>(std::size(buf), static_cast<size_t>(num_entries - done));
+    const size_t n = cq->rcq->poll({buf, want});
+    for (size_t i = 0; i < n; ++i) {
+      const core::WorkCompletion& c = buf[i];
+      ibv_wc& w = wc[done++];
+      w = ibv_wc{};
+      w.wr_id = c.wr_id;
+      w.status = api::wc_status(c.status);
+      w.opcode = c.opcode == core::WcOpcode::rdma_write ? IBV_WC_RDMA_WRITE : IBV_WC_RECV_RDMA_WITH_IMM;
+      w.byte_len = c.byte_len;
+      w.qp_num = c.qpn;
+      if (c.with_imm) {
+        w.wc_flags = IBV_WC_WITH_IMM;
+        w.imm_data = htonl(c.imm);
+      }
+    }
+    if (n < want) break;
+  }
+  return done;
+}
+
+const char* mrc_wc_status_str(ibv_wc_status status) {
+  switch (status) {
+    case IBV_WC_SUCCESS: return "success";
+    case IBV_WC_LOC_LEN_ERR: return "local length error";
+    case IBV_WC_LOC_QP_OP_ERR: return "local QP operation error";
+    case IBV_WC_LOC_PROT_ERR: return "local protection error (lkey or range outside the region)";
+    case IBV_WC_WR_FLUSH_ERR: return "work request flushed (the QP is in ERROR or was destroyed)";
+    case IBV_WC_REM_INV_REQ_ERR: return "remote invalid request error";
+    case IBV_WC_REM_ACCESS_ERR: return "remote access error (rkey, rights or range refused by the peer)";
+    case IBV_WC_REM_OP_ERR: return "remote operation error";
+    case IBV_WC_RETRY_EXC_ERR: return "transport retry counter exceeded (the peer did not answer)";
+    case IBV_WC_GENERAL_ERR: return "general error";
+    default: return "unknown completion status";
+  }
+}
+
+int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
+  (void)solicited_only;
+  if (!cq || !cq->channel) return EINVAL;
+  cq->rcq->arm();
+  return 0;
+}
+
+int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
+  if (!ch || !cq || !cq_context) return EINVAL;
+  if (int e = api::take_one(ch->events.fd.fd()); e != 0) return e;
+  mrc_cq* c;
+  {
+    std::lock_guard<std::mutex> g(ch->events.mu);
+    if (ch->events.q.empty()) return EAGAIN;  // its CQ was destroyed meanwhile
+    c = ch->events.q.front();
+    ch->events.q.pop_front();
+  }
+  {
+    std::lock_guard<std::mutex> g(c->ack_mu);
+    ++c->events_out;
+  }
+  *cq = c;
+  *cq_context = c->cq_context;
+  return 0;
+}
+
+void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
+  if (!cq) return;
+  std::lock_guard<std::mutex> g(cq->ack_mu);
+  cq->events_out -= std::min<uint64_t>(cq->events_out, nevents);
+  if (cq->events_out == 0) cq->acked.notify_all();
+}
+
+// ------------------------------------------------------------------ hints
+
+static bool hint_valid(const mrc_qp_hint_attr* a) {
+  constexpr uint32_t kKnown = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
+                              MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR;
+  if (!a || (a->mask & ~kKnown)) return false;
+  if ((a->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) && a->num_qps_per_peer == 0) return false;
+  if ((a->mask & MRC_QP_HINT_NUM_SEND_PEERS) && a->num_send_peers == 0) return false;
+  if ((a->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) && a->num_remote_recv_peers == 0) return false;
+  return true;
+}
+
+mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) try {
+  if (!api::context_ok(ctx) || !hint_valid(attr)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> g(ctx->mu);
+  if (ctx->hints >= 1024) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* h = new mrc_qp_hint;
+  h->ctx = ctx;
+  h->attr = *attr;
+  ++ctx->hints;
+  return h;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_destroy_qp_hint(mrc_qp_hint* h) {
+  if (!h) return EINVAL;
+  if (h->qps.load() > 0) return EBUSY;
+  {
+    std::lock_guard<std::mutex> g(h->ctx->mu);
+    --h->ctx->hints;
+  }
+  delete h;
+  return 0;
+}
+
+int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr) {
+  if (!h || !attr) return EINVAL;
+  *attr = h->attr;
+  return 0;
+}
+
+int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
+  if (!h || !hint_valid(attr)) return EINVAL;
+  if (attr->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
+  if (attr->mask & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
+  if (attr->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) h->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
+  if (attr->mask & MRC_QP_HINT_VENDOR) std::memcpy(h->attr.vendor, attr->vendor, sizeof attr->vendor);
+  h->attr.mask |= attr->mask;
+  return 0;
+}
+
+// ------------------------------------------------------------------ QPs
+
+mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
+  if (!api::context_ok(ctx) || !ia || !ia->send_cq || !ia->recv_cq || !ia->pd || ia->send_cq->ctx != ctx ||
+      ia->recv_cq->ctx != ctx || api::soft_device(ia->pd->context) != ctx->dev) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const core::EndpointConfig& ec = ctx->dev->rt->endpoint_config();
+  const ibv_qp_cap& cap = ia->cap;
+  constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+  if (cap.max_send_wr < 1 || cap.max_send_wr > ec.max_send_wr || cap.max_recv_wr > ec.max_recv_wr ||
+      cap.max_send_sge > core::kMaxSge || cap.max_inline_data > core::kMaxInlineData ||
+      (ia->send_ops_flags & ~kOps) != 0 ||
+      (ia->protocol_version != 0 && ia->protocol_version != MRC_PROTOCOL_VERSION_1)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  core::QpInit init;
+  init.send_cq = ia->send_cq->rcq->core_id();
+  init.recv_cq = ia->recv_cq->rcq->core_id();
+  init.sq_sig_all = ia->sq_sig_all != 0;
+  init.pd = reinterpret_cast<api::SoftPd*>(ia->pd)->core_pd;
+  init.max_send_wr = cap.max_send_wr;
+  init.max_recv_wr = std::max<uint32_t>(1, cap.max_recv_wr);
+  auto qpn = ctx->dev->rt->create_qp(init);
+  if (!qpn) {
+    errno = api::errno_of(qpn.error());
+    return nullptr;
+  }
+  auto* qp = new mrc_qp;
+  qp->ctx = ctx;
+  qp->qpn = *qpn;
+  qp->init = *ia;
+  qp->init.cap.max_recv_sge = 0;  // receives carry no data
+  if (qp->init.send_ops_flags == 0) qp->init.send_ops_flags = kOps;
+  qp->pd = reinterpret_cast<api::SoftPd*>(ia->pd);
+  ia->cap = qp->init.cap;  // what was granted
+  ++ia->send_cq->qps;
+  if (ia->recv_cq != ia->send_cq) ++ia->recv_cq->qps;
+  {
+    std::lock_guard<std::mutex> g(ctx->dev->mu);
+    ctx->dev->qps[qp->qpn] = qp;
+  }
+  std::lock_guard<std::mutex> g(ctx->mu);
+  ++ctx->qps;
+  return qp;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_destroy_qp(mrc_qp* qp) {
+  if (!qp) return EINVAL;
+  api::wait_acked(qp->ack_mu, qp->acked, qp->events_out);
+  mrc_context* ctx = qp->ctx;
+  if (Status s = ctx->dev->rt->destroy_qp(qp->qpn); !s) return api::errno_of(s.error());
+  {
+    std::lock_guard<std::mutex> g(ctx->dev->mu);
+    ctx->dev->qps.erase(qp->qpn);
+  }
+  api::drop_queued_events(ctx, [qp](const mrc_async_event& e) {
+    return (e.event_type == IBV_EVENT_QP_FATAL || e.event_type == IBV_EVENT_QP_ACCESS_ERR) && e.element.qp == qp;
+  });
+  --qp->init.send_cq->qps;
+  if (qp->init.recv_cq != qp->init.send_cq) --qp->init.recv_cq->qps;
+  if (qp->hint) --qp->hint->qps;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    --ctx->qps;
+  }
+  delete qp;
+  return 0;
+}
+
+uint32_t mrc_get_qpn(mrc_qp* qp) { return qp ? qp->qpn : 0; }
+
+void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
+
+int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask) {
+  if (!qp || (ibv_mask && !ia) || (mrc_mask && !ma)) return EINVAL;
+  constexpr int kAccepted = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+  constexpr uint32_t kMrcKnown = MRC_QP_MAX_WIMM | MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR | MRC_QP_MPR_DEST |
+                                 MRC_QP_TIMEOUT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID | MRC_QP_HINT |
+                                 MRC_QP_RETRY_CNT | MRC_QP_CAP;
+  if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;  // incl. MRC_QP_VENDOR_CFG: none defined
+  if (!(ibv_mask & IBV_QP_STATE)) return EINVAL;
+  using namespace core::qp_attr;
+  core::QpAttr a;
+  uint32_t mask = kState;
+  bool ok = true;
+  a.state = api::core_state(ia->qp_state, &ok);
+  if (!ok) return EINVAL;
+  if (ibv_mask & IBV_QP_CUR_STATE) {
+    a.cur_state = api::core_state(ia->cur_qp_state, &ok);
+    if (!ok) return EINVAL;
+    mask |= kCurState;
+  }
+  if (ibv_mask & IBV_QP_AV) {
+    auto peer = qp->ctx->dev->rt->peer_id(api::gid_to_addr(ia->ah_attr.grh.dgid));
+    if (!peer) return EINVAL;
+    a.peer = *peer;
+    mask |= kPeer;
+  }
+  if (ibv_mask & IBV_QP_DEST_QPN) a.dest_qpn = ia->dest_qp_num, mask |= kDestQpn;
+  if (ibv_mask & IBV_QP_RQ_PSN) a.rq_psn = ia->rq_psn, mask |= kRqPsn;
+  if (ibv_mask & IBV_QP_SQ_PSN) a.sq_psn = ia->sq_psn, mask |= kSqPsn;
+  if (ibv_mask & IBV_QP_PATH_MTU) {
+    a.path_mtu = api::mtu_bytes(ia->path_mtu);
+    if (a.path_mtu == 0) return EINVAL;
+    mask |= kPathMtu;
+  }
+  if (mrc_mask & MRC_QP_MAX_WIMM) a.max_wimm = ma->wimm.max_wimm, mask |= kMaxWimm;
+  if (mrc_mask & MRC_QP_MAX_WIMM_DEST) a.max_wimm_dest = ma->wimm.max_wimm_dest, mask |= kMaxWimmDest;
+  if (mrc_mask & MRC_QP_MPR) a.mpr = ma->mpr.mpr, mask |= kMpr;
+  if (mrc_mask & MRC_QP_MPR_DEST) a.mpr_dest = ma->mpr.mpr_dest, mask |= kMprDest;
+  if (mrc_mask & MRC_QP_TIMEOUT) a.timeout = ma->timeout, mask |= kTimeout;
+  if (mrc_mask & MRC_QP_EV_PROFILE_ID) a.ev_profile_id = ma->profile.ev_profile_id, mask |= kEvProfileId;
+  if (mrc_mask & MRC_QP_CC_PROFILE_ID) a.cc_profile_id = ma->profile.cc_profile_id, mask |= kCcProfileId;
+  if (mrc_mask & MRC_QP_RETRY_CNT) {
+    a.retry_linear = ma->retry.linear_cnt;
+    a.retry_exp = ma->retry.exp_cnt;
+    mask |= kRetryCnt;
+  }
+  if (mrc_mask & MRC_QP_CAP) a.cap = ma->cap, mask |= kCap;
+  mrc_qp_hint* hint = nullptr;
+  if (mrc_mask & MRC_QP_HINT) {
+    // A hint is given on the way to INIT (reference 6.2), from this context.
+    if (a.state != core::QpState::init || (ma->qp_hint && ma->qp_hint->ctx != qp->ctx)) return EINVAL;
+    hint = ma->qp_hint;
+  }
+  std::lock_guard<std::mutex> g(qp->post_mu);
+  if (Status s = qp->ctx->dev->rt->modify_qp(qp->qpn, a, mask); !s) return api::errno_of(s.error());
+  if (mask & kPeer) qp->dgid = ia->ah_attr.grh.dgid;
+  if (mrc_mask & MRC_QP_HINT) {
+    if (qp->hint) --qp->hint->qps;
+    qp->hint = hint;
+    if (hint) ++hint->qps;
+  }
+  return 0;
+}
+
+int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask,
+                 mrc_qp_init_attr* init) {
+  (void)ibv_mask;
+  (void)mrc_mask;
+  if (!qp) return EINVAL;
+  auto info = qp->ctx->dev->rt->query_qp(qp->qpn);
+  if (!info) return EINVAL;
+  if (ia) {
+    *ia = ibv_qp_attr{};
+    ia->qp_state = api::ibv_state(info->state);
+    ia->cur_qp_state = ia->qp_state;
+    ia->path_mtu = api::mtu_enum(info->attr.path_mtu);
+    ia->dest_qp_num = info->attr.dest_qpn;
+    ia->rq_psn = info->attr.rq_psn;
+    ia->sq_psn = info->attr.sq_psn;
+    ia->ah_attr.is_global = 1;
+    ia->ah_attr.grh.dgid = qp->dgid;
+    ia->ah_attr.port_num = 1;
+    ia->cap = qp->init.cap;
+    ia->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  }
+  if (ma) {
+    *ma = mrc_qp_attr{};
+    ma->mpr.mpr = info->attr.mpr;
+    ma->mpr.mpr_dest = info->attr.mpr_dest;
+    ma->wimm.max_wimm = info->attr.max_wimm;
+    ma->wimm.max_wimm_dest = info->attr.max_wimm_dest;
+    ma->timeout = info->attr.timeout;
+    ma->profile.ev_profile_id = info->attr.ev_profile_id;
+    ma->profile.cc_profile_id = info->attr.cc_profile_id;
+    ma->retry.linear_cnt = info->attr.retry_linear;
+    ma->retry.exp_cnt = info->attr.retry_exp;
+    ma->qp_hint = qp->hint;
+    ma->cap = info->attr.cap;
+  }
+  if (init) *init = qp->init;
+  return 0;
+}
+
+int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (bad_wr) *bad_wr = nullptr;
+  if (!qp) return EINVAL;
+  constexpr unsigned kFlags = IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED;
+  std::lock_guard<std::mutex> g(qp->post_mu);
+  for (ibv_send_wr* w = wr; w; w = w->next) {
+    auto fail = [&](int e) {
+      if (bad_wr) *bad_wr = w;
+      return e;
+    };
+    const bool imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+    if ((w->opcode != IBV_WR_RDMA_WRITE && !imm) || (w->send_flags & ~kFlags) || w->num_sge < 0 ||
+        static_cast<uint32_t>(w->num_sge) > std::max<uint32_t>(1, qp->init.cap.max_send_sge) ||
+        (w->num_sge > 0 && !w->sg_list))
+      return fail(EINVAL);
+    core::SendWr c;
+    c.wr_id = w->wr_id;
+    c.opcode = imm ? core::WrOpcode::rdma_write_with_imm : core::WrOpcode::rdma_write;
+    c.remote_addr = w->wr.rdma.remote_addr;
+    c.rkey = w->wr.rdma.rkey;
+    c.imm = imm ? ntohl(w->imm_data) : 0;
+    c.signaled = (w->send_flags & IBV_SEND_SIGNALED) != 0;
+    uint8_t inline_buf[core::kMaxInlineData];
+    core::Sge sges[core::kMaxSge];
+    if (w->send_flags & IBV_SEND_INLINE) {
+      size_t total = 0;
+      for (int i = 0; i < w->num_sge; ++i) total += w->sg_list[i].length;
+      if (total > qp->init.cap.max_inline_data) return fail(EINVAL);
+      size_t at = 0;
+      for (int i = 0; i < w->num_sge; ++i) {
+        std::memcpy(inline_buf + at, reinterpret_cast<const void*>(w->sg_list[i].addr), w->sg_list[i].length);
+        at += w->sg_list[i].length;
+      }
+      c.inline_data = {inline_buf, total};
+    } else if (w->num_sge == 1) {
+      c.local_addr = w->sg_list[0].addr;
+      c.lkey = w->sg_list[0].lkey;
+      c.length = w->sg_list[0].length;
+    } else if (w->num_sge > 1) {
+      for (int i = 0; i < w->num_sge; ++i)
+        sges[i] = core::Sge{w->sg_list[i].addr, w->sg_list[i].length, w->sg_list[i].lkey};
+      c.sg_list = {sges, static_cast<size_t>(w->num_sge)};
+    }
+    if (Status s = qp->ctx->dev->rt->post_send(qp->qpn, c); !s) return fail(api::errno_of(s.error()));
+  }
+  return 0;
+}
+
+int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (bad_wr) *bad_wr = nullptr;
+  if (!qp) return EINVAL;
+  std::lock_guard<std::mutex> g(qp->post_mu);
+  for (ibv_recv_wr* w = wr; w; w = w->next) {
+    if (Status s = qp->ctx->dev->rt->post_recv(qp->qpn, core::RecvWr{w->wr_id}); !s) {
+      if (bad_wr) *bad_wr = w;
+      return api::errno_of(s.error());
+    }
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------ async events
+
+int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
+  if (!api::context_ok(ctx) || !event) return EINVAL;
+  if (int e = api::take_one(ctx->async.fd.fd()); e != 0) return e;
+  {
+    std::lock_guard<std::mutex> g(ctx->async.mu);
+    if (ctx->async.q.empty()) return EAGAIN;
+    *event = ctx->async.q.front();
+    ctx->async.q.pop_front();
+  }
+  // Obtained and not yet acknowledged: destroying its QP or CQ waits.
+  if (event->event_type == IBV_EVENT_QP_FATAL || event->event_type == IBV_EVENT_QP_ACCESS_ERR) {
+    std::lock_guard<std::mutex> g(event->element.qp->ack_mu);
+    ++event->element.qp->events_out;
+  } else if (event->event_type == IBV_EVENT_CQ_ERR) {
+    std::lock_guard<std::mutex> g(event->element.cq->ack_mu);
+    ++event->element.cq->events_out;
+  }
+  return 0;
+}
+
+int mrc_get_async_fd(mrc_context* ctx) {
+  if (!api::context_ok(ctx)) {
+    errno = EINVAL;
+    return -1;
+  }
+  return ctx->async.fd.fd();
+}
+
+void mrc_ack_async_event(mrc_async_event* event) {
+  if (!event) return;
+  switch (event->event_type) {
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_ACCESS_ERR: {
+      mrc_qp* qp = event->element.qp;
+      std::lock_guard<std::mutex> g(qp->ack_mu);
+      if (qp->events_out > 0 && --qp->events_out == 0) qp->acked.notify_all();
+      break;
+    }
+    case IBV_EVENT_CQ_ERR: {
+      mrc_cq* cq = event->element.cq;
+      std::lock_guard<std::mutex> g(cq->ack_mu);
+      if (cq->events_out > 0 && --cq->events_out == 0) cq->acked.notify_all();
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // extern "C"

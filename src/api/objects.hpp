@@ -1,0 +1,123 @@
+// The objects behind the C API's opaque pointers, and the translation
+// between verbs types and the core's. Internal to src/api.
+//
+// Ownership: a SoftDevice owns its rt::Device and is what the ibv_context
+// pointer points to (the ibv_context is its first member). Contexts, PDs
+// and MRs count themselves on the device, so closing a device that still
+// has them fails with EBUSY instead of leaving dangling objects. Every
+// entry point catches exceptions (std::bad_alloc) and turns them into
+// ENOMEM: no C++ exception crosses the C boundary.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "mrc/mrc.h"
+#include "mrc/mrc_soft.h"
+#include "platform/epoll.hpp"
+#include "platform/sock_addr.hpp"
+#include "runtime/device.hpp"
+
+namespace mrc::api {
+
+struct SoftDevice {
+  ibv_context ibv{};               ///< what applications hold (first member)
+  ibv_device ibv_dev{};
+  std::unique_ptr<rt::Device> rt;
+  std::mutex mu;                   ///< guards the counts and qps
+  int contexts = 0;
+  int pds = 0;
+  int mrs = 0;
+  std::unordered_map<uint32_t, mrc_qp*> qps;   ///< by QPN, for routing async events
+  std::unordered_map<uint32_t, mrc_cq*> cqs;   ///< by core CQ id
+  std::vector<mrc_context*> ctxs;
+};
+
+/// The SoftDevice behind an ibv_context, or nullptr if it is not one of
+/// ours (looked up in the registry of open devices, never dereferenced
+/// blindly).
+SoftDevice* soft_device(ibv_context* ctx);
+
+struct SoftPd {
+  ibv_pd ibv{};
+  SoftDevice* dev = nullptr;
+  uint32_t core_pd = 0;
+};
+
+struct SoftMr {
+  ibv_mr ibv{};
+  SoftDevice* dev = nullptr;
+};
+
+/// A queue of events behind a readable fd: one eventfd count per event
+/// (semaphore mode), so the fd is readable exactly while events wait.
+template <class T>
+struct EventQueue {
+  platform::EventFd fd;
+  std::mutex mu;
+  std::deque<T> q;
+  void push(const T& v) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      q.push_back(v);
+    }
+    (void)fd.signal();
+  }
+};
+
+}  // namespace mrc::api
+
+struct mrc_context {
+  mrc::api::SoftDevice* dev = nullptr;
+  uint32_t api_version = 0;
+  mrc::api::EventQueue<mrc_async_event> async;
+  std::mutex mu;
+  int cqs = 0, qps = 0, channels = 0, hints = 0;
+};
+
+struct mrc_comp_channel {
+  mrc_context* ctx = nullptr;
+  mrc::api::EventQueue<mrc_cq*> events;
+  std::atomic<int> cqs{0};
+};
+
+struct mrc_cq {
+  mrc_context* ctx = nullptr;
+  mrc::rt::CompletionQueue* rcq = nullptr;
+  void* cq_context = nullptr;
+  mrc_comp_channel* channel = nullptr;
+  int cqe = 0;
+  std::atomic<int> qps{0};
+  /// Events handed out by mrc_get_cq_event / mrc_get_async_event and not
+  /// acknowledged yet; destroy waits for zero.
+  std::mutex ack_mu;
+  std::condition_variable acked;
+  uint64_t events_out = 0;
+};
+
+struct mrc_qp_hint {
+  mrc_context* ctx = nullptr;
+  mrc_qp_hint_attr attr{};
+  std::atomic<int> qps{0};
+};
+
+struct mrc_qp {
+  mrc_context* ctx = nullptr;
+  uint32_t qpn = 0;
+  mrc_qp_init_attr init{};
+  mrc::api::SoftPd* pd = nullptr;
+  mrc_qp_hint* hint = nullptr;
+  union ibv_gid dgid {};
+  std::mutex post_mu;              ///< serializes posts to this QP
+  std::mutex ack_mu;
+  std::condition_variable acked;
+  uint64_t events_out = 0;
+};

@@ -1,0 +1,308 @@
+// mrc_soft.h: opening a software device, its GIDs and peers, PDs and MRs.
+#include <arpa/inet.h>
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <set>
+
+#include "api/objects.hpp"
+#include "api/translate.hpp"
+#include "mrc/mrc_soft.h"
+
+namespace mrc::api {
+
+namespace {
+
+// The registry of open devices: lets every entry point tell our contexts
+// from anything else a caller passes (mrc_query_device reports "not MRC"
+// for a foreign ibv_context instead of reading through it).
+std::mutex& registry_mu() {
+  static std::mutex m;
+  return m;
+}
+std::set<ibv_context*>& registry() {
+  static std::set<ibv_context*> r;
+  return r;
+}
+
+}  // namespace
+
+SoftDevice* soft_device(ibv_context* ctx) {
+  if (!ctx) return nullptr;
+  std::lock_guard<std::mutex> g(registry_mu());
+  return registry().count(ctx) ? reinterpret_cast<SoftDevice*>(ctx) : nullptr;
+}
+
+platform::SockAddr gid_to_addr(const ibv_gid& gid) {
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(gid.raw, kMapped, 12) == 0)
+    return platform::SockAddr::ipv4({gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]}, 0);
+  std::array<uint8_t, 16> a;
+  std::memcpy(a.data(), gid.raw, 16);
+  return platform::SockAddr::ipv6(a, 0);
+}
+
+ibv_gid addr_to_gid(const platform::SockAddr& a) {
+  ibv_gid g{};
+  const auto b = a.address_bytes();
+  if (a.is_ipv4()) {
+    g.raw[10] = g.raw[11] = 0xff;
+    std::memcpy(g.raw + 12, b.data(), 4);
+  } else {
+    std::memcpy(g.raw, b.data(), 16);
+  }
+  return g;
+}
+
+int errno_of(Errc e) {
+  switch (e) {
+    case Errc::ok: return 0;
+    case Errc::invalid_argument:
+    case Errc::bad_state: return EINVAL;
+    case Errc::not_found: return EINVAL;
+    case Errc::busy: return EBUSY;
+    case Errc::would_block: return EAGAIN;
+    case Errc::too_big: return E2BIG;
+    case Errc::not_supported: return EOPNOTSUPP;
+    case Errc::no_memory: return ENOMEM;
+    case Errc::permission: return EPERM;
+    default: return EINVAL;
+  }
+}
+
+}  // namespace mrc::api
+
+using mrc::api::SoftDevice;
+using mrc::api::soft_device;
+
+extern "C" {
+
+ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
+  if (!attr || !attr->plane_addrs || attr->num_planes < 1) {
+    std::fprintf(stderr, "mrc_soft_open_device: plane_addrs: give 1..32 plane addresses\n");
+    errno = EINVAL;
+    return nullptr;
+  }
+  mrc::rt::DeviceConfig cfg;
+  for (int i = 0; i < attr->num_planes; ++i) {
+    if (!attr->plane_addrs[i]) {
+      std::fprintf(stderr, "mrc_soft_open_device: plane_addrs[%d] is NULL\n", i);
+      errno = EINVAL;
+      return nullptr;
+    }
+    cfg.planes.emplace_back(attr->plane_addrs[i]);
+  }
+  if (attr->udp_port) cfg.udp_port = attr->udp_port;
+  cfg.ev_mode = attr->ev_mode == MRC_SOFT_EV_STEV ? mrc::rt::EvWire::stev : mrc::rt::EvWire::udp;
+  if (attr->ev_mode != MRC_SOFT_EV_UDP && attr->ev_mode != MRC_SOFT_EV_STEV) {
+    std::fprintf(stderr, "mrc_soft_open_device: ev_mode: must be MRC_SOFT_EV_UDP or MRC_SOFT_EV_STEV\n");
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (attr->ev_port_base) cfg.ev_port_base = attr->ev_port_base;
+  if (attr->evs_per_plane) cfg.evs_per_plane = attr->evs_per_plane;
+  if (attr->burst) cfg.burst = attr->burst;
+  if (attr->num_engines) cfg.engines = attr->num_engines;
+  cfg.busy_poll = attr->busy_poll != 0;
+  cfg.seed = attr->seed;
+  if (attr->socket_buffer_bytes) cfg.socket_buffer_bytes = attr->socket_buffer_bytes;
+  std::string why;
+  auto rt = mrc::rt::Device::open(cfg, &why);
+  if (!rt) {
+    std::fprintf(stderr, "mrc_soft_open_device: %s\n", why.c_str());
+    switch (rt.error()) {
+      case mrc::Errc::busy: errno = EADDRINUSE; break;
+      case mrc::Errc::not_found: errno = EADDRNOTAVAIL; break;
+      case mrc::Errc::no_memory: errno = ENOMEM; break;
+      default: errno = rt.error() == mrc::Errc::invalid_argument ? EINVAL : EADDRNOTAVAIL; break;
+    }
+    return nullptr;
+  }
+  auto* d = new SoftDevice;
+  d->rt = std::move(*rt);
+  std::snprintf(d->ibv_dev.name, sizeof d->ibv_dev.name, "mrc_soft");
+  std::snprintf(d->ibv_dev.dev_name, sizeof d->ibv_dev.dev_name, "mrc_soft");
+  d->ibv_dev.node_type = IBV_NODE_CA;
+  d->ibv_dev.transport_type = IBV_TRANSPORT_IB;
+  d->ibv.device = &d->ibv_dev;
+  d->ibv.cmd_fd = -1;
+  d->ibv.async_fd = -1;
+  d->ibv.num_comp_vectors = 1;
+  pthread_mutex_init(&d->ibv.mutex, nullptr);
+  // Async events go to the context owning the object they name.
+  d->rt->set_event_sink([d](const mrc::core::Event& e) { mrc::api::route_event(*d, e); });
+  {
+    std::lock_guard<std::mutex> g(mrc::api::registry_mu());
+    mrc::api::registry().insert(&d->ibv);
+  }
+  return &d->ibv;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_soft_close_device(ibv_context* ctx) {
+  SoftDevice* d = soft_device(ctx);
+  if (!d) return EINVAL;
+  {
+    std::lock_guard<std::mutex> g(d->mu);
+    if (d->contexts || d->pds || d->mrs) return EBUSY;
+  }
+  {
+    std::lock_guard<std::mutex> g(mrc::api::registry_mu());
+    mrc::api::registry().erase(ctx);
+  }
+  d->rt.reset();  // stops the engine
+  pthread_mutex_destroy(&d->ibv.mutex);
+  delete d;
+  return 0;
+}
+
+int mrc_soft_query_gid(ibv_context* ctx, int plane, ibv_gid* gid) {
+  SoftDevice* d = soft_device(ctx);
+  if (!d || !gid || plane < 0 || static_cast<uint32_t>(plane) >= d->rt->num_planes()) return EINVAL;
+  *gid = mrc::api::addr_to_gid(d->rt->plane_address(static_cast<uint32_t>(plane)));
+  return 0;
+}
+
+int mrc_soft_gid_to_str(const ibv_gid* gid, char* buf, size_t len) try {
+  if (!gid || !buf) return EINVAL;
+  const std::string s = mrc::api::gid_to_addr(*gid).host_string();
+  if (s.size() + 1 > len) return EINVAL;
+  std::memcpy(buf, s.c_str(), s.size() + 1);
+  return 0;
+} catch (const std::bad_alloc&) {
+  return ENOMEM;
+}
+
+int mrc_soft_str_to_gid(const char* addr, ibv_gid* gid) {
+  if (!addr || !gid) return EINVAL;
+  auto a = mrc::platform::SockAddr::parse(addr);
+  if (!a || a->port() != 0) return EINVAL;
+  *gid = mrc::api::addr_to_gid(*a);
+  return 0;
+}
+
+int mrc_soft_set_peer(ibv_context* ctx, const ibv_gid* gid, const ibv_gid* plane_gids, int num_planes) try {
+  SoftDevice* d = soft_device(ctx);
+  if (!d || !gid || !plane_gids || num_planes < 1) return EINVAL;
+  std::vector<mrc::platform::SockAddr> planes;
+  for (int i = 0; i < num_planes; ++i) planes.push_back(mrc::api::gid_to_addr(plane_gids[i]));
+  return mrc::api::errno_of(d->rt->set_peer(mrc::api::gid_to_addr(*gid), planes).error());
+} catch (const std::bad_alloc&) {
+  return ENOMEM;
+}
+
+ibv_pd* mrc_soft_alloc_pd(ibv_context* ctx) try {
+  SoftDevice* d = soft_device(ctx);
+  if (!d) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto pd = d->rt->alloc_pd();
+  if (!pd) {
+    errno = mrc::api::errno_of(pd.error());
+    return nullptr;
+  }
+  auto* p = new mrc::api::SoftPd;
+  p->dev = d;
+  p->core_pd = *pd;
+  p->ibv.context = ctx;
+  p->ibv.handle = *pd;
+  std::lock_guard<std::mutex> g(d->mu);
+  ++d->pds;
+  return &p->ibv;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_soft_dealloc_pd(ibv_pd* pd) {
+  if (!pd || !soft_device(pd->context)) return EINVAL;
+  auto* p = reinterpret_cast<mrc::api::SoftPd*>(pd);
+  if (mrc::Status s = p->dev->rt->dealloc_pd(p->core_pd); !s) return mrc::api::errno_of(s.error());
+  {
+    std::lock_guard<std::mutex> g(p->dev->mu);
+    --p->dev->pds;
+  }
+  delete p;
+  return 0;
+}
+
+ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) try {
+  if (!pd || !soft_device(pd->context)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  // REMOTE_READ is accepted (RoCE applications ask for it out of habit; MRC
+  // has no READ, so it grants nothing); other bits name features MRC lacks.
+  constexpr int kKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if ((access & ~kKnown) != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* p = reinterpret_cast<mrc::api::SoftPd*>(pd);
+  uint32_t acc = 0;
+  if (access & IBV_ACCESS_LOCAL_WRITE) acc |= mrc::core::access::kLocalWrite;
+  if (access & IBV_ACCESS_REMOTE_WRITE) acc |= mrc::core::access::kRemoteWrite;
+  auto mr = p->dev->rt->reg_mr(addr, length, acc, p->core_pd);
+  if (!mr) {
+    errno = mrc::api::errno_of(mr.error());
+    return nullptr;
+  }
+  auto* m = new mrc::api::SoftMr;
+  m->dev = p->dev;
+  m->ibv.context = pd->context;
+  m->ibv.pd = pd;
+  m->ibv.addr = addr;
+  m->ibv.length = length;
+  m->ibv.handle = mr->lkey;
+  m->ibv.lkey = mr->lkey;
+  m->ibv.rkey = mr->rkey;
+  std::lock_guard<std::mutex> g(p->dev->mu);
+  ++p->dev->mrs;
+  return &m->ibv;
+} catch (const std::bad_alloc&) {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+int mrc_soft_dereg_mr(ibv_mr* mr) {
+  if (!mr || !soft_device(mr->context)) return EINVAL;
+  auto* m = reinterpret_cast<mrc::api::SoftMr*>(mr);
+  if (mrc::Status s = m->dev->rt->dereg_mr(mr->lkey); !s) return mrc::api::errno_of(s.error());
+  {
+    std::lock_guard<std::mutex> g(m->dev->mu);
+    --m->dev->mrs;
+  }
+  delete m;
+  return 0;
+}
+
+int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
+  SoftDevice* d = soft_device(ctx);
+  if (!d || !out) return EINVAL;
+  const mrc::rt::DeviceStats s = d->rt->stats();
+  *out = mrc_soft_stats{};
+  out->tx_packets = s.tx_packets;
+  out->tx_bytes = s.tx_bytes;
+  out->tx_datagrams = s.tx_datagrams;
+  out->tx_eagain = s.tx_eagain;
+  out->rx_packets = s.rx_packets;
+  out->rx_bytes = s.rx_bytes;
+  out->rx_icrc_errors = s.rx_icrc_errors;
+  out->rx_unknown_source = s.rx_unknown_source;
+  out->rx_malformed = s.core.rx_malformed + s.rx_short;
+  out->rx_dropped = s.core.rx_unknown_qp + s.core.rx_wrong_peer + s.core.rx_bad_state + s.core.rx_psn_out_of_window +
+                    s.core.rx_bad_ack + s.core.rx_stale_ack + s.core.rx_ep_refused;
+  out->rx_access_errors = s.core.rx_access_errors;
+  out->retransmissions = s.retransmissions;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,384 @@
+#include "platform/udp_socket.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "platform/os_error.hpp"
+
+// Not in glibc's <netinet/in.h>; values from the kernel UAPI <linux/in6.h>,
+// which cannot be included together with glibc's headers.
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+#ifndef IPV6_FLOWLABEL_MGR
+#define IPV6_FLOWLABEL_MGR 32
+#endif
+#ifndef IPV6_FLOWINFO_SEND
+#define IPV6_FLOWINFO_SEND 33
+#endif
+
+namespace mrc::platform {
+namespace {
+
+// Kernel UAPI struct in6_flowlabel_req (include/uapi/linux/in6.h).
+struct FlowLabelReq {
+  in6_addr flr_dst;
+  uint32_t flr_label;  // network order
+  uint8_t flr_action;
+  uint8_t flr_share;
+  uint16_t flr_flags;
+  uint16_t flr_expires;
+  uint16_t flr_linger;
+  uint32_t flr_pad;
+};
+static_assert(sizeof(FlowLabelReq) == 32);
+constexpr uint8_t kFlActionGet = 0;   // IPV6_FL_A_GET
+constexpr uint8_t kFlShareExcl = 1;   // IPV6_FL_S_EXCL: only this socket may use it
+constexpr uint16_t kFlFlagCreate = 1; // IPV6_FL_F_CREATE
+constexpr uint16_t kFlFlagExcl = 2;   // IPV6_FL_F_EXCL: fail if it exists
+
+constexpr size_t kCtrlBytes = 256;  // per datagram: TOS + pktinfo + GRO + flowinfo fit in ~120
+
+// The CMSG_* macros expand to C-style casts; keep them in one place.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+cmsghdr* cmsg_first(msghdr* m) { return CMSG_FIRSTHDR(m); }
+cmsghdr* cmsg_next(msghdr* m, cmsghdr* c) { return CMSG_NXTHDR(m, c); }
+unsigned char* cmsg_data(cmsghdr* c) { return CMSG_DATA(c); }
+constexpr size_t cmsg_space(size_t n) { return CMSG_SPACE(n); }
+constexpr size_t cmsg_len(size_t n) { return CMSG_LEN(n); }
+#pragma GCC diagnostic pop
+
+template <class T>
+T cmsg_value(cmsghdr* c) {
+  T v{};
+  std::memcpy(&v, cmsg_data(c), std::min(sizeof v, c->cmsg_len - cmsg_len(0)));
+  return v;
+}
+
+Status set_int(int fd, int level, int name, int value, const char* what) {
+  if (setsockopt(fd, level, name, &value, sizeof value) != 0) return record_os_error(errno, what);
+  return {};
+}
+
+Result<int> get_int(int fd, int level, int name, const char* what) {
+  int v = 0;
+  socklen_t len = sizeof v;
+  if (getsockopt(fd, level, name, &v, &len) != 0) return record_os_error(errno, what);
+  return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- RxBatch
+
+struct RxBatch::Native {
+  std::vector<mmsghdr> msgs;
+  std::vector<iovec> iov;
+  std::vector<uint64_t> ctrl;  // uint64_t: cmsghdr alignment
+};
+
+RxBatch::RxBatch(size_t count, size_t buffer_bytes)
+    : buffer_bytes_(std::clamp<size_t>(buffer_bytes, 1, size_t{1} << 20)),
+      native_(std::make_unique<Native>()) {
+  count = std::clamp<size_t>(count, 1, 1024);
+  storage_.resize(count * buffer_bytes_);
+  dgrams_.resize(count);
+  native_->msgs.resize(count);
+  native_->iov.resize(count);
+  native_->ctrl.resize(count * kCtrlBytes / sizeof(uint64_t));
+  for (size_t i = 0; i < count; ++i) {
+    native_->iov[i] = iovec{storage_.data() + i * buffer_bytes_, buffer_bytes_};
+  }
+}
+RxBatch::~RxBatch() = default;
+RxBatch::RxBatch(RxBatch&&) noexcept = default;
+RxBatch& RxBatch::operator=(RxBatch&&) noexcept = default;
+
+// ---------------------------------------------------------------- UdpSocket
+
+struct UdpSocket::TxScratch {
+  std::array<mmsghdr, kMaxBatch> msgs{};
+  std::vector<iovec> iov = std::vector<iovec>(kMaxBatch * kMaxIovPerDatagram);
+  // Per datagram: UDP_SEGMENT (u16) + IP_TOS/IPV6_TCLASS (int).
+  static constexpr size_t kTxCtrl = cmsg_space(sizeof(uint16_t)) + cmsg_space(sizeof(int));
+  std::array<std::array<uint64_t, (kTxCtrl + 7) / 8>, kMaxBatch> ctrl{};
+  std::array<SockAddr, kMaxBatch> dest_copy{};  // only for per-datagram flow labels
+};
+
+UdpSocket::UdpSocket() = default;
+UdpSocket::~UdpSocket() = default;
+UdpSocket::UdpSocket(UdpSocket&&) noexcept = default;
+UdpSocket& UdpSocket::operator=(UdpSocket&&) noexcept = default;
+
+Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions& o) {
+  const int domain = local.is_ipv4() ? AF_INET : local.is_ipv6() ? AF_INET6 : -1;
+  if (domain < 0) return Errc::invalid_argument;
+  UdpSocket s;
+  s.fd_.reset(::socket(domain, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP));
+  if (!s.fd_.valid()) return record_os_error(errno, "socket");
+  const int fd = s.fd_.get();
+  if (local.is_ipv6()) {
+    if (Status st = set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1, "setsockopt(IPV6_V6ONLY)"); !st) return st.error();
+  }
+  if (o.reuse_addr) {
+    if (Status st = set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)"); !st) return st.error();
+  }
+  if (::bind(fd, static_cast<const sockaddr*>(local.native()), local.native_len()) != 0)
+    return record_os_error(errno, "bind");
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+    return record_os_error(errno, "getsockname");
+  auto bound = SockAddr::from_native(&ss, len);
+  if (!bound) return bound.error();
+  s.local_ = *bound;
+  s.tx_ = std::make_unique<TxScratch>();
+
+  auto check = [](Status st) { return st.ok() ? Errc::ok : st.error(); };
+  Errc e = Errc::ok;
+  if (e == Errc::ok && o.rcvbuf_bytes > 0) e = check(s.set_rcvbuf(o.rcvbuf_bytes));
+  if (e == Errc::ok && o.sndbuf_bytes > 0) e = check(s.set_sndbuf(o.sndbuf_bytes));
+  if (e == Errc::ok && o.recv_tos) e = check(s.set_recv_tos(true));
+  if (e == Errc::ok && o.recv_pktinfo) e = check(s.set_recv_pktinfo(true));
+  if (e == Errc::ok && o.gro) e = check(s.set_gro(true));
+  if (e == Errc::ok && o.tos >= 0) e = check(s.set_tos(static_cast<uint8_t>(o.tos)));
+  if (e == Errc::ok && (o.ipv6_zero_checksum_tx || o.ipv6_zero_checksum_rx))
+    e = check(s.set_ipv6_zero_checksum(o.ipv6_zero_checksum_tx, o.ipv6_zero_checksum_rx));
+  if (e == Errc::ok && o.busy_poll_us > 0) e = check(s.set_busy_poll(o.busy_poll_us));
+  if (e != Errc::ok) return e;
+  return s;
+}
+
+Status UdpSocket::set_rcvbuf(int bytes) {
+  if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) == 0) return {};
+  return set_int(fd(), SOL_SOCKET, SO_RCVBUF, bytes, "setsockopt(SO_RCVBUF)");
+}
+Status UdpSocket::set_sndbuf(int bytes) {
+  if (setsockopt(fd(), SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) == 0) return {};
+  return set_int(fd(), SOL_SOCKET, SO_SNDBUF, bytes, "setsockopt(SO_SNDBUF)");
+}
+Result<int> UdpSocket::rcvbuf_bytes() const {
+  return get_int(fd(), SOL_SOCKET, SO_RCVBUF, "getsockopt(SO_RCVBUF)");
+}
+Result<int> UdpSocket::sndbuf_bytes() const {
+  return get_int(fd(), SOL_SOCKET, SO_SNDBUF, "getsockopt(SO_SNDBUF)");
+}
+
+Status UdpSocket::set_tos(uint8_t tos) {
+  if (family() == AddrFamily::ipv6) return set_int(fd(), IPPROTO_IPV6, IPV6_TCLASS, tos, "setsockopt(IPV6_TCLASS)");
+  return set_int(fd(), IPPROTO_IP, IP_TOS, tos, "setsockopt(IP_TOS)");
+}
+Status UdpSocket::set_recv_tos(bool on) {
+  if (family() == AddrFamily::ipv6)
+    return set_int(fd(), IPPROTO_IPV6, IPV6_RECVTCLASS, on, "setsockopt(IPV6_RECVTCLASS)");
+  return set_int(fd(), IPPROTO_IP, IP_RECVTOS, on, "setsockopt(IP_RECVTOS)");
+}
+Status UdpSocket::set_recv_pktinfo(bool on) {
+  if (family() == AddrFamily::ipv6)
+    return set_int(fd(), IPPROTO_IPV6, IPV6_RECVPKTINFO, on, "setsockopt(IPV6_RECVPKTINFO)");
+  return set_int(fd(), IPPROTO_IP, IP_PKTINFO, on, "setsockopt(IP_PKTINFO)");
+}
+Status UdpSocket::set_gro(bool on) {
+  return set_int(fd(), IPPROTO_UDP, UDP_GRO, on, "setsockopt(UDP_GRO)");
+}
+Status UdpSocket::set_ipv6_zero_checksum(bool tx, bool rx) {
+  if (family() != AddrFamily::ipv6) return Errc::not_supported;
+  if (Status s = set_int(fd(), IPPROTO_UDP, UDP_NO_CHECK6_TX, tx, "setsockopt(UDP_NO_CHECK6_TX)"); !s) return s;
+  return set_int(fd(), IPPROTO_UDP, UDP_NO_CHECK6_RX, rx, "setsockopt(UDP_NO_CHECK6_RX)");
+}
+Status UdpSocket::set_flowinfo_send(bool on) {
+  if (family() != AddrFamily::ipv6) return Errc::not_supported;
+  return set_int(fd(), IPPROTO_IPV6, IPV6_FLOWINFO_SEND, on, "setsockopt(IPV6_FLOWINFO_SEND)");
+}
+Status UdpSocket::set_recv_flow_label(bool on) {
+  if (family() != AddrFamily::ipv6) return Errc::not_supported;
+  return set_int(fd(), IPPROTO_IPV6, IPV6_FLOWINFO, on, "setsockopt(IPV6_FLOWINFO)");
+}
+Status UdpSocket::set_busy_poll(int microseconds) {
+  return set_int(fd(), SOL_SOCKET, SO_BUSY_POLL, microseconds, "setsockopt(SO_BUSY_POLL)");
+}
+
+Result<uint32_t> UdpSocket::lease_flow_label(const SockAddr& dest, uint32_t label) {
+  if (family() != AddrFamily::ipv6 || !dest.is_ipv6()) return Errc::not_supported;
+  if (label > 0xfffffu) return Errc::invalid_argument;
+  FlowLabelReq req{};
+  std::memcpy(&req.flr_dst, dest.address_bytes().data(), 16);
+  req.flr_label = htonl(label);
+  req.flr_action = kFlActionGet;
+  req.flr_share = kFlShareExcl;
+  req.flr_flags = kFlFlagCreate | (label != 0 ? kFlFlagExcl : 0);
+  if (setsockopt(fd(), IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, &req, sizeof req) != 0)
+    return record_os_error(errno, "setsockopt(IPV6_FLOWLABEL_MGR)");
+  // With label 0 the kernel picks one and writes it back into the request.
+  return ntohl(req.flr_label) & 0xfffffu;
+}
+
+Result<size_t> UdpSocket::send_batch(std::span<const TxDatagram> datagrams) {
+  if (!valid()) return Errc::bad_state;
+  const size_t n = std::min(datagrams.size(), kMaxBatch);
+  if (n == 0) return size_t{0};
+  TxScratch& t = *tx_;
+  const bool v6 = family() == AddrFamily::ipv6;
+  size_t iov_used = 0;
+  size_t built = 0;
+  Errc first_error = Errc::ok;
+  for (; built < n; ++built) {
+    const TxDatagram& d = datagrams[built];
+    Errc bad = Errc::ok;
+    if (d.dest == nullptr || d.dest->family() != family() || d.iov.size() > kMaxIovPerDatagram ||
+        d.tos > 255 || (d.flow_label != 0 && !v6)) {
+      bad = Errc::invalid_argument;
+    }
+    size_t total = 0;
+    for (const IoSlice& s : d.iov) total += s.bytes;
+    if (bad == Errc::ok && d.gso_segment_bytes != 0 &&
+        (total + d.gso_segment_bytes - 1) / d.gso_segment_bytes > kMaxGsoSegments) {
+      bad = Errc::invalid_argument;
+    }
+    if (bad != Errc::ok) {
+      // Send the valid datagrams before it; report the error when it is first.
+      if (built == 0) first_error = bad;
+      break;
+    }
+    mmsghdr& m = t.msgs[built];
+    m = mmsghdr{};
+    for (size_t i = 0; i < d.iov.size(); ++i)
+      t.iov[iov_used + i] = iovec{const_cast<void*>(d.iov[i].data), d.iov[i].bytes};
+    m.msg_hdr.msg_iov = &t.iov[iov_used];
+    m.msg_hdr.msg_iovlen = d.iov.size();
+    iov_used += d.iov.size();
+    const SockAddr* dest = d.dest;
+    if (d.flow_label != 0) {
+      t.dest_copy[built] = *d.dest;
+      t.dest_copy[built].set_flow_label(d.flow_label);
+      dest = &t.dest_copy[built];
+    }
+    // sendmsg never writes through msg_name.
+    m.msg_hdr.msg_name = const_cast<void*>(dest->native());
+    m.msg_hdr.msg_namelen = dest->native_len();
+    if (d.gso_segment_bytes != 0 || d.tos >= 0) {
+      auto& buf = t.ctrl[built];
+      buf.fill(0);
+      m.msg_hdr.msg_control = buf.data();
+      size_t ctrl_len = 0;
+      if (d.gso_segment_bytes != 0) ctrl_len += cmsg_space(sizeof(uint16_t));
+      if (d.tos >= 0) ctrl_len += cmsg_space(sizeof(int));
+      m.msg_hdr.msg_controllen = ctrl_len;
+      cmsghdr* c = cmsg_first(&m.msg_hdr);
+      if (d.gso_segment_bytes != 0) {
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = cmsg_len(sizeof(uint16_t));
+        const uint16_t seg = d.gso_segment_bytes;
+        std::memcpy(cmsg_data(c), &seg, sizeof seg);
+        c = cmsg_next(&m.msg_hdr, c);
+      }
+      if (d.tos >= 0) {
+        c->cmsg_level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+        c->cmsg_type = v6 ? IPV6_TCLASS : IP_TOS;
+        c->cmsg_len = cmsg_len(sizeof(int));
+        const int tos = d.tos;
+        std::memcpy(cmsg_data(c), &tos, sizeof tos);
+      }
+    }
+  }
+  if (built == 0) return first_error;
+  int r;
+  do {
+    r = ::sendmmsg(fd(), t.msgs.data(), static_cast<unsigned>(built), MSG_DONTWAIT);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    const int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) return size_t{0};
+    return record_os_error(e, "sendmmsg");
+  }
+  return static_cast<size_t>(r);
+}
+
+Result<size_t> UdpSocket::send_to(const SockAddr& dest, std::span<const std::byte> bytes, int16_t tos) {
+  const IoSlice slice{bytes.data(), bytes.size()};
+  TxDatagram d;
+  d.dest = &dest;
+  d.iov = {&slice, 1};
+  d.tos = tos;
+  return send_batch({&d, 1});
+}
+
+Result<size_t> UdpSocket::recv_batch(RxBatch& batch) {
+  if (!valid()) return Errc::bad_state;
+  RxBatch::Native& nat = *batch.native_;
+  const size_t cap = batch.capacity();
+  auto* ctrl_base = reinterpret_cast<std::byte*>(nat.ctrl.data());
+  for (size_t i = 0; i < cap; ++i) {
+    msghdr& h = nat.msgs[i].msg_hdr;
+    h = msghdr{};
+    h.msg_name = batch.dgrams_[i].source.native_mut();
+    h.msg_namelen = SockAddr::kStorageBytes;
+    h.msg_iov = &nat.iov[i];
+    h.msg_iovlen = 1;
+    h.msg_control = ctrl_base + i * kCtrlBytes;
+    h.msg_controllen = kCtrlBytes;
+    nat.msgs[i].msg_len = 0;
+  }
+  int r;
+  do {
+    r = ::recvmmsg(fd(), nat.msgs.data(), static_cast<unsigned>(cap), MSG_DONTWAIT, nullptr);
+  } while (r < 0 && errno == EINTR);
+  batch.filled_ = 0;
+  if (r < 0) {
+    const int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) return Errc::would_block;
+    return record_os_error(e, "recvmmsg");
+  }
+  const size_t n = static_cast<size_t>(r);
+  for (size_t i = 0; i < n; ++i) {
+    msghdr& h = nat.msgs[i].msg_hdr;
+    RxDatagram& d = batch.dgrams_[i];
+    d.data = std::span<std::byte>(static_cast<std::byte*>(nat.iov[i].iov_base),
+                                  std::min<size_t>(nat.msgs[i].msg_len, batch.buffer_bytes_));
+    d.truncated = (h.msg_flags & MSG_TRUNC) != 0;
+    d.local = SockAddr();
+    d.ifindex = 0;
+    d.tos = 0;
+    d.tos_valid = false;
+    d.flow_label = 0;
+    d.gro_segment_bytes = 0;
+    for (cmsghdr* c = cmsg_first(&h); c != nullptr; c = cmsg_next(&h, c)) {
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        d.tos = cmsg_value<uint8_t>(c);
+        d.tos_valid = true;
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+        d.tos = static_cast<uint8_t>(cmsg_value<int>(c));
+        d.tos_valid = true;
+      } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+        d.gro_segment_bytes = static_cast<uint16_t>(cmsg_value<int>(c));
+      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+        const auto pi = cmsg_value<in_pktinfo>(c);
+        std::array<uint8_t, 4> a;
+        std::memcpy(a.data(), &pi.ipi_addr, 4);
+        d.local = SockAddr::ipv4(a, local_.port());
+        d.ifindex = static_cast<uint32_t>(pi.ipi_ifindex);
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+        const auto pi = cmsg_value<in6_pktinfo>(c);
+        std::array<uint8_t, 16> a;
+        std::memcpy(a.data(), &pi.ipi6_addr, 16);
+        d.local = SockAddr::ipv6(a, local_.port());
+        d.ifindex = pi.ipi6_ifindex;
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
+        d.flow_label = ntohl(cmsg_value<uint32_t>(c)) & 0xfffffu;
+      }
+    }
+  }
+  batch.filled_ = n;
+  return n;
+}
+
+}  // namespace mrc::platform

@@ -1,0 +1,262 @@
+// Device: the software MRC NIC. It binds the sans-I/O core (core::Endpoint)
+// to UDP sockets (platform/) and runs it on a progress engine thread.
+//
+// Datapath (DESIGN.md "Software device"):
+//  - one local address per plane; MRC arrives on UDP port `udp_port` of each
+//    and leaves from a socket bound to (plane address, EV): the EV is the UDP
+//    source port (ev_port_base + i), so kernel ECMP spreads the packets;
+//  - every packet carries the IBTA ICRC over the headers the kernel writes
+//    (wire::datagram_icrc); the receiver recomputes it from the datagram's
+//    addresses and ports and drops a corrupt packet, counted;
+//  - per-packet spraying (burst = 1) sends each packet as its own datagram;
+//    per-burst (burst = k) has the core keep one EV for k packets
+//    (ProtocolConfig::ev_burst) and sends them as one UDP GSO super-packet,
+//    received with GRO.
+//
+// Threading: every public call may come from any thread. The engine and the
+// calls share one mutex around the core (the core is single-threaded by
+// contract); the engine does its system calls outside it. Completions reach
+// applications through lock-free SPSC rings (CompletionQueue), so polling a
+// CQ never waits for the engine.
+//
+// Ordering that keeps application memory safe: in each engine iteration
+// received packets and timers run first, then completions are published,
+// then packets are polled and sent. A WR completes only when all its packets
+// were acknowledged, so no packet being sent belongs to a completed WR: the
+// application may reuse or free a buffer as soon as it sees the completion.
+// dereg_mr() and destroy_qp() also wait for a send in progress to finish.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/endpoint.hpp"
+#include "platform/clock.hpp"
+#include "platform/epoll.hpp"
+#include "platform/sock_addr.hpp"
+#include "platform/udp_socket.hpp"
+#include "runtime/spsc_ring.hpp"
+#include "util/result.hpp"
+#include "wire/framing.hpp"
+
+namespace mrc::rt {
+
+/// Where the EV goes on the wire.
+enum class EvWire : uint8_t {
+  udp,   ///< UDP source port (IPv4 or IPv6)
+  stev,  ///< UDP source port, and the IPv6 flow label by the kernel's auto_flowlabels hash of it
+};
+
+struct DeviceConfig {
+  /// Local address of each plane (numeric IPv4 or IPv6, one family); 1..32.
+  std::vector<std::string> planes;
+  uint16_t udp_port = 4791;
+  EvWire ev_mode = EvWire::udp;
+  /// EV i of plane p is UDP source port ev_port_base + p * evs_per_plane + i.
+  uint16_t ev_port_base = 49152;
+  /// EVs per plane in the default EV profile; one sending socket each.
+  uint32_t evs_per_plane = 16;
+  /// Packets per GSO burst (1 = per-packet spraying), at most 64.
+  uint32_t burst = 1;
+  /// Progress engines. One today; more is refused at open (see README, partial).
+  uint32_t engines = 1;
+  /// The engine never sleeps (else it waits in epoll when idle).
+  bool busy_poll = false;
+  /// Seed of the protocol's random choices (EV picks); 0 = from getrandom.
+  uint64_t seed = 0;
+  uint32_t socket_buffer_bytes = 8u << 20;
+  /// Congestion control of the default CC profile: "fixed" (a window of
+  /// fixed_window_bytes, the default: a software path's delay is dominated
+  /// by scheduling, which delay-based NSCC reads as queueing) or
+  /// "uet-1.0-nscc".
+  std::string cc = "fixed";
+  uint64_t fixed_window_bytes = 4u << 20;
+  /// Protocol timing for a software path (RTTs of tens of microseconds).
+  core::ProtocolConfig protocol = default_protocol();
+
+  static core::ProtocolConfig default_protocol();
+  /// Checks every field; `why` names the field and the fix.
+  Status validate(std::string* why) const;
+};
+
+struct DeviceStats {
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_datagrams = 0;
+  uint64_t tx_eagain = 0;
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t rx_icrc_errors = 0;
+  uint64_t rx_unknown_source = 0;
+  uint64_t rx_short = 0;          ///< shorter than BTH + ICRC
+  uint64_t engine_iterations = 0;
+  uint64_t engine_sleeps = 0;
+  uint64_t retransmissions = 0;   ///< over the QPs that exist now
+  core::EndpointStats core;
+};
+
+/// A completion queue: the core's bounded CQ, drained by the engine into an
+/// SPSC ring that application threads poll without the device lock.
+class CompletionQueue {
+ public:
+  /// Up to out.size() completions; thread-safe.
+  size_t poll(std::span<core::WorkCompletion> out);
+  /// The next completion published will call the notify hook once.
+  void arm() { armed_.store(true, std::memory_order_release); }
+  /// Called (from the engine thread) when an armed CQ receives completions.
+  void set_notify(std::function<void()> f) { notify_ = std::move(f); }
+  uint32_t capacity() const { return capacity_; }
+  /// Completions lost to overflow (the ring or the core CQ was full).
+  uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
+  uint32_t core_id() const { return core_id_; }
+
+ private:
+  friend class Device;
+  CompletionQueue(uint32_t core_id, uint32_t capacity) : core_id_(core_id), capacity_(capacity), ring_(capacity) {}
+  const uint32_t core_id_;
+  const uint32_t capacity_;
+  SpscRing<core::WorkCompletion> ring_;
+  std::mutex consumer_mu_;
+  std::atomic<bool> armed_{false};
+  std::atomic<uint64_t> overflows_{0};
+  std::function<void()> notify_;
+};
+
+class Device {
+ public:
+  /// Opens the sockets and starts the engine. Errc::invalid_argument with
+  /// `why` for a bad configuration; Errc::busy / not_found / ... with `why`
+  /// naming the socket call for an address that cannot be bound.
+  static Result<std::unique_ptr<Device>> open(const DeviceConfig& cfg, std::string* why = nullptr);
+  /// Stops the engine and closes the sockets.
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceConfig& config() const { return cfg_; }
+  uint32_t num_planes() const { return static_cast<uint32_t>(planes_.size()); }
+  /// Plane `p`'s local address (port 0).
+  const platform::SockAddr& plane_address(uint32_t p) const { return planes_[p].addr; }
+  /// Core limits the API reports (max QPs, WRs, ...).
+  const core::EndpointConfig& endpoint_config() const { return ep_cfg_; }
+
+  // ---- peers. A peer is named by its plane-0 address (its GID).
+  /// Declares a peer's per-plane addresses (ports ignored): one per plane,
+  /// same family as ours. Errc::invalid_argument otherwise; Errc::busy if a
+  /// QP is connected to that peer.
+  Status set_peer(const platform::SockAddr& gid, std::span<const platform::SockAddr> planes);
+  /// The core's id for the peer named `gid` (declared, or implicitly one
+  /// reached at `gid` on every plane). Errc::invalid_argument for a family
+  /// other than ours.
+  Result<uint64_t> peer_id(const platform::SockAddr& gid);
+  /// The GID (plane-0 address) of a peer id, for queries.
+  std::optional<platform::SockAddr> peer_gid(uint64_t peer) const;
+
+  // ---- protection domains and memory (core::Endpoint semantics and errors)
+  Result<uint32_t> alloc_pd();
+  Status dealloc_pd(uint32_t pd);
+  Result<core::MemoryRegion> reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd);
+  /// Errc::busy while an outstanding WR reads the region.
+  Status dereg_mr(uint32_t lkey);
+
+  // ---- completion queues
+  /// Errc::invalid_argument for a capacity of 0 or above the core's maximum.
+  Result<CompletionQueue*> create_cq(uint32_t capacity);
+  /// Errc::busy while a QP uses it. The object is freed.
+  Status destroy_cq(CompletionQueue* cq);
+
+  // ---- QPs (core::Endpoint semantics and errors)
+  Result<uint32_t> create_qp(const core::QpInit& init);
+  /// Flushes outstanding WRs (wr_flush_err completions) and destroys.
+  Status destroy_qp(uint32_t qpn);
+  Status modify_qp(uint32_t qpn, const core::QpAttr& attr, uint32_t mask);
+  std::optional<core::QpInfo> query_qp(uint32_t qpn);
+  /// The QP's EVs (core::Endpoint::query_evs).
+  size_t query_evs(uint32_t qpn, std::span<core::EvInfo> out);
+  uint32_t random_psn();
+  Status post_send(uint32_t qpn, const core::SendWr& wr);
+  Status post_recv(uint32_t qpn, const core::RecvWr& wr);
+
+  /// Receives every asynchronous event (QP errors, CQ overflows, port
+  /// changes, EV events, probe results), on the engine thread, outside the
+  /// device lock. Set it before creating QPs.
+  void set_event_sink(std::function<void(const core::Event&)> sink);
+
+  DeviceStats stats();
+
+ private:
+  struct Plane {
+    platform::SockAddr addr;                  ///< port 0
+    platform::UdpSocket rx;                   ///< bound to udp_port
+    std::vector<platform::UdpSocket> tx;      ///< tx[i] bound to ev_port_base + i
+    wire::IpAddress ip{};
+  };
+  struct Peer {
+    platform::SockAddr gid;
+    std::vector<platform::SockAddr> planes;   ///< destination per plane, port = udp_port
+    std::vector<wire::IpAddress> ips;
+  };
+  /// One polled packet waiting to be sent.
+  struct TxSlot {
+    std::array<uint8_t, wire::kMaxHeaderBytes> hdr;
+    std::array<uint8_t, 4096> bounce;         ///< a payload gathered from several elements
+    std::array<uint8_t, 4> icrc;
+    core::Transmit tx;
+    const uint8_t* payload = nullptr;         ///< contiguous payload (user memory or bounce)
+    platform::SockAddr dest;                  ///< the peer's address on tx.port (copied under the lock)
+    wire::IpAddress dst_ip{};
+  };
+  struct StagedCompletion {
+    core::WorkCompletion wc;
+    CompletionQueue* cq;
+  };
+
+  explicit Device(const DeviceConfig& cfg);
+  Status open_sockets(std::string* why);
+  void engine_main();
+  bool receive_all();
+  void handle_datagram(uint32_t plane, const platform::RxDatagram& d, Time now);
+  size_t poll_transmits(Time now);
+  void send_slots(size_t n);
+  void collect_events();
+  void publish(std::vector<StagedCompletion>& staged);
+  void kick();
+  uint64_t add_peer_locked(const platform::SockAddr& gid, std::vector<platform::SockAddr> planes);
+
+  DeviceConfig cfg_;
+  core::EndpointConfig ep_cfg_;
+  wire::FrameFormat fmt_;
+  platform::MonotonicClock clock_;
+  std::vector<Plane> planes_;
+
+  std::mutex mu_;                              ///< guards ep_, peers_, cqs_
+  std::unique_ptr<core::Endpoint> ep_;
+  std::vector<Peer> peers_;                    ///< peer id = index + 1
+  std::unordered_map<platform::SockAddr, uint64_t, platform::SockAddrHash> peer_by_addr_;
+  std::vector<CompletionQueue*> cqs_;          ///< live CQs
+  std::vector<StagedCompletion> staged_;       ///< engine: collected under mu_, published after
+  std::vector<core::Event> events_out_;
+  std::function<void(const core::Event&)> sink_;
+  DeviceStats st_;
+
+  std::mutex send_mu_;                         ///< held while the engine sends (see file comment)
+  std::vector<TxSlot> slots_;
+  platform::RxBatch rx_batch_;
+  platform::Epoll epoll_;
+  platform::EventFd wake_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::thread engine_;
+};
+
+}  // namespace mrc::rt

@@ -1,0 +1,555 @@
+// The OCP application API over the software device: conformance (state
+// machine, attribute masks, errno values, bad_wr, CQ overrun, flush on
+// destroy, completion channels in poll), transfers through the C calls, and
+// hostile datagrams that must write nothing. Loopback addresses 127.0.2.x
+// (other test programs use other ranges, so ctest -j runs them side by side).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "mrc/mrc.h"
+#include "mrc/mrc_ctl.h"
+#include "mrc/mrc_soft.h"
+#include "platform/udp_socket.hpp"
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
+#include "wire/packet.hpp"
+
+extern "C" int mrc_c_header_check(void);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint16_t kPort = 24792;
+
+ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1) {
+  mrc_soft_device_attr a{};
+  a.plane_addrs = planes.data();
+  a.num_planes = static_cast<int>(planes.size());
+  a.udp_port = kPort;
+  a.ev_port_base = 41000;
+  a.evs_per_plane = 4;
+  a.burst = burst;
+  a.seed = 3;
+  return mrc_soft_open_device(&a);
+}
+
+/// One side: device, context, PD, CQ with a channel, QP, registered buffer.
+struct End {
+  ibv_context* dev = nullptr;
+  mrc_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  mrc_comp_channel* ch = nullptr;
+  mrc_cq* cq = nullptr;
+  mrc_qp* qp = nullptr;
+  std::vector<uint8_t> mem;
+  ibv_mr* mr = nullptr;
+  uint32_t psn = 0;
+
+  void open(std::vector<const char*> planes, size_t bytes = 1 << 20, int cqe = 256, uint32_t max_send_wr = 256) {
+    dev = open_dev(planes);
+    ASSERT_NE(dev, nullptr) << strerror(errno);
+    ctx = mrc_create_context(dev, nullptr);
+    ASSERT_NE(ctx, nullptr);
+    pd = mrc_soft_alloc_pd(dev);
+    ASSERT_NE(pd, nullptr);
+    ch = mrc_create_comp_channel(ctx);
+    ASSERT_NE(ch, nullptr);
+    cq = mrc_create_cq(ctx, cqe, this, ch, 0);
+    ASSERT_NE(cq, nullptr);
+    mrc_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.pd = pd;
+    ia.cap.max_send_wr = max_send_wr;
+    ia.cap.max_recv_wr = 256;
+    ia.cap.max_send_sge = 4;
+    ia.cap.max_inline_data = 64;
+    qp = mrc_create_qp(ctx, &ia);
+    ASSERT_NE(qp, nullptr);
+    mem.assign(bytes, 0);
+    mr = mrc_soft_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ASSERT_NE(mr, nullptr);
+    psn = 0x1234;
+  }
+  void close() {
+    if (qp) {
+      EXPECT_EQ(mrc_destroy_qp(qp), 0);
+    }
+    if (mr) {
+      EXPECT_EQ(mrc_soft_dereg_mr(mr), 0);
+    }
+    if (cq) {
+      EXPECT_EQ(mrc_destroy_cq(cq), 0);
+    }
+    if (ch) {
+      EXPECT_EQ(mrc_destroy_comp_channel(ch), 0);
+    }
+    if (pd) {
+      EXPECT_EQ(mrc_soft_dealloc_pd(pd), 0);
+    }
+    if (ctx) {
+      EXPECT_EQ(mrc_destroy_context(ctx), 0);
+    }
+    if (dev) {
+      EXPECT_EQ(mrc_soft_close_device(dev), 0);
+    }
+  }
+  ibv_gid gid(int plane = 0) const {
+    ibv_gid g;
+    EXPECT_EQ(mrc_soft_query_gid(dev, plane, &g), 0);
+    return g;
+  }
+};
+
+mrc_qp_attr rtr_rts_attrs() {
+  mrc_qp_attr m{};
+  m.wimm.max_wimm = m.wimm.max_wimm_dest = 64;
+  m.mpr.mpr = m.mpr.mpr_dest = 8;
+  m.retry.linear_cnt = 7;
+  m.retry.exp_cnt = MRC_QP_RETRY_EXP_INFINITE;
+  m.timeout = 14;
+  return m;
+}
+
+int to_init(mrc_qp* qp) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  return mrc_modify_qp(qp, &a, IBV_QP_STATE, nullptr, 0);
+}
+
+int to_rtr(End& me, const End& peer, const ibv_gid& peer_gid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = peer_gid;
+  a.dest_qp_num = mrc_get_qpn(peer.qp);
+  a.rq_psn = peer.psn;
+  a.path_mtu = IBV_MTU_4096;
+  mrc_qp_attr m = rtr_rts_attrs();
+  return mrc_modify_qp(me.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                       MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST);
+}
+
+int to_rts(End& me) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = me.psn;
+  mrc_qp_attr m = rtr_rts_attrs();
+  return mrc_modify_qp(me.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
+                       MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT);
+}
+
+/// Declares each side's planes to the other and brings both QPs to RTS.
+void connect(End& a, End& b, int planes) {
+  std::vector<ibv_gid> ga, gb;
+  for (int p = 0; p < planes; ++p) {
+    ga.push_back(a.gid(p));
+    gb.push_back(b.gid(p));
+  }
+  ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb[0], gb.data(), planes), 0);
+  ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga[0], ga.data(), planes), 0);
+  for (End* e : {&a, &b}) ASSERT_EQ(to_init(e->qp), 0);
+  ASSERT_EQ(to_rtr(a, b, gb[0]), 0);
+  ASSERT_EQ(to_rtr(b, a, ga[0]), 0);
+  ASSERT_EQ(to_rts(a), 0);
+  ASSERT_EQ(to_rts(b), 0);
+}
+
+std::vector<ibv_wc> poll_n(mrc_cq* cq, size_t n, int seconds = 20) {
+  std::vector<ibv_wc> out;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  ibv_wc wc[16];
+  while (out.size() < n && Clock::now() < end) {
+    const int k = mrc_poll_cq(cq, 16, wc);
+    EXPECT_GE(k, 0);
+    out.insert(out.end(), wc, wc + k);
+  }
+  return out;
+}
+
+int post_write(End& from, const End& to, uint64_t off, uint32_t len, uint64_t id, bool imm = false,
+               unsigned flags = IBV_SEND_SIGNALED) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(from.mem.data()) + off, len, from.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = flags;
+  wr.imm_data = htonl(0xC0FFEE00u + static_cast<uint32_t>(id));
+  wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(to.mem.data()) + off;
+  wr.wr.rdma.rkey = to.mr->rkey;
+  ibv_send_wr* bad = nullptr;
+  return mrc_post_send(from.qp, &wr, &bad);
+}
+
+TEST(Api, HeadersCompileAsCAndVersionsAreReported) {
+  EXPECT_EQ(mrc_c_header_check(), 1);
+  mrc_version v;
+  ASSERT_EQ(mrc_query_version(&v), 0);
+  EXPECT_EQ(v.current, MRC_API_VERSION(1, 0, 1));
+  EXPECT_EQ(mrc_query_version(nullptr), EINVAL);
+}
+
+TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
+  ibv_context* dev = open_dev({"127.0.2.1"});
+  ASSERT_NE(dev, nullptr);
+  mrc_device_attr a{};
+  int supported = -1;
+  ASSERT_EQ(mrc_query_device(dev, &a, &supported), 0);
+  EXPECT_EQ(supported, 1);
+  EXPECT_EQ(a.protocol_versions, MRC_PROTOCOL_VERSION_1);
+  EXPECT_EQ(a.max_sge, 16u);
+  EXPECT_EQ(a.num_planes, 1u);
+  ibv_context foreign{};
+  supported = -1;
+  ASSERT_EQ(mrc_query_device(&foreign, &a, &supported), 0);
+  EXPECT_EQ(supported, 0);
+  mrc_context_attr ca{MRC_API_VERSION(9, 0, 0), 0};
+  errno = 0;
+  EXPECT_EQ(mrc_create_context(dev, &ca), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "an API version newer than the library";
+  EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
+  mrc_ctl_device_attr ctl{};
+  ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
+  EXPECT_EQ(ctl.phy_port_mask, 0b10u) << "port 1";
+  EXPECT_STREQ(ctl.cc.algorithms[0], "uet-1.0-nscc");
+  EXPECT_EQ(mrc_soft_close_device(dev), 0);
+}
+
+TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
+  End a, b;
+  a.open({"127.0.2.2"});
+  b.open({"127.0.2.3"});
+  ibv_qp_attr q{};
+  // RESET -> RTR skips INIT.
+  ASSERT_EQ(to_rtr(a, b, b.gid()), EINVAL);
+  ASSERT_EQ(to_init(a.qp), 0);
+  // Unsupported ibverbs attributes (reference 6.2).
+  q.qp_state = IBV_QPS_RTR;
+  q.timeout = 14;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_TIMEOUT, nullptr, 0), EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_RETRY_CNT, nullptr, 0), EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_PORT, nullptr, 0), EINVAL);
+  // A required RTR attribute missing (MPR_DEST).
+  q = ibv_qp_attr{};
+  q.qp_state = IBV_QPS_RTR;
+  q.ah_attr.grh.dgid = b.gid();
+  q.dest_qp_num = mrc_get_qpn(b.qp);
+  q.path_mtu = IBV_MTU_4096;
+  mrc_qp_attr m = rtr_rts_attrs();
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST),
+            EINVAL);
+  // An RTS attribute in the RTR transition; vendor configuration.
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_MAX_WIMM),
+            EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, MRC_QP_VENDOR_CFG), EINVAL);
+  // A hint outside RESET -> INIT.
+  mrc_qp_hint_attr ha{};
+  ha.mask = MRC_QP_HINT_NUM_QPS_PER_PEER;
+  ha.num_qps_per_peer = 4;
+  mrc_qp_hint* hint = mrc_create_qp_hint(a.ctx, &ha);
+  ASSERT_NE(hint, nullptr);
+  m.qp_hint = hint;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_HINT),
+            EINVAL);
+  // An out-of-range value: timeout > 24 at RTS (after a good RTR).
+  ASSERT_EQ(to_rtr(a, b, b.gid()), 0);
+  q = ibv_qp_attr{};
+  q.qp_state = IBV_QPS_RTS;
+  m = rtr_rts_attrs();
+  m.timeout = 31;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
+                          MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT),
+            EINVAL);
+  ibv_qp_attr got{};
+  mrc_qp_attr mgot{};
+  mrc_qp_init_attr igot{};
+  ASSERT_EQ(mrc_query_qp(a.qp, &got, IBV_QP_STATE, &mgot, 0, &igot), 0);
+  EXPECT_EQ(got.qp_state, IBV_QPS_RTR) << "a refused transition changes nothing";
+  EXPECT_EQ(got.dest_qp_num, mrc_get_qpn(b.qp));
+  EXPECT_EQ(mgot.mpr.mpr_dest, 8);
+  EXPECT_EQ(igot.cap.max_send_wr, 256u);
+  // Posting before RTS.
+  ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), 8, a.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(mrc_post_send(a.qp, &wr, &bad), EINVAL);
+  EXPECT_EQ(bad, &wr);
+  // The hint is in use by nobody: it goes.
+  EXPECT_EQ(mrc_destroy_qp_hint(hint), 0);
+  // Objects in use cannot be destroyed.
+  EXPECT_EQ(mrc_destroy_cq(a.cq), EBUSY);
+  EXPECT_EQ(mrc_destroy_comp_channel(a.ch), EBUSY);
+  EXPECT_EQ(mrc_destroy_context(a.ctx), EBUSY);
+  EXPECT_EQ(mrc_soft_close_device(a.dev), EBUSY);
+  EXPECT_EQ(mrc_soft_dealloc_pd(a.pd), EBUSY);
+  a.close();
+  b.close();
+}
+
+TEST(Api, BadWorkRequestsStopTheChainAtBadWr) {
+  End a, b;
+  a.open({"127.0.2.4"}, 1 << 20, 256, 4);
+  b.open({"127.0.2.5"});
+  connect(a, b, 1);
+  ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), 8, a.mr->lkey};
+  ibv_send_wr w[3]{};
+  for (int i = 0; i < 3; ++i) {
+    w[i].wr_id = static_cast<uint64_t>(i);
+    w[i].sg_list = &sge;
+    w[i].num_sge = 1;
+    w[i].opcode = IBV_WR_RDMA_WRITE;
+    w[i].send_flags = IBV_SEND_SIGNALED;
+    w[i].wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.mem.data());
+    w[i].wr.rdma.rkey = b.mr->rkey;
+    if (i < 2) w[i].next = &w[i + 1];
+  }
+  w[1].opcode = IBV_WR_SEND;  // not an MRC operation
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(mrc_post_send(a.qp, w, &bad), EINVAL);
+  EXPECT_EQ(bad, &w[1]);
+  w[1].opcode = IBV_WR_RDMA_WRITE;
+  w[1].num_sge = 5;  // over max_send_sge (4)
+  EXPECT_EQ(mrc_post_send(a.qp, &w[1], &bad), EINVAL);
+  w[1].num_sge = 1;
+  w[1].send_flags = IBV_SEND_INLINE;
+  sge.length = 65;  // over max_inline_data (64)
+  EXPECT_EQ(mrc_post_send(a.qp, &w[1], &bad), EINVAL);
+  sge.length = 8;
+  w[1].send_flags = IBV_SEND_SIGNALED;
+  // w[0] went out above. With the peer gone nothing completes any more, so
+  // the send queue (cap.max_send_wr = 4) fills: the fifth post is ENOMEM.
+  ASSERT_EQ(poll_n(a.cq, 1).size(), 1u);
+  b.close();
+  b = End{};
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(post_write(a, a, 0, 8, 100 + i), 0);
+  EXPECT_EQ(post_write(a, a, 0, 8, 104), ENOMEM) << "the send queue is bounded by cap.max_send_wr";
+  // Destroying the QP flushes the four.
+  ASSERT_EQ(mrc_destroy_qp(a.qp), 0);
+  a.qp = nullptr;
+  const auto wcs = poll_n(a.cq, 4, 5);
+  ASSERT_EQ(wcs.size(), 4u);
+  for (const auto& c : wcs) EXPECT_EQ(c.status, IBV_WC_WR_FLUSH_ERR) << mrc_wc_status_str(c.status);
+  a.close();
+  b.close();
+}
+
+TEST(Api, TransfersOverTwoPlanesWithChannelsGatherInlineAndImmediates) {
+  End a, b;
+  a.open({"127.0.2.6", "127.0.2.7"}, 4 << 20);
+  b.open({"127.0.2.8", "127.0.2.9"}, 4 << 20);
+  connect(a, b, 2);
+  for (size_t i = 0; i < a.mem.size(); ++i) a.mem[i] = static_cast<uint8_t>(i * 7 + 1);
+  // 1 B .. 4 MiB, verified.
+  uint64_t id = 0;
+  for (uint32_t len : {1u, 4095u, 4096u, 65537u, 4u << 20}) {
+    std::fill(b.mem.begin(), b.mem.end(), 0);
+    ASSERT_EQ(post_write(a, b, 0, len, ++id), 0);
+    const auto wc = poll_n(a.cq, 1);
+    ASSERT_EQ(wc.size(), 1u);
+    EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc[0].opcode, IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(wc[0].wr_id, id);
+    ASSERT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), len)) << len;
+  }
+  // A gather list of three elements and an inline write.
+  std::fill(b.mem.begin(), b.mem.end(), 0);
+  ibv_sge sg[3] = {{reinterpret_cast<uint64_t>(a.mem.data()) + 100, 5000, a.mr->lkey},
+                   {reinterpret_cast<uint64_t>(a.mem.data()) + 9000, 3, a.mr->lkey},
+                   {reinterpret_cast<uint64_t>(a.mem.data()) + 20000, 7000, a.mr->lkey}};
+  ibv_send_wr g{};
+  g.wr_id = 500;
+  g.sg_list = sg;
+  g.num_sge = 3;
+  g.opcode = IBV_WR_RDMA_WRITE;
+  g.send_flags = IBV_SEND_SIGNALED;
+  g.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.mem.data());
+  g.wr.rdma.rkey = b.mr->rkey;
+  uint8_t small[40];
+  for (int i = 0; i < 40; ++i) small[i] = static_cast<uint8_t>(200 + i);
+  ibv_sge isge{reinterpret_cast<uint64_t>(small), 40, 0};  // no region: inline
+  ibv_send_wr in{};
+  in.wr_id = 501;
+  in.sg_list = &isge;
+  in.num_sge = 1;
+  in.opcode = IBV_WR_RDMA_WRITE;
+  in.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  in.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.mem.data()) + 100000;
+  in.wr.rdma.rkey = b.mr->rkey;
+  g.next = &in;
+  ibv_send_wr* bad = nullptr;
+  // Wait for the completions through the channel: arm (the CQ is empty),
+  // post, wait for the fd, get the event, acknowledge, poll.
+  ASSERT_EQ(mrc_req_notify_cq(a.cq, 0), 0);
+  ASSERT_EQ(mrc_post_send(a.qp, &g, &bad), 0);
+  std::memset(small, 0, sizeof small);  // inline data was copied at post
+  std::vector<ibv_wc> got;
+  pollfd pfd{mrc_get_comp_channel_fd(a.ch), POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 10000), 1) << "the channel fd becomes readable";
+  mrc_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  ASSERT_EQ(mrc_get_cq_event(a.ch, &ev_cq, &ev_ctx), 0);
+  EXPECT_EQ(ev_cq, a.cq);
+  EXPECT_EQ(ev_ctx, &a);
+  mrc_ack_cq_events(ev_cq, 1);
+  got = poll_n(a.cq, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].wr_id, 500u);
+  EXPECT_EQ(got[1].wr_id, 501u);
+  EXPECT_EQ(0, std::memcmp(b.mem.data(), a.mem.data() + 100, 5000));
+  EXPECT_EQ(0, std::memcmp(b.mem.data() + 5000, a.mem.data() + 9000, 3));
+  EXPECT_EQ(0, std::memcmp(b.mem.data() + 5003, a.mem.data() + 20000, 7000));
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(b.mem[100000 + static_cast<size_t>(i)], 200 + i);
+  // WRITE_WITH_IMM: receive completions in order, immediate in network order.
+  for (int i = 0; i < 8; ++i) {
+    ibv_recv_wr r{};
+    r.wr_id = 900 + static_cast<uint64_t>(i);
+    ibv_recv_wr* rbad = nullptr;
+    ASSERT_EQ(mrc_post_recv(b.qp, &r, &rbad), 0);
+  }
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(post_write(a, b, i * 8192, 8192, i, true), 0);
+  ASSERT_EQ(poll_n(a.cq, 8).size(), 8u);
+  const auto recv = poll_n(b.cq, 8);
+  ASSERT_EQ(recv.size(), 8u);
+  for (uint32_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(recv[i].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    EXPECT_TRUE(recv[i].wc_flags & IBV_WC_WITH_IMM);
+    EXPECT_EQ(ntohl(recv[i].imm_data), 0xC0FFEE00u + i);
+    EXPECT_EQ(recv[i].wr_id, 900u + i);
+    EXPECT_EQ(recv[i].byte_len, 8192u);
+  }
+  a.close();
+  b.close();
+}
+
+TEST(Api, CqOverrunRaisesTheAsyncEventAndDestroyFlushes) {
+  End a, b;
+  a.open({"127.0.2.10"}, 1 << 20, 2);  // a CQ of 2
+  b.open({"127.0.2.11"});
+  connect(a, b, 1);
+  for (uint64_t i = 0; i < 16; ++i) ASSERT_EQ(post_write(a, b, i * 1024, 1024, i), 0);
+  // Nobody polls: the CQ overflows and the context hears IBV_EVENT_CQ_ERR.
+  pollfd pfd{mrc_get_async_fd(a.ctx), POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 10000), 1);
+  mrc_async_event ev{};
+  ASSERT_EQ(mrc_get_async_event(a.ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+  EXPECT_EQ(ev.element.cq, a.cq);
+  mrc_ack_async_event(&ev);
+  // A QP destroyed with work outstanding flushes it.
+  std::vector<ibv_wc> drained = poll_n(a.cq, 2, 1);
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_EQ(post_write(a, b, 0, 1 << 20, 100 + i), 0);
+  ASSERT_EQ(mrc_destroy_qp(a.qp), 0);
+  a.qp = nullptr;
+  const auto flushed = poll_n(a.cq, 2, 5);
+  ASSERT_EQ(flushed.size(), 2u);
+  for (const auto& c : flushed) EXPECT_TRUE(c.status == IBV_WC_WR_FLUSH_ERR || c.status == IBV_WC_SUCCESS);
+  EXPECT_EQ(flushed.back().status, IBV_WC_WR_FLUSH_ERR);
+  a.close();
+  b.close();
+}
+
+// Datagrams a hostile host on the network could send: a valid MRC WRITE
+// (correct ICRC, the right QPN) with a wrong rkey or an address outside the
+// region, a forged QPN, a truncated header. Nothing may be written; each is
+// counted; the device keeps serving.
+TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
+  End a, b;
+  a.open({"127.0.2.12"});
+  b.open({"127.0.2.13"});
+  connect(a, b, 1);
+  auto attacker_addr = mrc::platform::SockAddr::parse("127.0.2.12:41000");  // a's plane and EV port 0
+  // The device holds that port; send from a raw copy of its address via a
+  // second socket is impossible, so forge from the peer's address on another
+  // EV-range port the device does not use.
+  attacker_addr->set_port(41003 + 100);
+  auto sock = mrc::platform::UdpSocket::open(*attacker_addr);
+  ASSERT_TRUE(sock.ok());
+  auto send_write = [&](uint32_t qpn, uint64_t va, uint32_t rkey, size_t truncate_to = 0) {
+    mrc::wire::Headers h;
+    h.bth.opcode = static_cast<uint8_t>(mrc::wire::Opcode::write_only);
+    h.bth.dest_qp = qpn;
+    h.bth.psn = a.psn;
+    h.bth.ts = true;
+    h.meth.msn = 1;
+    h.reth.va = va;
+    h.reth.rkey = rkey;
+    h.reth.dma_length = 64;
+    std::vector<uint8_t> pkt(mrc::wire::kMaxHeaderBytes);
+    auto n = mrc::wire::encode(h, pkt);
+    ASSERT_TRUE(n.ok());
+    pkt.resize(*n);
+    pkt.insert(pkt.end(), 64, 0xEE);
+    if (truncate_to) pkt.resize(truncate_to);
+    mrc::wire::FrameFormat fmt;
+    fmt.ip = mrc::wire::IpVersion::v4;
+    fmt.udp_dport = kPort;
+    mrc::wire::FrameFields f;
+    f.src = {127, 0, 2, 12};
+    f.dst = {127, 0, 2, 13};
+    f.ev = attacker_addr->port();
+    const size_t hdr = truncate_to ? pkt.size() : *n;
+    auto crc = mrc::wire::datagram_icrc(fmt, f, std::span<const uint8_t>(pkt.data(), std::max<size_t>(hdr, 12)),
+                                        std::span<const uint8_t>(pkt.data() + std::max<size_t>(hdr, 12),
+                                                                 pkt.size() - std::max<size_t>(hdr, 12)));
+    ASSERT_TRUE(crc.ok());
+    uint8_t c[4];
+    mrc::wire::put_icrc(*crc, c);
+    pkt.insert(pkt.end(), c, c + 4);
+    auto to = *mrc::platform::SockAddr::parse("127.0.2.13");
+    to.set_port(kPort);
+    ASSERT_TRUE(sock->send_to(to, std::as_bytes(std::span<const uint8_t>(pkt))).ok());
+  };
+  const uint64_t base = reinterpret_cast<uint64_t>(b.mem.data());
+  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
+  send_write(mrc_get_qpn(b.qp), base + b.mem.size() - 10, b.mr->rkey);      // leaves the region
+  send_write(mrc_get_qpn(b.qp) ^ 0x100000, base, b.mr->rkey);               // forged QPN
+  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey, 20);                      // truncated headers
+  mrc_soft_stats st{};
+  const auto end = Clock::now() + std::chrono::seconds(10);
+  do {
+    ASSERT_EQ(mrc_soft_query_stats(b.dev, &st), 0);
+  } while ((st.rx_access_errors < 2 || st.rx_dropped + st.rx_malformed < 2) && Clock::now() < end);
+  EXPECT_GE(st.rx_packets, 4u);
+  EXPECT_EQ(st.rx_icrc_errors, 0u) << "the forgeries carried valid ICRCs";
+  EXPECT_GE(st.rx_access_errors, 2u);
+  EXPECT_GE(st.rx_dropped + st.rx_malformed, 2u);
+  for (uint8_t x : b.mem) ASSERT_EQ(x, 0) << "nothing written";
+  // The real peer is still served.
+  for (size_t i = 0; i < 1000; ++i) a.mem[i] = static_cast<uint8_t>(i);
+  ASSERT_EQ(post_write(a, b, 0, 1000, 1), 0);
+  const auto wc = poll_n(a.cq, 1);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 1000));
+  a.close();
+  b.close();
+}
+
+TEST(Api, ControllerCallsExistAndSayNotSupported) {
+  End a;
+  a.open({"127.0.2.14"});
+  mrc_ctl_ev_profile_attr ep{};
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(a.ctx, 1, &ep, MRC_CTL_EV_PROFILE_STATE), EOPNOTSUPP);
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(nullptr, 1, &ep, 0), EINVAL);
+  mrc_ctl_port_attr pa{};
+  ASSERT_EQ(mrc_ctl_query_port(a.ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(mrc_ctl_query_port(a.ctx, 2, &pa), EINVAL);
+  a.close();
+}
+
+}  // namespace

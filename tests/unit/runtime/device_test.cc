@@ -1,0 +1,257 @@
+// The software device over real UDP sockets on loopback: two devices in one
+// process, each with two planes (two loopback addresses), exchanging WRITEs
+// that are verified byte for byte. Bounded by wall-clock deadlines (the
+// engines run on their own threads); no sleeps.
+#include "runtime/device.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "platform/udp_socket.hpp"
+#include "util/prng.hpp"
+
+namespace mrc::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+DeviceConfig config(std::vector<std::string> planes, uint32_t burst = 1) {
+  DeviceConfig c;
+  c.planes = std::move(planes);
+  c.udp_port = 24791;  // not 4791: a real RoCE/MRC stack on the host may own it
+  c.ev_port_base = 40000;
+  c.evs_per_plane = 8;
+  c.burst = burst;
+  c.seed = 7;
+  return c;
+}
+
+std::unique_ptr<Device> open_or_skip(const DeviceConfig& c) {
+  std::string why;
+  auto d = Device::open(c, &why);
+  if (!d) {
+    ADD_FAILURE() << "cannot open the device: " << why;
+    return nullptr;
+  }
+  return std::move(*d);
+}
+
+struct Side {
+  std::unique_ptr<Device> dev;
+  CompletionQueue* cq = nullptr;
+  uint32_t qpn = 0;
+  std::vector<uint8_t> mem;
+  core::MemoryRegion mr;
+};
+
+/// Two devices with a connected QP pair and a registered buffer each.
+struct Pair {
+  Side a, b;
+  Pair(uint32_t burst = 1, size_t bytes = 1 << 20) {
+    a.dev = open_or_skip(config({"127.0.1.1", "127.0.1.3"}, burst));
+    b.dev = open_or_skip(config({"127.0.1.2", "127.0.1.4"}, burst));
+    if (!a.dev || !b.dev) return;
+    for (Side* s : {&a, &b}) {
+      s->cq = *s->dev->create_cq(1024);
+      core::QpInit init;
+      init.send_cq = init.recv_cq = s->cq->core_id();
+      s->qpn = *s->dev->create_qp(init);
+      s->mem.assign(bytes, 0);
+      s->mr = *s->dev->reg_mr(s->mem.data(), s->mem.size(), core::access::kLocalWrite | core::access::kRemoteWrite,
+                              core::kDefaultPd);
+    }
+    const uint32_t psn_a = a.dev->random_psn(), psn_b = b.dev->random_psn();
+    connect(a, b, psn_a, psn_b);
+    connect(b, a, psn_b, psn_a);
+  }
+  void connect(Side& me, Side& peer, uint32_t my_psn, uint32_t peer_psn) {
+    using namespace core::qp_attr;
+    std::vector<platform::SockAddr> planes;
+    for (uint32_t p = 0; p < peer.dev->num_planes(); ++p) planes.push_back(peer.dev->plane_address(p));
+    ASSERT_TRUE(me.dev->set_peer(planes[0], planes).ok());
+    core::QpAttr at;
+    at.state = core::QpState::init;
+    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState).ok());
+    at.state = core::QpState::rtr;
+    at.dest_qpn = peer.qpn;
+    at.rq_psn = peer_psn;
+    at.peer = *me.dev->peer_id(planes[0]);
+    at.path_mtu = 4096;
+    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest)
+                    .ok());
+    at.state = core::QpState::rts;
+    at.sq_psn = my_psn;
+    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout).ok());
+  }
+  bool ok() const { return a.dev && b.dev; }
+};
+
+/// Polls `cq` until `n` completions arrived or 20 s passed.
+std::vector<core::WorkCompletion> wait(CompletionQueue* cq, size_t n) {
+  std::vector<core::WorkCompletion> out;
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  core::WorkCompletion wc[16];
+  while (out.size() < n && Clock::now() < end) {
+    const size_t k = cq->poll(wc);
+    out.insert(out.end(), wc, wc + k);
+  }
+  return out;
+}
+
+void fill(std::vector<uint8_t>& v, uint64_t seed) {
+  Prng r(seed);
+  for (auto& x : v) x = static_cast<uint8_t>(r.next_u64());
+}
+
+core::SendWr write(const Side& from, const Side& to, uint64_t off, uint32_t len, uint64_t id) {
+  core::SendWr wr;
+  wr.wr_id = id;
+  wr.local_addr = reinterpret_cast<uint64_t>(from.mem.data()) + off;
+  wr.lkey = from.mr.lkey;
+  wr.length = len;
+  wr.remote_addr = reinterpret_cast<uint64_t>(to.mem.data()) + off;
+  wr.rkey = to.mr.rkey;
+  return wr;
+}
+
+class DeviceTransfer : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(DeviceTransfer, WritesOfEverySizeArriveIntactOverTwoPlanes) {
+  Pair p(GetParam(), 8 << 20);
+  ASSERT_TRUE(p.ok());
+  fill(p.a.mem, 3);
+  uint64_t id = 0;
+  for (uint32_t len : {1u, 7u, 4096u, 4097u, 65536u, 1u << 20, 7u << 20}) {
+    std::fill(p.b.mem.begin(), p.b.mem.end(), 0);
+    ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, 0, len, ++id)).ok());
+    const auto wcs = wait(p.a.cq, 1);
+    ASSERT_EQ(wcs.size(), 1u) << len << " B did not complete";
+    EXPECT_EQ(wcs[0].status, core::WcStatus::success);
+    EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), len)) << len << " B";
+    EXPECT_EQ(p.b.mem[len], 0) << "nothing past the message";
+  }
+  const DeviceStats sa = p.a.dev->stats();
+  const DeviceStats sb = p.b.dev->stats();
+  EXPECT_EQ(sb.rx_icrc_errors, 0u);
+  EXPECT_EQ(sb.rx_unknown_source, 0u);
+  EXPECT_GT(sa.tx_packets, (8u << 20) / 4096);
+  if (GetParam() > 1) {
+    EXPECT_LT(sa.tx_datagrams, sa.tx_packets) << "bursts leave as GSO super-packets";
+  }
+  // Every EV of both planes carried data.
+  const auto info = p.a.dev->query_qp(p.a.qpn);
+  ASSERT_TRUE(info.has_value());
+  ASSERT_EQ(info->evs, 16u);
+  std::vector<core::EvInfo> evs(info->evs);
+  ASSERT_EQ(p.a.dev->query_evs(p.a.qpn, evs), 16u);
+  for (const auto& e : evs) EXPECT_GT(e.packets_sent, 0u) << "EV " << e.value << " on plane " << int{e.port};
+}
+
+INSTANTIATE_TEST_SUITE_P(Granularity, DeviceTransfer, ::testing::Values(1u, 8u),
+                         [](const auto& i) { return i.param == 1 ? std::string("PerPacket") : std::string("Burst8"); });
+
+TEST(Device, WriteWithImmediateCompletesReceivesInOrder) {
+  Pair p;
+  ASSERT_TRUE(p.ok());
+  fill(p.a.mem, 5);
+  for (uint64_t i = 0; i < 32; ++i) ASSERT_TRUE(p.b.dev->post_recv(p.b.qpn, core::RecvWr{1000 + i}).ok());
+  for (uint32_t i = 0; i < 32; ++i) {
+    core::SendWr wr = write(p.a, p.b, i * 16384, 16384, i);
+    wr.opcode = core::WrOpcode::rdma_write_with_imm;
+    wr.imm = 0xAB00 + i;
+    ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, wr).ok());
+  }
+  const auto sent = wait(p.a.cq, 32);
+  const auto got = wait(p.b.cq, 32);
+  ASSERT_EQ(sent.size(), 32u);
+  ASSERT_EQ(got.size(), 32u);
+  for (uint32_t i = 0; i < 32; ++i) {
+    EXPECT_EQ(got[i].status, core::WcStatus::success);
+    EXPECT_EQ(got[i].wr_id, 1000 + i);
+    EXPECT_EQ(got[i].imm, 0xAB00 + i) << "message order";
+    EXPECT_EQ(got[i].byte_len, 16384u);
+  }
+  EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), 32 * 16384));
+}
+
+TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
+  Pair p;
+  ASSERT_TRUE(p.ok());
+  // A datagram from an address that is no peer, and one from the peer's
+  // address whose ICRC is wrong.
+  auto stranger = platform::UdpSocket::open(*platform::SockAddr::parse("127.0.1.9"));
+  ASSERT_TRUE(stranger.ok());
+  platform::SockAddr to = p.b.dev->plane_address(0);
+  to.set_port(24791);
+  std::vector<std::byte> junk(64, std::byte{0x5A});
+  ASSERT_TRUE(stranger->send_to(to, junk).ok());
+  platform::SockAddr from = p.a.dev->plane_address(0);
+  from.set_port(45000);  // outside the device's EV ports
+  auto forger = platform::UdpSocket::open(from);
+  ASSERT_TRUE(forger.ok());
+  ASSERT_TRUE(forger->send_to(to, junk).ok());
+  const auto end = Clock::now() + std::chrono::seconds(10);
+  DeviceStats s;
+  do {
+    s = p.b.dev->stats();
+  } while ((s.rx_unknown_source < 1 || s.rx_icrc_errors < 1) && Clock::now() < end);
+  EXPECT_EQ(s.rx_unknown_source, 1u);
+  EXPECT_EQ(s.rx_icrc_errors, 1u);
+  // The device keeps serving.
+  fill(p.a.mem, 9);
+  ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, 0, 100000, 1)).ok());
+  ASSERT_EQ(wait(p.a.cq, 1).size(), 1u);
+  EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), 100000));
+}
+
+TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
+  Pair p(1, 16 << 20);
+  ASSERT_TRUE(p.ok());
+  for (uint64_t i = 0; i < 8; ++i)
+    ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, i << 21, 2 << 20, i)).ok());
+  ASSERT_TRUE(p.a.dev->destroy_qp(p.a.qpn).ok());
+  const auto wcs = wait(p.a.cq, 8);
+  ASSERT_EQ(wcs.size(), 8u);
+  size_t flushed = 0;
+  for (const auto& w : wcs) flushed += w.status == core::WcStatus::wr_flush_err;
+  EXPECT_GE(flushed, 1u);
+  EXPECT_TRUE(p.a.dev->dereg_mr(p.a.mr.lkey).ok()) << "no WR holds the region any more";
+}
+
+TEST(DeviceConfig, BadValuesNameTheField) {
+  std::string why;
+  DeviceConfig c = config({"127.0.1.1"});
+  c.burst = 0;
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("burst"), std::string::npos);
+  c = config({"127.0.1.1", "::1"});
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("family"), std::string::npos);
+  c = config({"not-an-address"});
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("planes"), std::string::npos);
+  c = config({"127.0.1.1"});
+  c.ev_port_base = 24790;  // the EV ports would include udp_port
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("ev_port_base"), std::string::npos);
+  c = config({"127.0.1.1"});
+  c.ev_mode = EvWire::stev;
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("ev_mode"), std::string::npos);
+}
+
+TEST(Device, ABusyAddressIsReportedWithTheSocketError) {
+  auto first = open_or_skip(config({"127.0.1.5"}));
+  ASSERT_NE(first, nullptr);
+  std::string why;
+  auto second = Device::open(config({"127.0.1.5"}), &why);
+  EXPECT_FALSE(second.ok());
+  EXPECT_NE(why.find("127.0.1.5"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace mrc::rt
