@@ -1,0 +1,215 @@
+// End to end: mrc_write_bw and mrc_write_lat as two real processes over the
+// software device on loopback (two planes, distinct 127/8 addresses per side;
+// multi-address loopback needs no configuration on Linux), checking exit
+// codes and the JSON reports. Skipped when the device cannot open here
+// (addresses or UDP ports in use).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Proc {
+  pid_t pid = -1;
+  std::string out;  // stdout file
+  std::string err;  // stderr file
+  int status = -1;
+};
+
+Proc spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& tag) {
+  Proc p;
+  const std::string dir = ::testing::TempDir();
+  p.out = dir + "perf_e2e_" + tag + "_" + std::to_string(getpid()) + ".out";
+  p.err = dir + "perf_e2e_" + tag + "_" + std::to_string(getpid()) + ".err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  if (posix_spawn(&p.pid, exe.c_str(), &fa, nullptr, argv.data(), environ) != 0) p.pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return p;
+}
+
+/// Waits until `deadline`; kills the process if it is still running then.
+void finish(Proc& p, std::chrono::steady_clock::time_point deadline) {
+  if (p.pid < 0) return;
+  for (;;) {
+    const pid_t r = waitpid(p.pid, &p.status, WNOHANG);
+    if (r == p.pid) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(p.pid, SIGKILL);
+      waitpid(p.pid, &p.status, 0);
+      p.status = -2;  // timed out
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int exit_code(const Proc& p) { return p.status >= 0 && WIFEXITED(p.status) ? WEXITSTATUS(p.status) : -1; }
+
+/// A TCP port for the exchange, distinct per test process and run.
+int tcp_port(int offset) { return 20000 + static_cast<int>(getpid() % 20000) + offset; }
+
+struct Pair {
+  Proc server, client;
+  bool device_unavailable = false;
+};
+
+/// Runs server and client to completion (bounded), returning both.
+Pair run_pair(const std::string& exe, const std::vector<std::string>& server_args,
+              const std::vector<std::string>& client_args, const std::string& tag, int seconds = 25) {
+  Pair pr;
+  pr.server = spawn(exe, server_args, tag + "_server");
+  pr.client = spawn(exe, client_args, tag + "_client");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  finish(pr.client, deadline);
+  // A failed client makes the server fail promptly (Error message or closed
+  // connection); give it a moment.
+  finish(pr.server, std::max(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(3)));
+  const std::string errs = slurp(pr.server.err) + slurp(pr.client.err);
+  pr.device_unavailable = errs.find("cannot open the software device") != std::string::npos;
+  return pr;
+}
+
+std::string describe(const Pair& p) {
+  return "server exit " + std::to_string(exit_code(p.server)) + ", stdout:\n" + slurp(p.server.out) + "stderr:\n" +
+         slurp(p.server.err) + "\nclient exit " + std::to_string(exit_code(p.client)) + ", stdout:\n" +
+         slurp(p.client.out) + "stderr:\n" + slurp(p.client.err);
+}
+
+nlohmann::json read_json(const std::string& path) {
+  const std::string text = slurp(path);
+  EXPECT_FALSE(text.empty()) << path;
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+std::string tmp(const std::string& name) { return ::testing::TempDir() + name + "_" + std::to_string(getpid()); }
+
+TEST(PerfE2E, WriteBwTwoPlanesAllSizesVerified) {
+  const std::string port = std::to_string(tcp_port(0));
+  const std::string sj = tmp("bw_server.json"), cj = tmp("bw_client.json");
+  auto pr = run_pair(MRC_WRITE_BW,
+                     {"-p", port, "--planes", "127.0.11.1,127.0.11.3", "--out_json_file", sj},
+                     {"127.0.0.1", "-p", port, "--planes", "127.0.11.2,127.0.11.4", "-a", "-n", "8", "-t", "16",
+                      "-Q", "4", "--verify", "--out_json_file", cj, "--timeout", "10"},
+                     "bw");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  for (const auto& path : {cj, sj}) {
+    const auto j = read_json(path);
+    ASSERT_FALSE(j.is_discarded()) << path;
+    EXPECT_EQ(j["status"], "ok") << j.dump(2);
+    EXPECT_EQ(j["config"]["num_planes"], 2);
+    ASSERT_EQ(j["results"].size(), 23u) << j.dump(2);
+    uint64_t size = 2;
+    for (const auto& row : j["results"]) {
+      EXPECT_EQ(row["MsgSize"], size);
+      EXPECT_EQ(row["n_iterations"], 8);
+      EXPECT_EQ(row["verify"], "ok");
+      EXPECT_GT(row["BW_average"].get<double>(), 0);
+      EXPECT_GE(row["BW_peak"].get<double>(), row["BW_average"].get<double>());
+      size *= 2;
+    }
+  }
+  const std::string out = slurp(pr.client.out);
+  EXPECT_NE(out.find("RDMA_Write BW Test"), std::string::npos);
+  EXPECT_NE(out.find("Connection type : MRC"), std::string::npos);
+  EXPECT_NE(out.find("#bytes     #iterations    BW peak[MiB/sec]"), std::string::npos);
+}
+
+TEST(PerfE2E, WriteBwOneByteSeveralQpsWithEvents) {
+  const std::string port = std::to_string(tcp_port(1));
+  const std::string cj = tmp("bw1_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--planes", "127.0.13.1,127.0.13.3"},
+                     {"127.0.0.1", "-p", port, "--planes", "127.0.13.2,127.0.13.4", "-s", "1", "-q", "3", "-n", "300",
+                      "--use_event", "--report_gbits", "--out_json_file", cj},
+                     "bw1");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["MsgSize"], 1);
+  EXPECT_EQ(j["results"][0]["n_iterations"], 300);
+  EXPECT_EQ(j["results"][0]["BW_unit"], "Gb/sec");
+  EXPECT_EQ(j["results"][0]["verify"], "ok");
+}
+
+TEST(PerfE2E, WriteLatPingPong) {
+  const std::string port = std::to_string(tcp_port(2));
+  const std::string cj = tmp("lat_client.json");
+  auto pr = run_pair(MRC_WRITE_LAT, {"-p", port, "--planes", "127.0.12.1,127.0.12.3"},
+                     {"127.0.0.1", "-p", port, "--planes", "127.0.12.2,127.0.12.4", "-s", "1", "-n", "200",
+                      "--out_json_file", cj},
+                     "lat");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto j = read_json(cj);
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& r = j["results"][0];
+  EXPECT_EQ(r["MsgSize"], 1);
+  EXPECT_EQ(r["n_iterations"], 200);
+  EXPECT_EQ(r["verify"], "ok");
+  EXPECT_GT(r["t_min"].get<double>(), 0);
+  EXPECT_LE(r["t_min"].get<double>(), r["t_typical"].get<double>());
+  EXPECT_LE(r["t_typical"].get<double>(), r["t_99_percentile"].get<double>());
+  EXPECT_LE(r["t_99_9_percentile"].get<double>(), r["t_max"].get<double>());
+  const std::string out = slurp(pr.client.out);
+  EXPECT_NE(out.find("RDMA_Write Latency Test"), std::string::npos);
+  EXPECT_NE(out.find("t_typical[usec]"), std::string::npos);
+}
+
+TEST(PerfE2E, MismatchedFlagsFailOnBothSidesWithAClearMessage) {
+  const std::string port = std::to_string(tcp_port(3));
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "-s", "1024", "--planes", "127.0.14.1"},
+                     {"127.0.0.1", "-p", port, "-s", "4096", "--planes", "127.0.14.2"}, "mismatch", 10);
+  EXPECT_EQ(exit_code(pr.client), 1) << describe(pr);
+  EXPECT_EQ(exit_code(pr.server), 1) << describe(pr);
+  EXPECT_NE(slurp(pr.client.err).find("--size"), std::string::npos) << describe(pr);
+  EXPECT_NE(slurp(pr.server.err).find("--size"), std::string::npos) << describe(pr);
+}
+
+TEST(PerfE2E, NoServerIsAClearError) {
+  auto c = spawn(MRC_WRITE_BW, {"127.0.0.1", "-p", std::to_string(tcp_port(4)), "--timeout", "0.3"}, "noserver");
+  finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(exit_code(c), 1);
+  EXPECT_NE(slurp(c.err).find("is the server running"), std::string::npos) << slurp(c.err);
+}
+
+TEST(PerfE2E, BadFlagExitsNonZeroNamingTheFlag) {
+  auto c = spawn(MRC_WRITE_LAT, {"--mtu", "1500"}, "badflag");
+  finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_NE(exit_code(c), 0);
+  EXPECT_NE(slurp(c.err).find("--mtu"), std::string::npos) << slurp(c.err);
+}
+
+}  // namespace

@@ -1,0 +1,478 @@
+#include "perf/perf_device.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <fmt/core.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace mrc::perf {
+
+namespace {
+
+std::string err_text(int err) { return fmt::format("{} ({})", std::strerror(err), err); }
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : ",") + v[i];
+  return s;
+}
+
+std::string gid_address(const Gid& g) {
+  union ibv_gid gid{};
+  std::memcpy(gid.raw, g.data(), g.size());
+  char buf[64] = {};
+  if (mrc_soft_gid_to_str(&gid, buf, sizeof buf) != 0) return gid_perftest(g);
+  return buf;
+}
+
+bool is_v4_mapped(const Gid& g) {
+  static constexpr std::array<uint8_t, 12> kPrefix = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::equal(kPrefix.begin(), kPrefix.end(), g.begin());
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ device
+
+Device::Device(const Options& o, const std::vector<std::string>& planes) : planes_(planes) {
+  std::vector<const char*> addrs;
+  for (const auto& p : planes_) addrs.push_back(p.c_str());
+  mrc_soft_device_attr a{};
+  a.plane_addrs = addrs.data();
+  a.num_planes = static_cast<int>(addrs.size());
+  a.udp_port = o.udp_port;
+  a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : MRC_SOFT_EV_UDP;
+  a.evs_per_plane = o.evs;
+  a.burst = o.burst;
+  a.num_engines = o.engines;
+  a.busy_poll = o.busy_poll ? 1 : 0;
+  a.seed = o.seed;
+  dev_ = mrc_soft_open_device(&a);
+  if (dev_ == nullptr) {
+    const int err = errno;
+    std::string hint;
+    if (err == EADDRINUSE)
+      hint = fmt::format(": another MRC device (or program) uses UDP port {} on one of these addresses; give "
+                         "--planes with other local addresses, or --udp-port on both sides",
+                         o.udp_port);
+    else if (err == EADDRNOTAVAIL)
+      hint = ": an address is not configured on this host (see `ip addr`); give --planes";
+    else if (err == EINVAL)
+      hint = ": a device attribute was refused (see the message above)";
+    throw PerfError(fmt::format("cannot open the software device on planes {} (UDP port {}): {}{}", join(planes_),
+                                o.udp_port, err_text(err), hint));
+  }
+  int supported = 0;
+  if (int rc = mrc_query_device(dev_, &attr_, &supported); rc != 0 || supported == 0)
+    throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(rc) : "not an MRC device"));
+  ctx_ = mrc_create_context(dev_, nullptr);
+  if (ctx_ == nullptr) throw PerfError(fmt::format("mrc_create_context: {}", err_text(errno)));
+  pd_ = mrc_soft_alloc_pd(dev_);
+  if (pd_ == nullptr) throw PerfError(fmt::format("mrc_soft_alloc_pd: {}", err_text(errno)));
+  for (int i = 0; i < static_cast<int>(planes_.size()); ++i) {
+    union ibv_gid gid{};
+    if (int rc = mrc_soft_query_gid(dev_, i, &gid); rc != 0)
+      throw PerfError(fmt::format("mrc_soft_query_gid(plane {}): {}", i, err_text(rc)));
+    Gid g{};
+    std::memcpy(g.data(), gid.raw, g.size());
+    gids_.push_back(g);
+  }
+}
+
+Device::~Device() {
+  // Destruction order: PD, context, device (each refuses while the previous exists).
+  if (pd_ != nullptr) (void)mrc_soft_dealloc_pd(pd_);
+  if (ctx_ != nullptr) (void)mrc_destroy_context(ctx_);
+  if (dev_ != nullptr) (void)mrc_soft_close_device(dev_);
+}
+
+void Device::set_peer(const std::vector<Gid>& peer_gids) {
+  std::vector<union ibv_gid> g(peer_gids.size());
+  for (size_t i = 0; i < g.size(); ++i) std::memcpy(g[i].raw, peer_gids[i].data(), 16);
+  if (int rc = mrc_soft_set_peer(dev_, &g[0], g.data(), static_cast<int>(g.size())); rc != 0)
+    throw PerfError(fmt::format("mrc_soft_set_peer: {}", err_text(rc)));
+}
+
+std::string Device::stats_text() const {
+  mrc_soft_stats st{};
+  if (mrc_soft_query_stats(dev_, &st) != 0) return {};
+  return fmt::format(
+      " Device counters: tx {} packets ({} datagrams, {} deferred), rx {} packets, retransmissions {}, dropped: "
+      "{} ICRC, {} unknown source, {} malformed, {} other, {} access",
+      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.rx_packets, st.retransmissions, st.rx_icrc_errors,
+      st.rx_unknown_source, st.rx_malformed, st.rx_dropped, st.rx_access_errors);
+}
+
+// ------------------------------------------------------------------ buffers
+
+Buffer::Buffer(ibv_pd* pd, uint64_t size) : size_(size) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t alloc = (size + kPage - 1) / kPage * kPage;
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(kPage, alloc));
+  if (data_ == nullptr) throw PerfError(fmt::format("cannot allocate a {} byte buffer", alloc));
+  std::memset(data_, 0, alloc);
+  mr_ = mrc_soft_reg_mr(pd, data_, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (mr_ == nullptr) {
+    const int err = errno;
+    std::free(data_);
+    throw PerfError(fmt::format("mrc_soft_reg_mr({} bytes): {}", size, err_text(err)));
+  }
+}
+
+Buffer::~Buffer() {
+  if (mr_ != nullptr) (void)mrc_soft_dereg_mr(mr_);
+  std::free(data_);
+}
+
+// ------------------------------------------------------------------ CQs
+
+Cq::Cq(mrc_context* ctx, int cqe, bool use_event) {
+  if (use_event) {
+    channel_ = mrc_create_comp_channel(ctx);
+    if (channel_ == nullptr) throw PerfError(fmt::format("mrc_create_comp_channel: {}", err_text(errno)));
+    const int fd = mrc_get_comp_channel_fd(channel_);
+    // Non-blocking, so a spurious wake-up never blocks in mrc_get_cq_event.
+    if (fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+      throw PerfError(fmt::format("completion channel fd: {}", err_text(errno)));
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0) throw PerfError(fmt::format("epoll_create1: {}", err_text(errno)));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) throw PerfError(fmt::format("epoll_ctl: {}", err_text(errno)));
+  }
+  cq_ = mrc_create_cq(ctx, cqe, this, channel_, 0);
+  if (cq_ == nullptr) throw PerfError(fmt::format("mrc_create_cq({} entries): {}", cqe, err_text(errno)));
+}
+
+Cq::~Cq() {
+  if (cq_ != nullptr) (void)mrc_destroy_cq(cq_);
+  if (channel_ != nullptr) (void)mrc_destroy_comp_channel(channel_);
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+int Cq::poll(ibv_wc* wc, int n) {
+  const int k = mrc_poll_cq(cq_, n, wc);
+  if (k < 0) throw PerfError(fmt::format("mrc_poll_cq: {}", err_text(errno)));
+  return k;
+}
+
+void Cq::check_peer(Channel* peer, const char* what) {
+  // A message now can only be an Error (or the connection closing): the
+  // peer gave up, so stop waiting for completions that will never come.
+  Channel::Message m;
+  try {
+    m = peer->recv(1.0);
+  } catch (const PerfError& e) {
+    throw PerfError(fmt::format("the exchange connection failed while this side waited for {}: the peer stopped "
+                                "or failed ({})",
+                                what, e.what()));
+  }
+  if (m.type == MsgType::error) throw PerfError("the peer reports: " + decode_error(m.payload));
+  throw PerfError(fmt::format("exchange: unexpected {} from the peer while waiting for {}", msg_type_name(m.type),
+                              what));
+}
+
+int Cq::wait(ibv_wc* wc, int n, double timeout_s, const char* what, Channel* peer) {
+  const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  if (channel_ != nullptr && peer != nullptr && watched_fd_ != peer->fd()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u32 = 1;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, peer->fd(), &ev) != 0) throw PerfError(fmt::format("epoll_ctl: {}", err_text(errno)));
+    watched_fd_ = peer->fd();
+  }
+  for (uint64_t spins = 1;; ++spins) {
+    if (int k = poll(wc, n); k > 0) return k;
+    if (channel_ != nullptr) {
+      // The verbs loop: arm, poll once more (completions that arrived before
+      // arming raise no event), then sleep until the channel fires.
+      if (int rc = mrc_req_notify_cq(cq_, 0); rc != 0) throw PerfError(fmt::format("mrc_req_notify_cq: {}", err_text(rc)));
+      if (int k = poll(wc, n); k > 0) return k;
+      const int64_t left_ms = (deadline - now_ns()) / 1000000;
+      if (left_ms > 0) {
+        epoll_event ev[2]{};
+        const int rc = epoll_wait(epfd_, ev, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
+        if (rc < 0 && errno != EINTR) throw PerfError(fmt::format("epoll_wait: {}", err_text(errno)));
+        for (int i = 0; i < rc; ++i)
+          if (ev[i].data.u32 == 1 && peer != nullptr) check_peer(peer, what);
+        mrc_cq* ev_cq = nullptr;
+        void* ev_ctx = nullptr;
+        while (mrc_get_cq_event(channel_, &ev_cq, &ev_ctx) == 0) mrc_ack_cq_events(ev_cq, 1);
+      }
+    } else if ((spins & 4095) == 0 && peer != nullptr) {
+      pollfd p{peer->fd(), POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) check_peer(peer, what);
+    }
+    if ((channel_ != nullptr || (spins & 1023) == 0) && now_ns() > deadline)
+      throw PerfError(fmt::format("no completion for {} s while waiting for {}: the peer or the path is gone "
+                                  "(--timeout to wait longer)",
+                                  timeout_s, what));
+  }
+}
+
+void check_wc(const ibv_wc& wc, const char* what) {
+  if (wc.status == IBV_WC_SUCCESS) return;
+  throw PerfError(fmt::format("{} failed on QP {:#x}: {}", what, wc.qp_num, wc_status_text(wc.status)));
+}
+
+void check_device_limits(const Options& o, const mrc_device_attr& a) {
+  const uint64_t max_size = o.all ? kAllMaxBytes : o.size;
+  if (a.max_msg_size != 0 && max_size > a.max_msg_size)
+    throw PerfError(fmt::format("{} {}: the device's largest message is {} bytes", o.all ? "--all: size" : "--size",
+                                max_size, a.max_msg_size));
+  if (a.max_qp != 0 && o.num_qps > a.max_qp)
+    throw PerfError(fmt::format("--qp {}: the device has at most {} QPs", o.num_qps, a.max_qp));
+  if (a.max_qp_wr != 0 && o.tx_depth > a.max_qp_wr)
+    throw PerfError(fmt::format("--tx-depth {}: the device allows at most {} WRs per QP", o.tx_depth, a.max_qp_wr));
+  if (o.tool == Tool::write_bw && a.max_inline_data != 0 && o.inline_size > a.max_inline_data)
+    throw PerfError(
+        fmt::format("--inline_size {}: the device inlines at most {} bytes", o.inline_size, a.max_inline_data));
+}
+
+// ------------------------------------------------------------------ session
+
+Session::~Session() {
+  for (mrc_qp* qp : qps) (void)mrc_destroy_qp(qp);
+  qps.clear();
+  // Buffers (memory regions) and CQs go before the device (members below).
+  src.clear();
+  dst.clear();
+  send_cq = recv_cq = nullptr;
+  cq_storage[0].reset();
+  cq_storage[1].reset();
+  dev.reset();
+}
+
+uint64_t Session::max_size() const { return o.all ? kAllMaxBytes : o.size; }
+
+void Session::open_and_create(const std::vector<std::string>& planes) {
+  dev = std::make_unique<Device>(o, planes);
+  const mrc_device_attr& a = dev->attr();
+  check_device_limits(o, a);
+  inline_size = o.inline_size;
+  if (a.max_inline_data != 0) inline_size = std::min(inline_size, a.max_inline_data);
+
+  const bool bw = o.tool == Tool::write_bw;
+  send_depth = bw ? o.tx_depth : 16;
+  recv_depth = bw ? 1 : 16;
+  if (a.max_qp_wr != 0) {
+    send_depth = std::min(send_depth, a.max_qp_wr);
+    recv_depth = std::min(recv_depth, a.max_qp_wr);
+  }
+  uint64_t cqe = bw ? uint64_t{o.num_qps} * send_depth + 16 : send_depth + 16;
+  if (a.max_cqe != 0) cqe = std::min<uint64_t>(cqe, a.max_cqe);
+  if (bw) {
+    // write_bw's client waits on its send CQ; the server polls nothing.
+    cq_storage[0] = std::make_unique<Cq>(dev->ctx(), static_cast<int>(cqe), o.use_event && !o.is_server());
+    send_cq = recv_cq = cq_storage[0].get();
+  } else {
+    cq_storage[0] = std::make_unique<Cq>(dev->ctx(), static_cast<int>(cqe), false);
+    cq_storage[1] = std::make_unique<Cq>(dev->ctx(), static_cast<int>(recv_depth + 16), o.use_event);
+    send_cq = cq_storage[0].get();
+    recv_cq = cq_storage[1].get();
+  }
+
+  std::random_device rd;
+  const uint64_t size = max_size();
+  local.udp_port = o.udp_port;
+  local.plane_gids = dev->gids();
+  for (uint32_t q = 0; q < o.num_qps; ++q) {
+    src.push_back(std::make_unique<Buffer>(dev->pd(), size));
+    dst.push_back(std::make_unique<Buffer>(dev->pd(), size));
+    mrc_qp_init_attr ia{};
+    ia.send_cq = send_cq->get();
+    ia.recv_cq = recv_cq->get();
+    ia.cap.max_send_wr = send_depth;
+    ia.cap.max_recv_wr = recv_depth;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 0;
+    ia.cap.max_inline_data = inline_size;
+    ia.pd = dev->pd();
+    mrc_qp* qp = mrc_create_qp(dev->ctx(), &ia);
+    if (qp == nullptr) throw PerfError(fmt::format("mrc_create_qp (QP {} of {}): {}", q + 1, o.num_qps, err_text(errno)));
+    qps.push_back(qp);
+    if (ia.cap.max_inline_data < inline_size) inline_size = ia.cap.max_inline_data;
+    QpInfo info;
+    info.qpn = mrc_get_qpn(qp);
+    info.psn = static_cast<uint32_t>(rd()) & 0xFFFFFF;
+    info.rkey = dst.back()->rkey();
+    info.addr = reinterpret_cast<uintptr_t>(dst.back()->data());
+    info.size = dst.back()->size();
+    local.qps.push_back(info);
+  }
+}
+
+void Session::connect_all() {
+  dev->set_peer(remote.plane_gids);
+  const Gid& peer = remote.plane_gids[0];
+  // MRC's own RTR/RTS attributes: the device's largest windows (a benchmark
+  // wants them), linear retries then --retry-exp doubling ones, so a dead
+  // peer or path ends in IBV_WC_RETRY_EXC_ERR rather than a silent stall.
+  const mrc_device_attr& a = dev->attr();
+  mrc_qp_attr m{};
+  m.wimm.max_wimm = a.max_wimm != 0 ? a.max_wimm : 64;
+  m.wimm.max_wimm_dest = a.max_wimm_dest != 0 ? a.max_wimm_dest : 64;
+  m.mpr.mpr = m.mpr.mpr_dest = a.max_mpr != 0 ? a.max_mpr : 8;
+  m.retry.linear_cnt = 7;
+  m.retry.exp_cnt = static_cast<uint8_t>(o.retry_exp);
+  m.timeout = static_cast<uint8_t>(o.qp_timeout);
+  for (size_t q = 0; q < qps.size(); ++q) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE, nullptr, 0); rc != 0)
+      throw PerfError(fmt::format("mrc_modify_qp(INIT): {}", err_text(rc)));
+
+    attr = {};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = static_cast<ibv_mtu>(mtu_to_ibv(o.mtu));
+    attr.dest_qp_num = remote.qps[q].qpn;
+    attr.rq_psn = remote.qps[q].psn;
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.port_num = 1;
+    attr.ah_attr.grh.hop_limit = 64;
+    std::memcpy(attr.ah_attr.grh.dgid.raw, peer.data(), peer.size());
+    const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU;
+    if (int rc = mrc_modify_qp(qps[q], &attr, rtr_mask, &m, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST); rc != 0)
+      throw PerfError(fmt::format("mrc_modify_qp(RTR) to QPN {:#x} at {}: {}", remote.qps[q].qpn,
+                                  gid_address(peer), err_text(rc)));
+
+    attr = {};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn = local.qps[q].psn;
+    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
+                               MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT);
+        rc != 0)
+      throw PerfError(fmt::format("mrc_modify_qp(RTS): {}", err_text(rc)));
+  }
+}
+
+void Session::post_recvs(size_t q, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    ibv_recv_wr wr{};
+    wr.wr_id = q;
+    wr.num_sge = 0;
+    ibv_recv_wr* bad = nullptr;
+    if (int rc = mrc_post_recv(qps[q], &wr, &bad); rc != 0)
+      throw PerfError(fmt::format("mrc_post_recv: {}", err_text(rc)));
+  }
+}
+
+SizeResult Session::verify_dst(uint64_t size, uint32_t salt) const {
+  SizeResult r;
+  for (size_t q = 0; q < dst.size(); ++q) {
+    if (auto off = check_pattern(dst[q]->data(), size, salt)) {
+      r.status = SizeResult::mismatch;
+      r.qp = static_cast<uint32_t>(q);
+      r.offset = *off;
+      return r;
+    }
+  }
+  return r;
+}
+
+void Session::print_banner() const {
+  std::string out = format_banner(test_title(o.tool), banner_cells(o, static_cast<uint32_t>(local.plane_gids.size()),
+                                                                   inline_size));
+  for (const auto& q : local.qps) out += format_address("local", q, local.plane_gids[0], dev->planes());
+  for (const auto& q : remote.qps) out += format_address("remote", q, remote.plane_gids[0], remote_planes);
+  out += result_line();
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void Session::establish() {
+  const double t = reply_timeout();
+  std::vector<std::string> planes = o.planes;
+  if (o.is_server()) {
+    std::printf("\n************************************\n* Waiting for client to connect... *\n"
+                "************************************\n");
+    std::fflush(stdout);
+    ch = Channel::accept_one(o.port);
+    auto params = decode_params(ch.expect(MsgType::params, t));
+    if (!params) throw PerfError("exchange: " + params.error);
+    if (auto why = check_compatible(o, *params.value); !why.empty()) throw PerfError(why);
+    adopt(o, *params.value);
+    if (planes.empty()) planes = {ch.local_address()};
+    open_and_create(planes);
+    ch.send(MsgType::conn_info, encode(local));
+    auto info = decode_conn_info(ch.expect(MsgType::conn_info, t));
+    if (!info) throw PerfError("exchange: " + info.error);
+    remote = std::move(*info.value);
+  } else {
+    ch = Channel::connect(o.host, o.port, o.timeout_s);
+    ch.send(MsgType::params, encode(params_from(o)));
+    auto info = decode_conn_info(ch.expect(MsgType::conn_info, t));
+    if (!info) throw PerfError("exchange: " + info.error);
+    remote = std::move(*info.value);
+    if (!o.udp_port_given) {
+      o.udp_port = remote.udp_port;
+    } else if (o.udp_port != remote.udp_port) {
+      throw PerfError(fmt::format("--udp-port {}: the server uses UDP port {}; both sides must use the same",
+                                  o.udp_port, remote.udp_port));
+    }
+    if (planes.empty()) {
+      std::vector<std::string> server_planes;
+      for (const auto& g : remote.plane_gids) server_planes.push_back(gid_address(g));
+      planes = default_client_planes(ch.local_address(), server_planes);
+    }
+    if (planes.size() != remote.plane_gids.size())
+      throw PerfError(fmt::format("--planes: this client has {} planes, the server {}: give as many addresses",
+                                  planes.size(), remote.plane_gids.size()));
+    open_and_create(planes);
+    ch.send(MsgType::conn_info, encode(local));
+  }
+  if (remote.plane_gids.size() != local.plane_gids.size())
+    throw PerfError(fmt::format("the peer has {} planes, this side {}: give both sides --planes with as many addresses",
+                                remote.plane_gids.size(), local.plane_gids.size()));
+  if (remote.qps.size() != local.qps.size())
+    throw PerfError(fmt::format("the peer has {} QPs, this side {}", remote.qps.size(), local.qps.size()));
+  for (const auto& g : remote.plane_gids)
+    if (is_v4_mapped(g) != is_v4_mapped(local.plane_gids[0]))
+      throw PerfError("the peer's plane addresses are of another family (IPv4/IPv6) than this side's");
+  for (const auto& q : remote.qps)
+    if (q.size < max_size())
+      throw PerfError(fmt::format("the peer's buffer ({} bytes) is smaller than the largest message ({} bytes)", q.size,
+                                  max_size()));
+  for (const auto& g : remote.plane_gids) remote_planes.push_back(gid_address(g));
+  connect_all();
+  if (o.tool == Tool::write_lat)
+    for (size_t q = 0; q < qps.size(); ++q) post_recvs(q, recv_depth);
+  print_banner();
+}
+
+int run_tool(Session& s, JsonReport& report, const std::function<void()>& body) {
+  int code = 0;
+  try {
+    body();
+  } catch (const PerfError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", std::string(tool_name(s.o.tool)).c_str(), e.what());
+    s.ch.send_error_quietly(e.what());
+    report.set_error(e.what());
+    code = 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", std::string(tool_name(s.o.tool)).c_str(), e.what());
+    s.ch.send_error_quietly(e.what());
+    report.set_error(e.what());
+    code = 1;
+  }
+  report.set_config(s.o, s.dev ? static_cast<uint32_t>(s.dev->planes().size()) : 0);
+  if (s.dev) report.set_addresses(s.dev->planes(), s.remote_planes);
+  if (s.o.out_json) {
+    std::string why;
+    if (!report.write(s.o.json_path(), why)) {
+      std::fprintf(stderr, "%s: error: %s\n", std::string(tool_name(s.o.tool)).c_str(), why.c_str());
+      code = 1;
+    }
+  }
+  return code;
+}
+
+}  // namespace mrc::perf

@@ -1,0 +1,147 @@
+// The device side of mrc_write_bw and mrc_write_lat: the software device,
+// registered buffers, CQs (busy polling or a completion channel in epoll),
+// QPs, and the whole connection set-up of a run (Session::establish), on the
+// C API of <mrc/mrc.h> and <mrc/mrc_soft.h>.
+#pragma once
+
+#include <mrc/mrc.h>
+#include <mrc/mrc_soft.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "perf/perf_common.hpp"
+
+namespace mrc::perf {
+
+/// A software device with one context and one PD.
+class Device {
+ public:
+  /// Opens the device on `planes`; throws PerfError with the errno and what to do.
+  Device(const Options& o, const std::vector<std::string>& planes);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  ibv_context* dev() const { return dev_; }
+  mrc_context* ctx() const { return ctx_; }
+  ibv_pd* pd() const { return pd_; }
+  const mrc_device_attr& attr() const { return attr_; }
+  const std::vector<Gid>& gids() const { return gids_; }
+  const std::vector<std::string>& planes() const { return planes_; }
+
+  /// Declares the peer's planes (mrc_soft_set_peer).
+  void set_peer(const std::vector<Gid>& peer_gids);
+  /// One line of device counters, for the end of a run.
+  std::string stats_text() const;
+
+ private:
+  ibv_context* dev_ = nullptr;
+  mrc_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  mrc_device_attr attr_{};
+  std::vector<Gid> gids_;
+  std::vector<std::string> planes_;
+};
+
+/// A page-aligned, zeroed, registered buffer (local and remote write).
+class Buffer {
+ public:
+  Buffer(ibv_pd* pd, uint64_t size);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  uint32_t lkey() const { return mr_->lkey; }
+  uint32_t rkey() const { return mr_->rkey; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  ibv_mr* mr_ = nullptr;
+};
+
+/// A CQ, optionally with a completion channel waited on in epoll.
+class Cq {
+ public:
+  Cq(mrc_context* ctx, int cqe, bool use_event);
+  ~Cq();
+  Cq(const Cq&) = delete;
+  Cq& operator=(const Cq&) = delete;
+  mrc_cq* get() const { return cq_; }
+  /// Non-blocking poll; throws on an API error.
+  int poll(ibv_wc* wc, int n);
+  /// Returns >= 1 completions: busy polls, or sleeps on the channel. Throws
+  /// PerfError when none arrives for timeout_s ("waiting for <what>"), or
+  /// when `peer` (the exchange connection, may be NULL) turns readable
+  /// meanwhile: the peer reported an error or went away.
+  int wait(ibv_wc* wc, int n, double timeout_s, const char* what, Channel* peer = nullptr);
+
+ private:
+  void check_peer(Channel* peer, const char* what);
+  mrc_comp_channel* channel_ = nullptr;
+  mrc_cq* cq_ = nullptr;
+  int epfd_ = -1;
+  int watched_fd_ = -1;
+};
+
+/// Throws PerfError with wc_status_text when a completion failed.
+void check_wc(const ibv_wc& wc, const char* what);
+
+/// Throws PerfError naming the flag when the device cannot run `o`.
+void check_device_limits(const Options& o, const mrc_device_attr& attr);
+
+/// Everything of one run, in destruction order (QPs go first).
+struct Session {
+  explicit Session(Options& options) : o(options) {}
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Options& o;
+  Channel ch;
+  std::unique_ptr<Device> dev;
+  std::unique_ptr<Cq> cq_storage[2];
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;  ///< == send_cq for write_bw
+  std::vector<std::unique_ptr<Buffer>> src;  ///< per QP: what we write from
+  std::vector<std::unique_ptr<Buffer>> dst;  ///< per QP: what the peer writes into
+  std::vector<mrc_qp*> qps;
+  ConnInfo local;
+  ConnInfo remote;
+  std::vector<std::string> remote_planes;
+  uint32_t inline_size = 0;  ///< granted
+  uint32_t recv_depth = 1;
+  uint32_t send_depth = 1;
+
+  /// Server: accepts a client, takes over its test shape, sets everything up.
+  /// Client: connects, sends its shape, sets everything up. Both end with
+  /// connected QPs in RTS and the banner printed.
+  void establish();
+  /// Posts `n` empty receives on QP `q` (write_lat).
+  void post_recvs(size_t q, uint32_t n);
+  double reply_timeout() const { return o.timeout_s < 30 ? 30 : o.timeout_s; }
+  /// Largest message of the run.
+  uint64_t max_size() const;
+  /// Checks a destination buffer after a size; the mismatch, if any.
+  SizeResult verify_dst(uint64_t size, uint32_t salt) const;
+
+ private:
+  void open_and_create(const std::vector<std::string>& planes);
+  void connect_all();
+  void print_banner() const;
+};
+
+/// The imm_data of write_lat's last WRITE of a size (answered by nobody).
+inline constexpr uint32_t kStopImm = 0xFFFFFFFFu;
+
+/// Runs `body`, turning every failure into the tool's error report: prints
+/// "<tool>: error: ...", tells the peer, writes the JSON report (with the
+/// error) when asked, and returns the exit code.
+int run_tool(Session& s, JsonReport& report, const std::function<void()>& body);
+
+}  // namespace mrc::perf
