@@ -76,7 +76,18 @@ Result<size_t> Epoll::wait(std::span<EpollEvent> out, Duration timeout) {
   constexpr size_t kChunk = 64;
   epoll_event evs[kChunk];
   const int max = static_cast<int>(std::min(out.size(), kChunk));
-  const int r = epoll_wait(fd_.get(), evs, max, to_timeout_ms(timeout));
+  // epoll_pwait2 takes a nanosecond timeout: the engines sleep until
+  // timers microseconds away, which epoll_wait's milliseconds would round
+  // up to a whole millisecond. Kernels before 5.11 lack it (ENOSYS).
+  int r;
+  if (timeout < Duration()) {
+    r = epoll_wait(fd_.get(), evs, max, -1);
+  } else {
+    const int64_t ns = timeout.count_ps() / 1000;
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    r = epoll_pwait2(fd_.get(), evs, max, &ts, nullptr);
+    if (r < 0 && errno == ENOSYS) r = epoll_wait(fd_.get(), evs, max, to_timeout_ms(timeout));
+  }
   if (r < 0) {
     if (errno == EINTR) return size_t{0};
     return record_os_error(errno, "epoll_wait");
