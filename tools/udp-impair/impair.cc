@@ -460,16 +460,28 @@ Status Forwarder::run(Duration duration, std::string& error) {
       error = platform::last_error_message();
       return n.error();
     }
+    // Drain the ready links one batch each in turn, so the links (planes)
+    // interleave finely: draining one link for several batches before the
+    // next would delay one plane behind the other by that many datagrams,
+    // a path skew no fabric of parallel planes has. Bounded, so busy links
+    // cannot starve the stop token.
+    std::array<LinkState*, evs.size()> ready{};
+    size_t nready = 0;
     for (size_t i = 0; i < *n; ++i) {
       if (evs[i].user_data == kStopToken) { stopping = true; continue; }
-      LinkState& l = *m.links[evs[i].user_data];
-      // Bounded drain so one busy link cannot starve the others or the stop token.
-      for (int round = 0; round < 8; ++round) {
+      ready[nready++] = m.links[evs[i].user_data].get();
+    }
+    for (int round = 0; round < 8 && nready > 0; ++round) {
+      size_t keep = 0;
+      for (size_t i = 0; i < nready; ++i) {
+        LinkState& l = *ready[i];
         auto got = l.listen.recv_batch(m.batch);
-        if (!got) break;
+        if (!got || *got == 0) continue;
         now = m.clock.now();
         for (const platform::RxDatagram& d : m.batch.received()) m.handle(l, d, now);
+        ready[keep++] = &l;
       }
+      nready = keep;
     }
   }
   for (auto& l : m.links) m.release_held(*l, m.clock.now(), true);
