@@ -202,6 +202,9 @@ Device::~Device() {
   stop_.store(true);
   if (wake_.fd() >= 0) (void)wake_.signal();
   if (engine_.joinable()) engine_.join();
+  // The CQs the application did not destroy: the device owns them (header).
+  for (CompletionQueue* cq : cqs_) delete cq;
+  cqs_.clear();
 }
 
 // ----------------------------------------------------------------- peers
