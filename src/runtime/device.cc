@@ -228,7 +228,9 @@ Device::~Device() {
     if (e->wake.fd() >= 0) (void)e->wake.signal();
     if (e->thread.joinable()) e->thread.join();
   }
+  // The CQs the application did not destroy: the device owns them (header).
   for (CompletionQueue* cq : cqs_) delete cq;
+  cqs_.clear();
 }
 
 // ----------------------------------------------------------------- peers

@@ -151,7 +151,8 @@ class Device {
   /// `why` for a bad configuration; Errc::busy / not_found / ... with `why`
   /// naming the socket call for an address that cannot be bound.
   static Result<std::unique_ptr<Device>> open(const DeviceConfig& cfg, std::string* why = nullptr);
-  /// Stops the engine and closes the sockets.
+  /// Stops the engine, closes the sockets and frees the CQs not destroyed
+  /// yet (their pointers become invalid).
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

@@ -14,6 +14,8 @@
 #include "platform/epoll.hpp"
 #include "platform/os_error.hpp"
 #include "platform/udp_socket.hpp"
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
 
 namespace mrc::udp_impair {
 namespace {
@@ -313,6 +315,75 @@ TEST(UdpImpair, BidirectionalLinksShareSockets) {
   EXPECT_EQ(batch[0].source.to_string(), "127.0.0.5:" + std::to_string(s->local_address().port()));
   fwd->stop();
   t.join();
+}
+
+// The ICRC a sender at `src` computes for `body` (BTH...payload) sent to `dst`.
+uint32_t icrc_for(const SockAddr& src, const SockAddr& dst, std::span<const uint8_t> body) {
+  wire::FrameFormat fmt;
+  fmt.mode = wire::EvMode::udp;
+  fmt.ip = wire::IpVersion::v4;
+  fmt.udp_dport = dst.port();
+  wire::FrameFields f;
+  std::copy_n(src.address_bytes().begin(), 4, f.src.begin());
+  std::copy_n(dst.address_bytes().begin(), 4, f.dst.begin());
+  f.ev = src.port();
+  return *wire::datagram_icrc(fmt, f, body, {});
+}
+
+TEST(UdpImpair, FixIcrcKeepsValidIcrcsValidAndWrongOnesWrong) {
+  // The ICRC covers the addresses the forwarder rewrites: without fix_icrc a
+  // valid MRC datagram arrives with a wrong ICRC (what the software device
+  // would drop and count); with it the ICRC matches the new addresses, and
+  // one that was wrong on arrival stays wrong.
+  auto c = UdpSocket::open(*SockAddr::parse("127.0.0.1:0"));
+  auto s = UdpSocket::open(*SockAddr::parse("127.0.0.3:0"));
+  ASSERT_TRUE(c.ok() && s.ok());
+  ForwarderConfig cfg;
+  cfg.links.push_back({"fix", *SockAddr::parse("127.0.0.5:0"), s->local_address(), *SockAddr::parse("127.0.0.6"), {},
+                       true});
+  cfg.links.push_back({"plain", *SockAddr::parse("127.0.0.7:0"), s->local_address(), *SockAddr::parse("127.0.0.8"), {}});
+  std::string err;
+  auto fwd = Forwarder::create(cfg, err);
+  ASSERT_TRUE(fwd) << err;
+  std::thread t([&] { std::string e; (void)fwd->run(Duration::s(30), e); });
+  std::vector<uint8_t> body(12 + 100);
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<uint8_t>(i * 7 + 1);
+  platform::RxBatch batch(4, 2048);
+  // Sends body ‖ ICRC(c -> entry) (its payload's last byte flipped if
+  // `corrupt`) through link `l`; true if the ICRC checks at the server.
+  auto check = [&](size_t l, bool corrupt) {
+    const SockAddr entry = fwd->listen_address(l);
+    std::vector<std::byte> dg(body.size() + 4);
+    std::memcpy(dg.data(), body.data(), body.size());
+    wire::put_icrc(icrc_for(c->local_address(), entry, body), reinterpret_cast<uint8_t*>(dg.data()) + body.size());
+    if (corrupt) dg[body.size() - 1] ^= std::byte{0x40};
+    EXPECT_EQ(*c->send_to(entry, dg), 1u);
+    EXPECT_TRUE(*platform::wait_readable(s->fd(), Duration::s(5)));
+    EXPECT_EQ(*s->recv_batch(batch), 1u);
+    const auto& d = batch[0];
+    EXPECT_EQ(d.data.size(), dg.size());
+    const auto* got = reinterpret_cast<const uint8_t*>(d.data.data());
+    const std::span<const uint8_t> got_body(got, d.data.size() - 4);
+    return icrc_for(d.source, s->local_address(), got_body) == wire::get_icrc(got + got_body.size());
+  };
+  EXPECT_TRUE(check(0, false));
+  EXPECT_FALSE(check(0, true));
+  EXPECT_FALSE(check(1, false)) << "a plain link breaks the ICRC (this is what fix_icrc is for)";
+  fwd->stop();
+  t.join();
+  EXPECT_EQ(fwd->stats(0).icrc_rewritten, 2u);
+  EXPECT_EQ(fwd->stats(1).icrc_rewritten, 0u);
+
+  auto p = parse_link("listen=127.0.0.2:1,to=127.0.0.3:1,from=127.0.0.4,fix_icrc=1", {});
+  ASSERT_TRUE(p.link) << p.error;
+  EXPECT_TRUE(p.link->fix_icrc);
+  EXPECT_NE(parse_link("listen=127.0.0.2:1,to=127.0.0.3:1,from=127.0.0.4,fix_icrc=yes", {}).error.find("fix_icrc"),
+            std::string::npos);
+  ForwarderConfig wild;
+  wild.links.push_back({"w", *SockAddr::parse("0.0.0.0:0"), *SockAddr::parse("127.0.0.3:9"),
+                        *SockAddr::parse("127.0.0.4"), {}, true});
+  EXPECT_FALSE(Forwarder::create(wild, err));
+  EXPECT_NE(err.find("wildcard"), std::string::npos) << err;
 }
 
 TEST(UdpImpair, ParseLinkValidatesAndNamesTheKey) {

@@ -12,6 +12,8 @@
 #include "platform/os_error.hpp"
 #include "platform/udp_socket.hpp"
 #include "util/prng.hpp"
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
 
 namespace mrc::udp_impair {
 
@@ -94,6 +96,9 @@ LinkParse parse_link(std::string_view spec, const Impairments& defaults) {
       if (!parse_prob(val, l.impair.corrupt_probability)) { r.error = bad(what, key, val, "not a probability in [0,1]"); return r; }
     } else if (key == "reorder") {
       if (!parse_prob(val, l.impair.reorder_probability)) { r.error = bad(what, key, val, "not a probability in [0,1]"); return r; }
+    } else if (key == "fix_icrc") {
+      if (val != "0" && val != "1") { r.error = bad(what, key, val, "must be 0 or 1"); return r; }
+      l.fix_icrc = val == "1";
     } else if (key == "drop_nth") {
       if (!parse_u64(val, u)) { r.error = bad(what, key, val, "not a non-negative integer"); return r; }
       l.impair.drop_every_nth = u;
@@ -105,7 +110,7 @@ LinkParse parse_link(std::string_view spec, const Impairments& defaults) {
       l.impair.reorder_hold_time = Duration::us(static_cast<int64_t>(u));
     } else {
       r.error = what + ": unknown key '" + std::string(key) +
-                "' (known: listen, to, from, name, drop, drop_nth, dup, corrupt, reorder, reorder_depth, reorder_us)";
+                "' (known: listen, to, from, name, drop, drop_nth, dup, corrupt, reorder, reorder_depth, reorder_us, fix_icrc)";
       return r;
     }
   }
@@ -163,7 +168,7 @@ namespace {
 
 enum Counter : size_t {
   kReceived, kForwarded, kBytes, kDropRandom, kDropNth, kBlackholed, kCorrupted,
-  kDuplicated, kReordered, kPortOverflow, kSendFailed, kSourcePorts, kCounterCount
+  kDuplicated, kReordered, kPortOverflow, kSendFailed, kSourcePorts, kIcrcRewritten, kCounterCount
 };
 
 struct Held {
@@ -181,11 +186,47 @@ struct BlackholeState {
 
 constexpr uint64_t kStopToken = ~uint64_t{0};
 
+// The ICRC a sender on `src` computed for `udp_payload` (BTH ... payload,
+// without the ICRC) sent to `dst`; nullopt if it is no MRC datagram.
+std::optional<uint32_t> icrc_between(const SockAddr& src, const SockAddr& dst, std::span<const uint8_t> body) {
+  wire::FrameFormat fmt;
+  // udp mode for both families: the EV is the source port; in stev mode the
+  // flow label differs but the ICRC masks it.
+  fmt.mode = wire::EvMode::udp;
+  fmt.ip = src.is_ipv4() ? wire::IpVersion::v4 : wire::IpVersion::v6;
+  fmt.udp_dport = dst.port();
+  wire::FrameFields f;
+  const auto s = src.address_bytes(), d = dst.address_bytes();
+  std::copy(s.begin(), s.end(), f.src.begin());
+  std::copy(d.begin(), d.end(), f.dst.begin());
+  f.ev = src.port();
+  auto c = wire::datagram_icrc(fmt, f, body, {});
+  if (!c) return std::nullopt;
+  return *c;
+}
+
+// LinkConfig::fix_icrc: what a NAT does to a UDP checksum, for the ICRC.
+bool rewrite_icrc(std::span<std::byte> data, const SockAddr& src, const SockAddr& listen, const SockAddr& from,
+                  const SockAddr& to) {
+  if (data.size() < wire::Bth::kSize + wire::kIcrcBytes) return false;
+  auto* bytes = reinterpret_cast<uint8_t*>(data.data());
+  const std::span<const uint8_t> body(bytes, data.size() - wire::kIcrcBytes);
+  SockAddr out = from;
+  out.set_port(src.port());
+  const auto before = icrc_between(src, listen, body);
+  const auto after = icrc_between(out, to, body);
+  if (!before || !after) return false;
+  uint8_t* trailer = bytes + body.size();
+  wire::put_icrc(wire::get_icrc(trailer) ^ *before ^ *after, trailer);
+  return true;
+}
+
 }  // namespace
 
 struct LinkState {
   LinkConfig cfg;
   UdpSocket listen;
+  SockAddr listen_addr;      // bound address (the ICRC's destination on arrival)
   Prng prng;
   std::unordered_map<uint16_t, UdpSocket*> out_by_port;
   std::array<std::atomic<uint64_t>, kCounterCount> counters{};
@@ -288,6 +329,7 @@ void Forwarder::Impl::handle(LinkState& l, const platform::RxDatagram& d, Time n
   if (im.drop_probability > 0 && l.prng.chance(im.drop_probability)) { l.add(kDropRandom); return; }
   if (im.drop_every_nth > 0 && l.seq % im.drop_every_nth == 0) { l.add(kDropNth); return; }
   const int16_t tos = d.tos_valid ? static_cast<int16_t>(d.tos) : int16_t{-1};
+  if (l.cfg.fix_icrc && rewrite_icrc(d.data, d.source, l.listen_addr, l.cfg.from, l.cfg.to)) l.add(kIcrcRewritten);
   std::span<const std::byte> bytes = d.data;
   if (im.corrupt_probability > 0 && !d.data.empty() && l.prng.chance(im.corrupt_probability)) {
     const size_t pos = l.prng.below(d.data.size());
@@ -347,6 +389,12 @@ std::unique_ptr<Forwarder> Forwarder::create(const ForwarderConfig& config, std:
       return nullptr;
     }
     l->listen = std::move(*s);
+    l->listen_addr = l->listen.local_address();
+    if (l->cfg.fix_icrc && std::all_of(l->listen_addr.address_bytes().begin(), l->listen_addr.address_bytes().end(),
+                                       [](uint8_t b) { return b == 0; })) {
+      error = l->cfg.name + ": fix_icrc needs a specific listen address (the ICRC covers it), not a wildcard";
+      return nullptr;
+    }
     impl->by_addr.emplace(l->listen.local_address(), &l->listen);
     if (!impl->epoll.add(l->listen.fd(), platform::events::kReadable, i)) {
       error = "epoll_ctl: " + platform::last_error_message();
@@ -386,6 +434,7 @@ LinkStats Forwarder::stats(size_t link) const {
   s.port_overflow = g(kPortOverflow);
   s.send_failed = g(kSendFailed);
   s.source_ports = g(kSourcePorts);
+  s.icrc_rewritten = g(kIcrcRewritten);
   return s;
 }
 
@@ -411,16 +460,28 @@ Status Forwarder::run(Duration duration, std::string& error) {
       error = platform::last_error_message();
       return n.error();
     }
+    // Drain the ready links one batch each in turn, so the links (planes)
+    // interleave finely: draining one link for several batches before the
+    // next would delay one plane behind the other by that many datagrams,
+    // a path skew no fabric of parallel planes has. Bounded, so busy links
+    // cannot starve the stop token.
+    std::array<LinkState*, evs.size()> ready{};
+    size_t nready = 0;
     for (size_t i = 0; i < *n; ++i) {
       if (evs[i].user_data == kStopToken) { stopping = true; continue; }
-      LinkState& l = *m.links[evs[i].user_data];
-      // Bounded drain so one busy link cannot starve the others or the stop token.
-      for (int round = 0; round < 8; ++round) {
+      ready[nready++] = m.links[evs[i].user_data].get();
+    }
+    for (int round = 0; round < 8 && nready > 0; ++round) {
+      size_t keep = 0;
+      for (size_t i = 0; i < nready; ++i) {
+        LinkState& l = *ready[i];
         auto got = l.listen.recv_batch(m.batch);
-        if (!got) break;
+        if (!got || *got == 0) continue;
         now = m.clock.now();
         for (const platform::RxDatagram& d : m.batch.received()) m.handle(l, d, now);
+        ready[keep++] = &l;
       }
+      nready = keep;
     }
   }
   for (auto& l : m.links) m.release_held(*l, m.clock.now(), true);

@@ -13,8 +13,15 @@
 //   link p up:   listen G_p:4791  to S_p:4791  from F_p
 //   link p down: listen F_p:4791  to C_p:4791  from G_p
 //
+// MRC's ICRC (the IBTA invariant CRC every datagram ends with) covers the IP
+// addresses and UDP ports, which a link rewrites as a NAT does: the receiver
+// recomputes it over (from, to), the sender computed it over (source,
+// listen). A link with `fix_icrc` updates it the way a NAT updates a UDP
+// checksum (LinkConfig::fix_icrc); without it every forwarded MRC datagram
+// fails the receiver's check.
+//
 // Impairments are applied per datagram in this order: blackhole, random
-// drop, drop every Nth, corrupt, duplicate, reorder. All randomness comes
+// drop, drop every Nth, (ICRC rewrite), corrupt, duplicate, reorder. All randomness comes
 // from one seeded Prng (one derived stream per link), so a run with the same
 // seed and the same input sequence makes the same decisions.
 //
@@ -72,6 +79,14 @@ struct LinkConfig {
   platform::SockAddr to;       ///< where it forwards to
   platform::SockAddr from;     ///< the forwarder's outgoing address (port ignored)
   Impairments impair;
+  /// Treat each datagram as MRC over UDP (BTH ... ICRC, udp/stev EV mode)
+  /// and rewrite its trailing 4-byte ICRC for the new addresses and ports:
+  /// new = old ^ icrc(source -> listen) ^ icrc(from -> to), so a valid ICRC
+  /// stays valid and a wrong one (corrupted before the hop) stays wrong.
+  /// Before the corrupt impairment, so what it corrupts is detected. Needs a
+  /// specific (not wildcard) listen address. Datagrams shorter than BTH +
+  /// ICRC pass unchanged.
+  bool fix_icrc = false;
 };
 
 struct ForwarderConfig {
@@ -83,7 +98,7 @@ struct ForwarderConfig {
 };
 
 /// Parses a link spec "listen=A:P,to=B:P,from=C[,name=N][,drop=0.1][,drop_nth=N]
-/// [,dup=P][,corrupt=P][,reorder=P][,reorder_depth=D][,reorder_us=T]".
+/// [,dup=P][,corrupt=P][,reorder=P][,reorder_depth=D][,reorder_us=T][,fix_icrc=0|1]".
 /// Keys not given take their value from `defaults`. Returns the link or an
 /// error message naming the key ("link 'x': drop=1.5: not a probability in [0,1]").
 struct LinkParse {
@@ -113,6 +128,7 @@ struct LinkStats {
   uint64_t port_overflow = 0;   ///< dropped: no outgoing socket for the source port (cap or bind failure)
   uint64_t send_failed = 0;     ///< dropped: the send failed or would block
   uint64_t source_ports = 0;    ///< outgoing sockets opened
+  uint64_t icrc_rewritten = 0;  ///< datagrams whose ICRC was rewritten (fix_icrc)
 };
 
 class Forwarder {

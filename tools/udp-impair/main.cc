@@ -4,7 +4,7 @@
 //
 //   mrc_udp_impair --link listen=127.0.0.2:4791,to=127.0.0.3:4791,from=127.0.0.4
 //                  --link listen=127.0.0.4:4791,to=127.0.0.1:4791,from=127.0.0.2
-//                  --drop 0.01 --seed 7 --duration 30 --json impair.json
+//                  --fix-icrc --drop 0.01 --seed 7 --duration 30 --json impair.json
 //
 // Exits 0 after --duration seconds or on SIGINT/SIGTERM and prints counters
 // per link; 2 on a bad flag; 1 if a socket cannot be opened.
@@ -44,7 +44,8 @@ nlohmann::json to_json(const LinkConfig& c, const platform::SockAddr& listen, co
           {"reordered", s.reordered},
           {"port_overflow", s.port_overflow},
           {"send_failed", s.send_failed},
-          {"source_ports", s.source_ports}};
+          {"source_ports", s.source_ports},
+          {"icrc_rewritten", s.icrc_rewritten}};
 }
 
 }  // namespace
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   size_t max_ports = 512;
   double duration_s = 0;
   std::string json_path;
+  bool fix_icrc = false;
   app.add_option("--link", link_specs,
                  "listen=ADDR:PORT,to=ADDR:PORT,from=ADDR[,name=N][,drop=P][,drop_nth=N][,dup=P]"
                  "[,corrupt=P][,reorder=P][,reorder_depth=D][,reorder_us=T]; repeatable")
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{65535}));
   app.add_option("--duration", duration_s, "exit after this many seconds (0 = until SIGINT/SIGTERM)")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_flag("--fix-icrc", fix_icrc,
+               "rewrite each MRC datagram's ICRC for the new addresses, as a NAT fixes a checksum "
+               "(needed between two software devices; per link: fix_icrc=1)");
   app.add_option("--json", json_path, "write the counters as JSON to this file at exit");
   try {
     app.parse(argc, argv);
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "mrc_udp_impair: --link: {}\n", p.error);
       return 2;
     }
+    p.link->fix_icrc = p.link->fix_icrc || fix_icrc;
     cfg.links.push_back(*p.link);
   }
   for (const auto& s : blackhole_specs) {
