@@ -98,7 +98,11 @@ Status DeviceConfig::validate(std::string* why) const {
 
 size_t CompletionQueue::poll(std::span<core::WorkCompletion> out) {
   // An empty CQ answers without the consumer lock: applications spin here.
-  if (ring_.size() == 0) return 0;
+  if (ring_.size() == 0) {
+    if (!progress_) return 0;
+    progress_();
+    if (ring_.size() == 0) return 0;
+  }
   std::lock_guard<std::mutex> g(consumer_mu_);
   return ring_.pop(out);
 }
@@ -180,9 +184,16 @@ Status Device::open_engine(Engine& e, std::string* why) {
     if (why) *why = "epoll/eventfd: " + platform::last_error_message();
     return Errc::no_memory;
   }
+  auto quiet = platform::Epoll::create();
+  if (!quiet) {
+    if (why) *why = "epoll: " + platform::last_error_message();
+    return Errc::no_memory;
+  }
   e.epoll = std::move(*ep);
+  e.quiet_epoll = std::move(*quiet);
   e.wake = std::move(*wk);
   if (Status s = e.epoll.add(e.wake.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
+  if (Status s = e.quiet_epoll.add(e.wake.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
   const int buf = static_cast<int>(cfg_.socket_buffer_bytes);
   const bool shared = cfg_.engines > 1;  // the engines' sockets share each address and port
   e.tx.resize(planes_.size());
@@ -384,6 +395,7 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
     (void)r;
   }
   auto* cq = new CompletionQueue(*id, capacity, next_cq_serial_++);
+  if (cfg_.app_progress) cq->progress_ = [this] { app_progress(); };
   cqs_.push_back(cq);
   for (auto& e : engines_) e->cqs.emplace_back(*id, cq->serial_);
   return cq;
@@ -460,7 +472,17 @@ Status Device::post_send(uint32_t qpn, const core::SendWr& wr) {
     std::lock_guard<std::mutex> g(e.mu);
     s = e.ep->post_send(clock_.now(), qpn, wr);
   }
-  kick(e);
+  // With app_progress the posting thread sends at once if the engine is
+  // free (no thread to wake); otherwise the engine thread, awake or kicked,
+  // finds the packet on its next look.
+  if (cfg_.app_progress && e.run_mu.try_lock()) {
+    thread_local std::vector<StagedCompletion> staged;
+    thread_local std::vector<core::Event> events;
+    (void)iterate(e, staged, events);
+    e.run_mu.unlock();
+  } else {
+    kick(e);
+  }
   return s;
 }
 
@@ -516,40 +538,60 @@ void Device::kick(Engine& e) {
 
 // ----------------------------------------------------------------- engine
 
+bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events) {
+  const bool got = receive_all(e);
+  {
+    std::lock_guard<std::mutex> g(e.mu);
+    const Time now = clock_.now();
+    if (e.ep->next_timeout() <= now) e.ep->handle_timeout(now);
+    collect_events(e);
+    staged.swap(e.staged);
+    events.swap(e.events_out);
+    ++e.st.engine_iterations;
+  }
+  // Publishing before polling packets is what makes completions safe
+  // (file comment): no packet polled below belongs to a completed WR.
+  publish(staged, events);
+  staged.clear();
+  if (sink_)
+    for (const core::Event& ev : events) sink_(ev);
+  events.clear();
+  size_t n = 0;
+  {
+    // Lock order everywhere: peers_mu_, then an engine's mutex.
+    std::shared_lock<std::shared_mutex> peers(peers_mu_);
+    std::lock_guard<std::mutex> g(e.mu);
+    n = poll_transmits(e, clock_.now());
+  }
+  if (n > 0) {
+    std::lock_guard<std::mutex> g(e.send_mu);
+    send_slots(e, n);
+  }
+  return got || n > 0;
+}
+
+void Device::app_progress() {
+  app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+  thread_local std::vector<StagedCompletion> staged;
+  thread_local std::vector<core::Event> events;
+  for (auto& e : engines_) {
+    if (!e->run_mu.try_lock()) continue;  // its thread (or another application) is at it
+    (void)iterate(*e, staged, events);
+    e->run_mu.unlock();
+  }
+}
+
 void Device::engine_main(Engine& e) {
   std::vector<StagedCompletion> staged;
   std::vector<core::Event> events;
   platform::EpollEvent evs[40];
   while (!stop_.load(std::memory_order_acquire)) {
-    const bool got = receive_all(e);
+    bool busy;
     {
-      std::lock_guard<std::mutex> g(e.mu);
-      const Time now = clock_.now();
-      if (e.ep->next_timeout() <= now) e.ep->handle_timeout(now);
-      collect_events(e);
-      staged.swap(e.staged);
-      events.swap(e.events_out);
-      ++e.st.engine_iterations;
+      std::lock_guard<std::mutex> run(e.run_mu);
+      busy = iterate(e, staged, events);
     }
-    // Publishing before polling packets is what makes completions safe
-    // (file comment): no packet polled below belongs to a completed WR.
-    publish(staged, events);
-    staged.clear();
-    if (sink_)
-      for (const core::Event& ev : events) sink_(ev);
-    events.clear();
-    size_t n = 0;
-    {
-      // Lock order everywhere: peers_mu_, then an engine's mutex.
-      std::shared_lock<std::shared_mutex> peers(peers_mu_);
-      std::lock_guard<std::mutex> g(e.mu);
-      n = poll_transmits(e, clock_.now());
-    }
-    if (n > 0) {
-      std::lock_guard<std::mutex> g(e.send_mu);
-      send_slots(e, n);
-    }
-    if (got || n > 0 || cfg_.busy_poll) continue;
+    if (busy || cfg_.busy_poll) continue;
     // Idle: sleep until a packet, a kick or the next timer. The flag is set
     // before the last look so a post in between is not missed.
     e.sleeping.store(true, std::memory_order_release);
@@ -563,8 +605,14 @@ void Device::engine_main(Engine& e) {
     if (!pending) {
       Duration wait = kMaxSleep;
       if (!deadline.is_never()) wait = std::min(wait, std::max(Duration{}, deadline - clock_.now()));
+      // While an application polls (within the last millisecond) it takes
+      // the packets as they come; this thread wakes for timers and kicks
+      // only, so it does not compete with the application for a core.
+      const int64_t since_app = clock_.now().ps() - app_polled_ps_.load(std::memory_order_relaxed);
+      const bool app_driving = since_app < Duration::ms(1).count_ps();
+      if (app_driving) wait = std::min(wait, Duration::ms(1));
       ++e.st.engine_sleeps;
-      auto r = e.epoll.wait(evs, wait);
+      auto r = (app_driving ? e.quiet_epoll : e.epoll).wait(evs, wait);
       if (r)
         for (size_t i = 0; i < *r; ++i)
           if (evs[i].user_data == ~uint64_t{0}) (void)e.wake.drain();

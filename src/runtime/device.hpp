@@ -82,6 +82,13 @@ struct DeviceConfig {
   uint32_t engines = 1;
   /// The engine never sleeps (else it waits in epoll when idle).
   bool busy_poll = false;
+  /// Application threads help: a CQ poll that finds its ring empty runs
+  /// one engine iteration itself (when no engine thread is in one), and
+  /// while applications poll, the engine threads sleep on timers only. A
+  /// busy-polling application then sees its completions without waiting
+  /// for an engine thread to be scheduled: on a machine with fewer cores
+  /// than spinning threads that wait is the whole latency.
+  bool app_progress = true;
   /// Seed of the protocol's random choices (EV picks); 0 = from getrandom.
   uint64_t seed = 0;
   uint32_t socket_buffer_bytes = 8u << 20;
@@ -143,6 +150,7 @@ class CompletionQueue {
   std::atomic<bool> armed_{false};
   std::atomic<uint64_t> overflows_{0};
   std::function<void()> notify_;
+  std::function<void()> progress_;  ///< DeviceConfig::app_progress: runs the engines once
 };
 
 class Device {
@@ -237,6 +245,8 @@ class Device {
   struct Engine {
     uint32_t index = 0;
     std::mutex mu;                            ///< guards ep and the engine's staging
+    std::mutex run_mu;                        ///< held for a whole iteration (engine thread or an application)
+    platform::Epoll quiet_epoll;              ///< only the wake eventfd: sleeping while applications drive
     std::unique_ptr<core::Endpoint> ep;
     std::vector<platform::UdpSocket> rx;      ///< per plane, in the plane's reuseport group
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
@@ -257,6 +267,12 @@ class Device {
   Status open_engine(Engine& e, std::string* why);
   Engine& engine_of(uint32_t qpn) { return *engines_[qpn & (engines_.size() - 1)]; }
   void engine_main(Engine& e);
+  /// One engine iteration: receive, timers, publish, poll and send. True if
+  /// it moved a packet. The caller holds e.run_mu.
+  bool iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
+  /// An application thread's turn (app_progress): one iteration of every
+  /// engine no thread is running now.
+  void app_progress();
   bool receive_all(Engine& e);
   void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
   size_t poll_transmits(Engine& e, Time now);
@@ -286,6 +302,7 @@ class Device {
   uint64_t next_cq_serial_ = 1;
   std::function<void(const core::Event&)> sink_;
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_progress(), clock_ picoseconds
 };
 
 }  // namespace mrc::rt
