@@ -395,7 +395,13 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
     (void)r;
   }
   auto* cq = new CompletionQueue(*id, capacity, next_cq_serial_++);
-  if (cfg_.app_progress) cq->progress_ = [this] { app_progress(); };
+  if (cfg_.app_progress) {
+    cq->progress_ = [this] { app_progress(); };
+    cq->on_arm_ = [this] {
+      app_polled_ps_.store(INT64_MIN / 2, std::memory_order_relaxed);
+      for (auto& e : engines_) (void)e->wake.signal();  // out of the timers-only sleep
+    };
+  }
   cqs_.push_back(cq);
   for (auto& e : engines_) e->cqs.emplace_back(*id, cq->serial_);
   return cq;

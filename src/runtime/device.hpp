@@ -128,8 +128,13 @@ class CompletionQueue {
  public:
   /// Up to out.size() completions; thread-safe.
   size_t poll(std::span<core::WorkCompletion> out);
-  /// The next completion published will call the notify hook once.
-  void arm() { armed_.store(true, std::memory_order_release); }
+  /// The next completion published will call the notify hook once. An
+  /// application that arms is about to sleep on its channel: the engine
+  /// threads take over progress at once (DeviceConfig::app_progress).
+  void arm() {
+    armed_.store(true, std::memory_order_release);
+    if (on_arm_) on_arm_();
+  }
   /// Called (from the engine thread) when an armed CQ receives completions.
   void set_notify(std::function<void()> f) { notify_ = std::move(f); }
   uint32_t capacity() const { return capacity_; }
@@ -151,6 +156,7 @@ class CompletionQueue {
   std::atomic<uint64_t> overflows_{0};
   std::function<void()> notify_;
   std::function<void()> progress_;  ///< DeviceConfig::app_progress: runs the engines once
+  std::function<void()> on_arm_;    ///< the application stops driving: wake the engines
 };
 
 class Device {
