@@ -58,9 +58,14 @@ struct mrc_soft_device_attr {
   uint32_t burst;
   /** Progress engines (threads); QPs are spread over them. 0 = 1. */
   uint32_t num_engines;
-  /** 1 = the engines never sleep (lowest latency, one core each);
+  /** 1 = the engines never sleep (one core each);
    *  0 = they sleep in epoll when idle (waking costs tens of microseconds). */
   int busy_poll;
+  /** 0 (default) = application threads help: a poll of an empty CQ runs the
+   *  engines once and a post sends at once, so a busy-polling application
+   *  needs no engine thread to be scheduled (the lowest latency when cores
+   *  are scarce); 1 = only the engine threads make progress. */
+  int engines_only;
   /** Seed of the protocol's random choices; 0 = from getrandom. Keys and QPNs
    *  always come from getrandom. */
   uint64_t seed;

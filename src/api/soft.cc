@@ -109,6 +109,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   if (attr->burst) cfg.burst = attr->burst;
   if (attr->num_engines) cfg.engines = attr->num_engines;
   cfg.busy_poll = attr->busy_poll != 0;
+  cfg.app_progress = attr->engines_only == 0;
   cfg.seed = attr->seed;
   if (attr->socket_buffer_bytes) cfg.socket_buffer_bytes = attr->socket_buffer_bytes;
   std::string why;
