@@ -6,6 +6,7 @@
 #include <bit>
 #include <cassert>
 #include <cstring>
+#include <tuple>
 
 #include "platform/os_error.hpp"
 #include "wire/icrc.hpp"
@@ -725,9 +726,24 @@ size_t Device::poll_transmits(Engine& e, Time now) {
 void Device::send_slots(Engine& e, size_t n) {
   platform::IoSlice iov[platform::UdpSocket::kMaxIovPerDatagram];
   uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0;
+  // Packets of one EV go together: several QPs (or retransmissions) in a
+  // batch interleave, which would cut every GSO burst short. The sort is
+  // stable, so each EV's packets keep the order the core gave them; order
+  // across EVs means nothing (they take different paths anyway).
+  std::array<uint16_t, kTxBatch> order;
+  for (size_t k = 0; k < n; ++k) order[k] = static_cast<uint16_t>(k);
+  if (cfg_.burst > 1) {
+    auto key = [&](uint16_t k) {
+      const core::Transmit& t = e.slots[k].tx;
+      return std::tuple(t.port, t.entropy, t.peer);
+    };
+    std::stable_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
+                     [&](uint16_t a, uint16_t b) { return key(a) < key(b); });
+  }
+  auto slot = [&](size_t k) -> TxSlot& { return e.slots[order[k]]; };
   size_t i = 0;
   while (i < n) {
-    TxSlot& first = e.slots[i];
+    TxSlot& first = slot(i);
     const core::Transmit& t0 = first.tx;
     const uint32_t plane = t0.port;
     const uint32_t ev_index = t0.entropy - cfg_.ev_port_base - plane * cfg_.evs_per_plane;
@@ -737,13 +753,13 @@ void Device::send_slots(Engine& e, size_t n) {
     size_t iovs = 0;
     size_t total = 0;
     while (j < n) {
-      TxSlot& s = e.slots[j];
+      TxSlot& s = slot(j);
       const core::Transmit& t = s.tx;
       const size_t bytes = size_t{t.header_len} + t.payload_len + wire::kIcrcBytes;
       if (j > i) {
         // Same socket and destination, and the GSO rule: every segment the
         // size of the first, the last one possibly shorter.
-        const TxSlot& prev = e.slots[j - 1];
+        const TxSlot& prev = slot(j - 1);
         const size_t prev_bytes = size_t{prev.tx.header_len} + prev.tx.payload_len + wire::kIcrcBytes;
         if (cfg_.burst == 1 || t.port != t0.port || t.entropy != t0.entropy || t.peer != t0.peer ||
             bytes > seg_bytes || prev_bytes != seg_bytes || iovs + 3 > std::size(iov) ||
