@@ -6,12 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -19,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "../platform/netns_helper.hpp"
 #include "device_fixture.hpp"
 #include "platform/udp_socket.hpp"
 
@@ -184,20 +179,8 @@ TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
 TEST(Device, Ipv6SteVTransfersOverTwoPlanesInAPrivateNamespace) {
   std::string skip;
   std::thread t([&] {
-    if (unshare(CLONE_NEWNET) != 0) {
-      skip = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno) + " (needs root)";
-      return;
-    }
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    const bool up = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
-                    (ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP), ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
-    if (fd >= 0) ::close(fd);
-    if (!up) {
-      skip = "cannot bring lo up in the new namespace";
-      return;
-    }
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
     for (int i = 1; i <= 4; ++i) {
       // fork() from this thread: ip runs in this thread's namespace.
       const std::string cmd = "ip -6 addr add fd00::" + std::to_string(i) + "/128 dev lo nodad 2>/dev/null";
