@@ -475,4 +475,61 @@ int run_tool(Session& s, JsonReport& report, const std::function<void()>& body) 
   return code;
 }
 
+int tool_main(Tool tool, int argc, char** argv, const Role& server, const Role& client) {
+  Options o;
+  const ParseOutcome p = parse_command_line(tool, argc, argv, o);
+  if (!p.run) {
+    if (p.exit_code == 0) {
+      std::fprintf(stdout, "%s\n", p.text.c_str());
+    } else {
+      std::fprintf(stderr, "%s: %s\n", std::string(tool_name(tool)).c_str(), p.text.c_str());
+    }
+    return p.exit_code;
+  }
+  JsonReport report(o, o.is_server() ? "server" : "client");
+  Session s(o);
+  return run_tool(s, report, [&] {
+    s.establish();
+    if (o.is_server()) {
+      server(s, report);
+    } else {
+      client(s, report);
+    }
+  });
+}
+
+void serve_sizes(Session& s, const std::string& table_header, const SizeHandlers& h) {
+  std::fputs(table_header.c_str(), stdout);
+  std::fflush(stdout);
+  SizeBegin begin;
+  bool in_size = false;
+  for (;;) {
+    Channel::Message m = s.ch.recv(-1);
+    if (m.type == MsgType::error) throw PerfError("the peer reports: " + decode_error(m.payload));
+    if (m.type == MsgType::done && !in_size) break;
+    if (m.type == MsgType::size_begin && !in_size) {
+      auto b = decode_size_begin(m.payload);
+      if (!b) throw PerfError("exchange: " + b.error);
+      if (b.value->size > s.max_size()) throw PerfError("exchange: the client asks for a size above its maximum");
+      begin = *b.value;
+      h.prepare(begin);
+      in_size = true;
+      s.ch.send(MsgType::ready);
+      if (h.traffic) h.traffic(begin);
+    } else if (m.type == MsgType::size_end && in_size) {
+      auto e = decode_size_end(m.payload);
+      if (!e) throw PerfError("exchange: " + e.error);
+      SizeResult r;
+      r.status = SizeResult::skipped;
+      if (begin.verify) r = s.verify_dst(begin.size, begin.salt);
+      s.ch.send(MsgType::size_result, encode(r));
+      in_size = false;
+      h.finish(begin, *e.value, r);
+    } else {
+      throw PerfError(fmt::format("exchange: unexpected {} from the client", msg_type_name(m.type)));
+    }
+  }
+  std::fputs(result_line().c_str(), stdout);
+}
+
 }  // namespace mrc::perf

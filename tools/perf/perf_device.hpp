@@ -144,4 +144,27 @@ inline constexpr uint32_t kStopImm = 0xFFFFFFFFu;
 /// error) when asked, and returns the exit code.
 int run_tool(Session& s, JsonReport& report, const std::function<void()>& body);
 
+/// The server's or the client's part of a run, once the session is established.
+using Role = std::function<void(Session&, JsonReport&)>;
+
+/// The whole of a tool's main(): parses the command line (printing the help,
+/// or the error prefixed "<tool_name>: "), establishes the session and runs
+/// `server` or `client` under run_tool; returns the exit code.
+int tool_main(Tool tool, int argc, char** argv, const Role& server, const Role& client);
+
+/// What a tool does on the server at each step of one size.
+struct SizeHandlers {
+  /// On SizeBegin, before answering Ready: prepare the buffers.
+  std::function<void(const SizeBegin&)> prepare;
+  /// After Ready was sent (may be empty): the server's share of the traffic.
+  std::function<void(const SizeBegin&)> traffic;
+  /// After SizeResult was sent: print and report the row, throw on a mismatch.
+  std::function<void(const SizeBegin&, const SizeEnd&, const SizeResult&)> finish;
+};
+
+/// The server's loop: prints `table_header`, answers the client's sizes
+/// (verifying the destination buffers when asked) until it is done, then
+/// prints the result line. Throws PerfError on an error of the exchange.
+void serve_sizes(Session& s, const std::string& table_header, const SizeHandlers& h);
+
 }  // namespace mrc::perf

@@ -157,43 +157,21 @@ void client(Session& s, JsonReport& report) {
 
 void server(Session& s, JsonReport& report) {
   const Options& o = s.o;
-  std::fputs(bw_table_header(o.report_gbits).c_str(), stdout);
-  std::fflush(stdout);
-  SizeBegin begin;
-  bool in_size = false;
-  for (;;) {
-    Channel::Message m = s.ch.recv(-1);
-    if (m.type == MsgType::error) throw PerfError("the peer reports: " + decode_error(m.payload));
-    if (m.type == MsgType::done && !in_size) break;
-    if (m.type == MsgType::size_begin && !in_size) {
-      auto b = decode_size_begin(m.payload);
-      if (!b) throw PerfError("exchange: " + b.error);
-      if (b.value->size > s.max_size()) throw PerfError("exchange: the client asks for a size above its maximum");
-      begin = *b.value;
-      for (auto& buf : s.dst) std::memset(buf->data(), 0, begin.size);
-      in_size = true;
-      s.ch.send(MsgType::ready);
-    } else if (m.type == MsgType::size_end && in_size) {
-      auto e = decode_size_end(m.payload);
-      if (!e) throw PerfError("exchange: " + e.error);
-      SizeResult r;
-      r.status = SizeResult::skipped;
-      if (begin.verify) r = s.verify_dst(begin.size, begin.salt);
-      s.ch.send(MsgType::size_result, encode(r));
-      const BwRow row = bw_row_from(*e.value);
-      std::fputs(format_bw_row(row, o.report_gbits).c_str(), stdout);
-      std::fflush(stdout);
-      report.add_bw(row, o.report_gbits, verify_word(begin.verify, r));
-      in_size = false;
-      if (r.status == SizeResult::mismatch)
-        throw PerfError(fmt::format("data verification failed for {} byte messages: wrong byte at offset {} of QP "
-                                    "{}'s buffer",
-                                    begin.size, r.offset, r.qp));
-    } else {
-      throw PerfError(fmt::format("exchange: unexpected {} from the client", msg_type_name(m.type)));
-    }
-  }
-  std::fputs(result_line().c_str(), stdout);
+  SizeHandlers h;
+  h.prepare = [&](const SizeBegin& begin) {
+    for (auto& buf : s.dst) std::memset(buf->data(), 0, begin.size);
+  };
+  h.finish = [&](const SizeBegin& begin, const SizeEnd& end, const SizeResult& r) {
+    const BwRow row = bw_row_from(end);
+    std::fputs(format_bw_row(row, o.report_gbits).c_str(), stdout);
+    std::fflush(stdout);
+    report.add_bw(row, o.report_gbits, verify_word(begin.verify, r));
+    if (r.status == SizeResult::mismatch)
+      throw PerfError(fmt::format("data verification failed for {} byte messages: wrong byte at offset {} of QP "
+                                  "{}'s buffer",
+                                  begin.size, r.offset, r.qp));
+  };
+  serve_sizes(s, bw_table_header(o.report_gbits), h);
 }
 
 }  // namespace
@@ -201,21 +179,5 @@ void server(Session& s, JsonReport& report) {
 
 int main(int argc, char** argv) {
   using namespace mrc::perf;
-  Options o;
-  const ParseOutcome p = parse_command_line(Tool::write_bw, argc, argv, o);
-  if (!p.run) {
-    std::fprintf(p.exit_code == 0 ? stdout : stderr, "%s%s\n", p.exit_code == 0 ? "" : "mrc_write_bw: ",
-                 p.text.c_str());
-    return p.exit_code;
-  }
-  JsonReport report(o, o.is_server() ? "server" : "client");
-  Session s(o);
-  return run_tool(s, report, [&] {
-    s.establish();
-    if (o.is_server()) {
-      server(s, report);
-    } else {
-      client(s, report);
-    }
-  });
+  return tool_main(Tool::write_bw, argc, argv, server, client);
 }

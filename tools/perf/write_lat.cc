@@ -163,44 +163,22 @@ void client(Session& s, JsonReport& report) {
 }
 
 void server(Session& s, JsonReport& report) {
-  std::fputs(lat_table_header().c_str(), stdout);
-  std::fflush(stdout);
-  SizeBegin begin;
-  bool in_size = false;
-  for (;;) {
-    Channel::Message m = s.ch.recv(-1);
-    if (m.type == MsgType::error) throw PerfError("the peer reports: " + decode_error(m.payload));
-    if (m.type == MsgType::done && !in_size) break;
-    if (m.type == MsgType::size_begin && !in_size) {
-      auto b = decode_size_begin(m.payload);
-      if (!b) throw PerfError("exchange: " + b.error);
-      if (b.value->size > s.max_size()) throw PerfError("exchange: the client asks for a size above its maximum");
-      begin = *b.value;
-      fill_pattern(s.src[0]->data(), begin.size, begin.salt);
-      std::memset(s.dst[0]->data(), 0, begin.size);
-      in_size = true;
-      s.ch.send(MsgType::ready);
-      run_size_server(s, begin.size);
-    } else if (m.type == MsgType::size_end && in_size) {
-      auto e = decode_size_end(m.payload);
-      if (!e) throw PerfError("exchange: " + e.error);
-      SizeResult r;
-      r.status = SizeResult::skipped;
-      if (begin.verify) r = s.verify_dst(begin.size, begin.salt);
-      s.ch.send(MsgType::size_result, encode(r));
-      const LatRow row = lat_row_from(*e.value);
-      std::fputs(format_lat_row(row).c_str(), stdout);
-      std::fflush(stdout);
-      report.add_lat(row, verify_word(begin.verify, r.status != SizeResult::mismatch));
-      in_size = false;
-      if (r.status == SizeResult::mismatch)
-        throw PerfError(fmt::format("data verification failed for {} byte messages: wrong byte at offset {}",
-                                    begin.size, r.offset));
-    } else {
-      throw PerfError(fmt::format("exchange: unexpected {} from the client", msg_type_name(m.type)));
-    }
-  }
-  std::fputs(result_line().c_str(), stdout);
+  SizeHandlers h;
+  h.prepare = [&](const SizeBegin& begin) {
+    fill_pattern(s.src[0]->data(), begin.size, begin.salt);
+    std::memset(s.dst[0]->data(), 0, begin.size);
+  };
+  h.traffic = [&](const SizeBegin& begin) { run_size_server(s, begin.size); };
+  h.finish = [&](const SizeBegin& begin, const SizeEnd& end, const SizeResult& r) {
+    const LatRow row = lat_row_from(end);
+    std::fputs(format_lat_row(row).c_str(), stdout);
+    std::fflush(stdout);
+    report.add_lat(row, verify_word(begin.verify, r.status != SizeResult::mismatch));
+    if (r.status == SizeResult::mismatch)
+      throw PerfError(fmt::format("data verification failed for {} byte messages: wrong byte at offset {}",
+                                  begin.size, r.offset));
+  };
+  serve_sizes(s, lat_table_header(), h);
 }
 
 }  // namespace
@@ -208,21 +186,5 @@ void server(Session& s, JsonReport& report) {
 
 int main(int argc, char** argv) {
   using namespace mrc::perf;
-  Options o;
-  const ParseOutcome p = parse_command_line(Tool::write_lat, argc, argv, o);
-  if (!p.run) {
-    std::fprintf(p.exit_code == 0 ? stdout : stderr, "%s%s\n", p.exit_code == 0 ? "" : "mrc_write_lat: ",
-                 p.text.c_str());
-    return p.exit_code;
-  }
-  JsonReport report(o, o.is_server() ? "server" : "client");
-  Session s(o);
-  return run_tool(s, report, [&] {
-    s.establish();
-    if (o.is_server()) {
-      server(s, report);
-    } else {
-      client(s, report);
-    }
-  });
+  return tool_main(Tool::write_lat, argc, argv, server, client);
 }

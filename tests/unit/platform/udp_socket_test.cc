@@ -5,19 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "netns_helper.hpp"
 #include "platform/clock.hpp"
 #include "platform/epoll.hpp"
 #include "platform/os_error.hpp"
@@ -283,20 +277,8 @@ TEST(PlatformUdpSocket, FullSendBufferIsWouldBlockNotError) {
   std::string skip;
   size_t zero_returns = 0;
   std::thread t([&] {
-    if (unshare(CLONE_NEWNET) != 0) {
-      skip = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-      return;
-    }
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    const bool up = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
-                    (ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP), ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
-    if (fd >= 0) ::close(fd);
-    if (!up) {
-      skip = "cannot bring lo up in the new namespace";
-      return;
-    }
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
     // fork() from this thread: the child (tc) runs in this thread's namespace.
     if (std::system("tc qdisc add dev lo root tbf rate 1mbit burst 70000 limit 100000000 2>/dev/null") != 0) {
       skip = "tc (iproute2) unavailable or tbf refused";

@@ -6,12 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -19,13 +13,18 @@
 #include <memory>
 #include <vector>
 
+#include "../platform/netns_helper.hpp"
+#include "device_fixture.hpp"
 #include "platform/udp_socket.hpp"
-#include "util/prng.hpp"
 
 namespace mrc::rt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using fixture::Clock;
+using fixture::fill;
+using fixture::open_device;
+using fixture::write;
+using Side = fixture::Endpoint;
 
 DeviceConfig config(std::vector<std::string> planes, uint32_t burst = 1) {
   DeviceConfig c;
@@ -38,24 +37,6 @@ DeviceConfig config(std::vector<std::string> planes, uint32_t burst = 1) {
   return c;
 }
 
-std::unique_ptr<Device> open_or_skip(const DeviceConfig& c) {
-  std::string why;
-  auto d = Device::open(c, &why);
-  if (!d) {
-    ADD_FAILURE() << "cannot open the device: " << why;
-    return nullptr;
-  }
-  return std::move(*d);
-}
-
-struct Side {
-  std::unique_ptr<Device> dev;
-  CompletionQueue* cq = nullptr;
-  uint32_t qpn = 0;
-  std::vector<uint8_t> mem;
-  core::MemoryRegion mr;
-};
-
 /// Two devices with a connected QP pair and a registered buffer each.
 struct Pair {
   Side a, b;
@@ -66,70 +47,25 @@ struct Pair {
              bytes) {}
   static std::string prefix(int net) { return "127.0." + std::to_string(net) + "."; }
   Pair(const DeviceConfig& ca, const DeviceConfig& cb, size_t bytes = 1 << 20) {
-    a.dev = open_or_skip(ca);
-    b.dev = open_or_skip(cb);
+    a.dev = open_device(ca);
+    b.dev = open_device(cb);
     if (!a.dev || !b.dev) return;
-    for (Side* s : {&a, &b}) {
-      s->cq = *s->dev->create_cq(1024);
-      core::QpInit init;
-      init.send_cq = init.recv_cq = s->cq->core_id();
-      s->qpn = *s->dev->create_qp(init);
-      s->mem.assign(bytes, 0);
-      s->mr = *s->dev->reg_mr(s->mem.data(), s->mem.size(), core::access::kLocalWrite | core::access::kRemoteWrite,
-                              core::kDefaultPd);
-    }
+    for (Side* s : {&a, &b}) fixture::create_resources(*s, bytes);
     const uint32_t psn_a = a.dev->random_psn(), psn_b = b.dev->random_psn();
     connect(a, b, psn_a, psn_b);
     connect(b, a, psn_b, psn_a);
   }
   void connect(Side& me, Side& peer, uint32_t my_psn, uint32_t peer_psn) {
-    using namespace core::qp_attr;
     std::vector<platform::SockAddr> planes;
     for (uint32_t p = 0; p < peer.dev->num_planes(); ++p) planes.push_back(peer.dev->plane_address(p));
-    ASSERT_TRUE(me.dev->set_peer(planes[0], planes).ok());
-    core::QpAttr at;
-    at.state = core::QpState::init;
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState).ok());
-    at.state = core::QpState::rtr;
-    at.dest_qpn = peer.qpn;
-    at.rq_psn = peer_psn;
-    at.peer = *me.dev->peer_id(planes[0]);
-    at.path_mtu = 4096;
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest)
-                    .ok());
-    at.state = core::QpState::rts;
-    at.sq_psn = my_psn;
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout).ok());
+    fixture::connect_qp(me, planes, peer.qpn, my_psn, peer_psn);
   }
   bool ok() const { return a.dev && b.dev; }
 };
 
 /// Polls `cq` until `n` completions arrived or 20 s passed.
 std::vector<core::WorkCompletion> wait(CompletionQueue* cq, size_t n) {
-  std::vector<core::WorkCompletion> out;
-  const auto end = Clock::now() + std::chrono::seconds(20);
-  core::WorkCompletion wc[16];
-  while (out.size() < n && Clock::now() < end) {
-    const size_t k = cq->poll(wc);
-    out.insert(out.end(), wc, wc + k);
-  }
-  return out;
-}
-
-void fill(std::vector<uint8_t>& v, uint64_t seed) {
-  Prng r(seed);
-  for (auto& x : v) x = static_cast<uint8_t>(r.next_u64());
-}
-
-core::SendWr write(const Side& from, const Side& to, uint64_t off, uint32_t len, uint64_t id) {
-  core::SendWr wr;
-  wr.wr_id = id;
-  wr.local_addr = reinterpret_cast<uint64_t>(from.mem.data()) + off;
-  wr.lkey = from.mr.lkey;
-  wr.length = len;
-  wr.remote_addr = reinterpret_cast<uint64_t>(to.mem.data()) + off;
-  wr.rkey = to.mr.rkey;
-  return wr;
+  return fixture::wait_until(cq, n, Clock::now() + std::chrono::seconds(20), fixture::Idle::spin);
 }
 
 class DeviceTransfer : public ::testing::TestWithParam<uint32_t> {};
@@ -243,20 +179,8 @@ TEST(Device, DestroyingAQpWithWorkOutstandingFlushesIt) {
 TEST(Device, Ipv6SteVTransfersOverTwoPlanesInAPrivateNamespace) {
   std::string skip;
   std::thread t([&] {
-    if (unshare(CLONE_NEWNET) != 0) {
-      skip = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno) + " (needs root)";
-      return;
-    }
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    const bool up = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
-                    (ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP), ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
-    if (fd >= 0) ::close(fd);
-    if (!up) {
-      skip = "cannot bring lo up in the new namespace";
-      return;
-    }
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
     for (int i = 1; i <= 4; ++i) {
       // fork() from this thread: ip runs in this thread's namespace.
       const std::string cmd = "ip -6 addr add fd00::" + std::to_string(i) + "/128 dev lo nodad 2>/dev/null";
@@ -341,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, DeviceEngines, ::testing::Values(2u, 4u));
 // The device owns the CQs still alive when it goes (the asan preset's leak
 // checker fails this test if it does not free them).
 TEST(Device, ClosingFreesTheCqsLeftAlive) {
-  auto d = open_or_skip(config({"127.0.17.1"}));
+  auto d = open_device(config({"127.0.17.1"}));
   ASSERT_NE(d, nullptr);
   ASSERT_TRUE(d->create_cq(16).ok());
   auto cq = d->create_cq(1024);
@@ -378,7 +302,7 @@ TEST(DeviceConfig, BadValuesNameTheField) {
 }
 
 TEST(Device, ABusyAddressIsReportedWithTheSocketError) {
-  auto first = open_or_skip(config({"127.0.16.5"}));
+  auto first = open_device(config({"127.0.16.5"}));
   ASSERT_NE(first, nullptr);
   std::string why;
   auto second = Device::open(config({"127.0.16.5"}), &why);

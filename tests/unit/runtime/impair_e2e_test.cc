@@ -22,14 +22,15 @@
 #include <variant>
 #include <vector>
 
+#include "device_fixture.hpp"
 #include "runtime/device.hpp"
 #include "udp-impair/impair.hpp"
-#include "util/prng.hpp"
 
 namespace mrc::rt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using fixture::Clock;
+using fixture::write;
 using platform::SockAddr;
 
 constexpr uint16_t kUdpPort = 24791;
@@ -56,12 +57,7 @@ DeviceConfig config(int net, int first_host) {
   return c;
 }
 
-struct Side {
-  std::unique_ptr<Device> dev;
-  CompletionQueue* cq = nullptr;
-  uint32_t qpn = 0;
-  std::vector<uint8_t> mem;
-  core::MemoryRegion mr;
+struct Side : fixture::Endpoint {
   // EV events of this side's QP (from the engine thread).
   std::atomic<uint32_t> ev_retired{0}, ev_resurrected{0}, ev_held{0};
 };
@@ -104,13 +100,8 @@ class Rig {
       EXPECT_TRUE(fwd_->run(Duration::s(120), e).ok()) << e;
     });
     for (auto [s, first] : {std::pair{&a, 1}, std::pair{&b, 2}}) {
-      std::string why;
-      auto d = Device::open(config(net, first), &why);
-      if (!d) {
-        ADD_FAILURE() << "cannot open the device: " << why;
-        return;
-      }
-      s->dev = std::move(*d);
+      s->dev = fixture::open_device(config(net, first));
+      if (!s->dev) return;
       s->dev->set_event_sink([s](const core::Event& e) {
         if (const auto* ev = std::get_if<core::EvEvent>(&e)) {
           if (ev->held) ++s->ev_held;
@@ -118,13 +109,7 @@ class Rig {
           else if (ev->from == core::EvState::assumed_bad) ++s->ev_resurrected;
         }
       });
-      s->cq = *s->dev->create_cq(1024);
-      core::QpInit init;
-      init.send_cq = init.recv_cq = s->cq->core_id();
-      s->qpn = *s->dev->create_qp(init);
-      s->mem.assign(kBytes, 0);
-      s->mr = *s->dev->reg_mr(s->mem.data(), s->mem.size(), core::access::kLocalWrite | core::access::kRemoteWrite,
-                              core::kDefaultPd);
+      fixture::create_resources(*s, kBytes);
     }
     const uint32_t psn_a = a.dev->random_psn(), psn_b = b.dev->random_psn();
     connect(a, {addr(net, 10), addr(net, 11)}, b.qpn, psn_a, psn_b);
@@ -163,22 +148,8 @@ class Rig {
  private:
   static void connect(Side& me, const std::vector<SockAddr>& peer_planes, uint32_t peer_qpn, uint32_t my_psn,
                       uint32_t peer_psn) {
-    using namespace core::qp_attr;
-    ASSERT_TRUE(me.dev->set_peer(peer_planes[0], peer_planes).ok());
-    core::QpAttr at;
-    at.state = core::QpState::init;
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState).ok());
-    at.state = core::QpState::rtr;
-    at.dest_qpn = peer_qpn;
-    at.rq_psn = peer_psn;
-    at.peer = *me.dev->peer_id(peer_planes[0]);
-    at.path_mtu = 4096;
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest)
-                    .ok());
-    at.state = core::QpState::rts;
-    at.sq_psn = my_psn;
-    at.timeout = 13;  // 1.024 us * 2^13 = 8.4 ms: above the queueing a full window meets in the forwarder
-    ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout).ok());
+    // ACK timeout 1.024 us * 2^13 = 8.4 ms: above the queueing a full window meets in the forwarder.
+    fixture::connect_qp(me, peer_planes, peer_qpn, my_psn, peer_psn, 13);
   }
 
   std::unique_ptr<udp_impair::Forwarder> fwd_;
@@ -187,25 +158,8 @@ class Rig {
 
 /// Polls `cq` until `n` completions arrived or `deadline` passed.
 std::vector<core::WorkCompletion> wait(CompletionQueue* cq, size_t n, Clock::time_point deadline) {
-  std::vector<core::WorkCompletion> out;
-  core::WorkCompletion wc[16];
-  while (out.size() < n && Clock::now() < deadline) {
-    const size_t k = cq->poll(wc);
-    out.insert(out.end(), wc, wc + k);
-    if (k == 0) std::this_thread::yield();  // two cores: leave them to the engines and the forwarder
-  }
-  return out;
-}
-
-core::SendWr write(const Side& from, const Side& to, uint64_t off, uint32_t len, uint64_t id) {
-  core::SendWr wr;
-  wr.wr_id = id;
-  wr.local_addr = reinterpret_cast<uint64_t>(from.mem.data()) + off;
-  wr.lkey = from.mr.lkey;
-  wr.length = len;
-  wr.remote_addr = reinterpret_cast<uint64_t>(to.mem.data()) + off;
-  wr.rkey = to.mr.rkey;
-  return wr;
+  // Two cores: yield them to the engines and the forwarder while idle.
+  return fixture::wait_until(cq, n, deadline, fixture::Idle::yield);
 }
 
 /// Posts the workload (kWrites WRITEs, then kImms WRITE_WITH_IMMs) from A to
@@ -213,8 +167,7 @@ core::SendWr write(const Side& from, const Side& to, uint64_t off, uint32_t len,
 /// the wall time it took.
 Clock::duration transfer(Rig& r, Clock::duration limit = std::chrono::seconds(8)) {
   const auto start = Clock::now();
-  Prng rng(3);
-  for (auto& x : r.a.mem) x = static_cast<uint8_t>(rng.next_u64());
+  fixture::fill(r.a.mem, 3);
   for (uint64_t i = 0; i < kImms; ++i) EXPECT_TRUE(r.b.dev->post_recv(r.b.qpn, core::RecvWr{1000 + i}).ok());
   for (uint32_t i = 0; i < kWrites; ++i)
     EXPECT_TRUE(r.a.dev->post_send(r.a.qpn, write(r.a, r.b, uint64_t{i} * kWriteBytes, kWriteBytes, i)).ok());
