@@ -24,11 +24,14 @@ using Clock = std::chrono::steady_clock;
 
 /// One device's end of a connection: its CQ, its QP and its registered buffer.
 struct Endpoint {
+  // The buffer is declared before the device so that it outlives it: the
+  // engine threads may still be placing in-flight WRITEs until the device
+  // is closed (members are destroyed in reverse order).
+  std::vector<uint8_t> mem;
+  core::MemoryRegion mr;
   std::unique_ptr<Device> dev;
   CompletionQueue* cq = nullptr;
   uint32_t qpn = 0;
-  std::vector<uint8_t> mem;
-  core::MemoryRegion mr;
 };
 
 /// Opens a device on `c`; a failure is a test failure, and NULL.
