@@ -162,6 +162,24 @@ TEST(PerfE2E, WriteBwOneByteSeveralQpsWithEvents) {
   EXPECT_EQ(j["results"][0]["verify"], "ok");
 }
 
+// The top of the size range between two processes: one 256 MiB WRITE,
+// verified byte for byte by the server (GSO bursts keep it near a second).
+TEST(PerfE2E, WriteBwOne256MiBWriteVerified) {
+  const std::string port = std::to_string(tcp_port(5));
+  const std::string cj = tmp("bw256_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--planes", "127.0.50.1,127.0.50.3", "--burst", "8"},
+                     {"127.0.0.1", "-p", port, "--planes", "127.0.50.2,127.0.50.4", "--burst", "8", "-s",
+                      "268435456", "-n", "1", "-t", "1", "--verify", "--out_json_file", cj, "--timeout", "20"},
+                     "bw256", 60);
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["MsgSize"], 268435456);
+  EXPECT_EQ(j["results"][0]["verify"], "ok");
+}
+
 TEST(PerfE2E, WriteLatPingPong) {
   const std::string port = std::to_string(tcp_port(2));
   const std::string cj = tmp("lat_client.json");
