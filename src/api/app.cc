@@ -98,12 +98,18 @@ void fill_device_attr(const SoftDevice& d, mrc_device_attr* a) {
   a->num_planes = d.rt->num_planes();
 }
 
-void wait_acked(std::mutex& mu, std::condition_variable& cv, const uint64_t& outstanding) {
-  std::unique_lock<std::mutex> lk(mu);
-  cv.wait(lk, [&] { return outstanding == 0; });
-}
-
 void push_async(mrc_context* ctx, const mrc_async_event& ev) { ctx->async.push(ev); }
+
+// The acknowledgement count of the QP or CQ an async event names (none for
+// port events).
+PendingAcks* acks_of(const mrc_async_event& e) {
+  switch (e.event_type) {
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_ACCESS_ERR: return &e.element.qp->acks;
+    case IBV_EVENT_CQ_ERR: return &e.element.cq->acks;
+    default: return nullptr;
+  }
+}
 
 // Reads one event count from a semaphore eventfd: blocks unless the fd was
 // made non-blocking, then EAGAIN.
@@ -310,7 +316,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
   if (!cq) return EINVAL;
   if (cq->qps.load() > 0) return EBUSY;
   // verbs: wait until every event obtained for this CQ is acknowledged.
-  api::wait_acked(cq->ack_mu, cq->acked, cq->events_out);
+  cq->acks.wait_zero();
   mrc_context* ctx = cq->ctx;
   {
     std::lock_guard<std::mutex> g(ctx->dev->mu);
@@ -397,20 +403,14 @@ int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
     c = ch->events.q.front();
     ch->events.q.pop_front();
   }
-  {
-    std::lock_guard<std::mutex> g(c->ack_mu);
-    ++c->events_out;
-  }
+  c->acks.add();
   *cq = c;
   *cq_context = c->cq_context;
   return 0;
 }
 
 void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
-  if (!cq) return;
-  std::lock_guard<std::mutex> g(cq->ack_mu);
-  cq->events_out -= std::min<uint64_t>(cq->events_out, nevents);
-  if (cq->events_out == 0) cq->acked.notify_all();
+  if (cq) cq->acks.ack(nevents);
 }
 
 // ------------------------------------------------------------------ hints
@@ -526,7 +526,7 @@ mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
 
 int mrc_destroy_qp(mrc_qp* qp) {
   if (!qp) return EINVAL;
-  api::wait_acked(qp->ack_mu, qp->acked, qp->events_out);
+  qp->acks.wait_zero();
   mrc_context* ctx = qp->ctx;
   if (Status s = ctx->dev->rt->destroy_qp(qp->qpn); !s) return api::errno_of(s.error());
   {
@@ -727,13 +727,7 @@ int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
     ctx->async.q.pop_front();
   }
   // Obtained and not yet acknowledged: destroying its QP or CQ waits.
-  if (event->event_type == IBV_EVENT_QP_FATAL || event->event_type == IBV_EVENT_QP_ACCESS_ERR) {
-    std::lock_guard<std::mutex> g(event->element.qp->ack_mu);
-    ++event->element.qp->events_out;
-  } else if (event->event_type == IBV_EVENT_CQ_ERR) {
-    std::lock_guard<std::mutex> g(event->element.cq->ack_mu);
-    ++event->element.cq->events_out;
-  }
+  if (api::PendingAcks* a = api::acks_of(*event)) a->add();
   return 0;
 }
 
@@ -747,22 +741,7 @@ int mrc_get_async_fd(mrc_context* ctx) {
 
 void mrc_ack_async_event(mrc_async_event* event) {
   if (!event) return;
-  switch (event->event_type) {
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_ACCESS_ERR: {
-      mrc_qp* qp = event->element.qp;
-      std::lock_guard<std::mutex> g(qp->ack_mu);
-      if (qp->events_out > 0 && --qp->events_out == 0) qp->acked.notify_all();
-      break;
-    }
-    case IBV_EVENT_CQ_ERR: {
-      mrc_cq* cq = event->element.cq;
-      std::lock_guard<std::mutex> g(cq->ack_mu);
-      if (cq->events_out > 0 && --cq->events_out == 0) cq->acked.notify_all();
-      break;
-    }
-    default: break;
-  }
+  if (api::PendingAcks* a = api::acks_of(*event)) a->ack();
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -73,6 +74,30 @@ struct EventQueue {
   }
 };
 
+/// Events handed out (mrc_get_cq_event, mrc_get_async_event) and not yet
+/// acknowledged for one object; destroying it waits for zero, as verbs does.
+class PendingAcks {
+ public:
+  void add(uint64_t n = 1) {
+    std::lock_guard<std::mutex> g(mu_);
+    out_ += n;
+  }
+  void ack(uint64_t n = 1) {
+    std::lock_guard<std::mutex> g(mu_);
+    out_ -= std::min(out_, n);
+    if (out_ == 0) zero_.notify_all();
+  }
+  void wait_zero() {
+    std::unique_lock<std::mutex> lk(mu_);
+    zero_.wait(lk, [&] { return out_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable zero_;
+  uint64_t out_ = 0;
+};
+
 }  // namespace mrc::api
 
 struct mrc_context {
@@ -96,11 +121,7 @@ struct mrc_cq {
   mrc_comp_channel* channel = nullptr;
   int cqe = 0;
   std::atomic<int> qps{0};
-  /// Events handed out by mrc_get_cq_event / mrc_get_async_event and not
-  /// acknowledged yet; destroy waits for zero.
-  std::mutex ack_mu;
-  std::condition_variable acked;
-  uint64_t events_out = 0;
+  mrc::api::PendingAcks acks;
 };
 
 struct mrc_qp_hint {
@@ -117,7 +138,5 @@ struct mrc_qp {
   mrc_qp_hint* hint = nullptr;
   union ibv_gid dgid {};
   std::mutex post_mu;              ///< serializes posts to this QP
-  std::mutex ack_mu;
-  std::condition_variable acked;
-  uint64_t events_out = 0;
+  mrc::api::PendingAcks acks;
 };

@@ -43,7 +43,6 @@ platform::SockAddr without_port(platform::SockAddr a) {
 }
 
 constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
-constexpr size_t kRxBatch = 64;        ///< datagrams per recvmmsg
 constexpr Duration kMaxSleep = Duration::ms(50);
 
 }  // namespace
@@ -326,10 +325,15 @@ std::optional<platform::SockAddr> Device::peer_gid(uint64_t peer) const {
 // changes lock every engine, check, then apply, so they happen everywhere
 // or nowhere.
 
-Result<uint32_t> Device::alloc_pd() {
-  std::lock_guard<std::mutex> o(objects_mu_);
+std::vector<std::unique_lock<std::mutex>> Device::lock_all_engines() {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& e : engines_) locks.emplace_back(e->mu);
+  return locks;
+}
+
+Result<uint32_t> Device::alloc_pd() {
+  std::lock_guard<std::mutex> o(objects_mu_);
+  auto locks = lock_all_engines();
   auto id = engines_[0]->ep->alloc_pd();
   if (!id) return id.error();  // the same limit everywhere
   for (size_t i = 1; i < engines_.size(); ++i) {
@@ -342,8 +346,7 @@ Result<uint32_t> Device::alloc_pd() {
 
 Status Device::dealloc_pd(uint32_t pd) {
   std::lock_guard<std::mutex> o(objects_mu_);
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto locks = lock_all_engines();
   for (auto& e : engines_)
     if (e->ep->pd_in_use(pd)) return Errc::busy;
   for (auto& e : engines_)
@@ -353,8 +356,7 @@ Status Device::dealloc_pd(uint32_t pd) {
 
 Result<core::MemoryRegion> Device::reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd) {
   std::lock_guard<std::mutex> o(objects_mu_);
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto locks = lock_all_engines();
   auto first = engines_[0]->ep->reg_mr(reinterpret_cast<uint64_t>(addr), length, access, true, pd);
   if (!first) return first;
   // The other engines take the same keys, so any QP checks any region.
@@ -370,8 +372,7 @@ Result<core::MemoryRegion> Device::reg_mr(const void* addr, size_t length, uint3
 Status Device::dereg_mr(uint32_t lkey) {
   {
     std::lock_guard<std::mutex> o(objects_mu_);
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (auto& e : engines_) locks.emplace_back(e->mu);
+    auto locks = lock_all_engines();
     // A WR of any engine may hold it: refused unless none does.
     for (auto& e : engines_)
       if (e->ep->mr_refs(lkey) > 0) return Errc::busy;
@@ -386,8 +387,7 @@ Status Device::dereg_mr(uint32_t lkey) {
 
 Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
   std::lock_guard<std::mutex> o(objects_mu_);
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto locks = lock_all_engines();
   auto id = engines_[0]->ep->create_cq(capacity);
   if (!id) return id.error();
   for (size_t i = 1; i < engines_.size(); ++i) {
@@ -412,8 +412,7 @@ Status Device::destroy_cq(CompletionQueue* cq) {
   std::lock_guard<std::mutex> o(objects_mu_);
   auto it = std::find(cqs_.begin(), cqs_.end(), cq);
   if (it == cqs_.end()) return Errc::not_found;
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& e : engines_) locks.emplace_back(e->mu);
+  auto locks = lock_all_engines();
   for (auto& e : engines_)
     if (auto info = e->ep->cq_info(cq->core_id()); info && info->qps > 0) return Errc::busy;
   for (auto& e : engines_) {
@@ -482,14 +481,7 @@ Status Device::post_send(uint32_t qpn, const core::SendWr& wr) {
   // With app_progress the posting thread sends at once if the engine is
   // free (no thread to wake); otherwise the engine thread, awake or kicked,
   // finds the packet on its next look.
-  if (cfg_.app_progress && e.run_mu.try_lock()) {
-    thread_local std::vector<StagedCompletion> staged;
-    thread_local std::vector<core::Event> events;
-    (void)iterate(e, staged, events);
-    e.run_mu.unlock();
-  } else {
-    kick(e);
-  }
+  if (!cfg_.app_progress || !try_iterate(e)) kick(e);
   return s;
 }
 
@@ -577,15 +569,18 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   return got || n > 0;
 }
 
-void Device::app_progress() {
-  app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+bool Device::try_iterate(Engine& e) {
+  if (!e.run_mu.try_lock()) return false;  // its thread (or another application) is at it
   thread_local std::vector<StagedCompletion> staged;
   thread_local std::vector<core::Event> events;
-  for (auto& e : engines_) {
-    if (!e->run_mu.try_lock()) continue;  // its thread (or another application) is at it
-    (void)iterate(*e, staged, events);
-    e->run_mu.unlock();
-  }
+  (void)iterate(e, staged, events);
+  e.run_mu.unlock();
+  return true;
+}
+
+void Device::app_progress() {
+  app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+  for (auto& e : engines_) (void)try_iterate(*e);
 }
 
 void Device::engine_main(Engine& e) {

@@ -279,6 +279,11 @@ class Device {
   /// An application thread's turn (app_progress): one iteration of every
   /// engine no thread is running now.
   void app_progress();
+  /// One iteration of `e` on the calling (application) thread, if no
+  /// thread is in one; false if one is.
+  bool try_iterate(Engine& e);
+  /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
+  std::vector<std::unique_lock<std::mutex>> lock_all_engines();
   bool receive_all(Engine& e);
   void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
   size_t poll_transmits(Engine& e, Time now);
