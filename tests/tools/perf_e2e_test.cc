@@ -74,7 +74,10 @@ void finish(Proc& p, std::chrono::steady_clock::time_point deadline) {
 int exit_code(const Proc& p) { return p.status >= 0 && WIFEXITED(p.status) ? WEXITSTATUS(p.status) : -1; }
 
 /// A TCP port for the exchange, distinct per test process and run.
-int tcp_port(int offset) { return 20000 + static_cast<int>(getpid() % 20000) + offset; }
+// ctest runs each test as its own process, in parallel: every process gets
+// its own block of 8 ports (offsets 0..7), so two tests never share one (a
+// pid-plus-offset scheme collided when two pids differed by the offsets' gap).
+int tcp_port(int offset) { return 20000 + static_cast<int>(getpid() % 5000) * 8 + offset; }
 
 struct Pair {
   Proc server, client;
