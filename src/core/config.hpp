@@ -31,8 +31,15 @@ struct ProtocolConfig {
   /// Loss rule (item 5): a packet is lost once this many packets sent after
   /// it have been SACKed ...
   uint32_t reorder_packets = 3;
-  /// ... and it has been in flight longer than base_rtt + this allowance.
+  /// ... and it has been in flight longer than the loss age: the largest
+  /// delivery age seen recently (or base_rtt), plus this allowance times a
+  /// multiplier that each spurious loss raises (ReorderWindow, in the
+  /// spirit of RFC 8985's adaptive reordering window).
   Duration reorder_allowance = Duration::us(5);
+  /// Cap of that multiplier (1 = a fixed allowance, no adaptation).
+  uint32_t reorder_max_multiplier = 8;
+  /// The multiplier steps back by one per this long without a spurious loss.
+  Duration reorder_decay = Duration::ms(1);
   /// A SKIP EV is passed over once in its port's rotation, or only until it
   /// has been SKIP this long if that comes first. The reference recommends
   /// a cap of one base RTT (section 8, item 7); the default here is no cap
@@ -53,13 +60,29 @@ struct ProtocolConfig {
   /// First probe of an ASSUMED_BAD EV, then doubling up to the maximum (item 8).
   Duration probe_interval = Duration::us(100);
   Duration probe_interval_max = Duration::ms(10);
+  /// An untrimmed loss takes its EV out of service at once, but it becomes
+  /// ASSUMED_BAD (an EV event) only if a probe sent on it straight away
+  /// goes unanswered for loss_confirm_wait; an answer, or proof that the
+  /// loss was spurious, puts it back silently. A failed path fails the
+  /// probe too, so failures are reported a few RTTs later than the plain
+  /// rule of reference 3.11 would, with traffic off the path just as fast;
+  /// a congestion drop (a full trimmed-header or control queue) no longer
+  /// retires a healthy path. false = reference 3.11: every untrimmed loss
+  /// makes its EV ASSUMED_BAD.
+  bool loss_confirm = true;
+  /// How long a confirming probe may take at least (0 = two base RTTs); the
+  /// QP's loss age when that is longer (a probe is as late as any packet).
+  Duration loss_confirm_wait{};
   /// Consecutive good probes that bring an ASSUMED_BAD EV back (item 8).
   uint32_t probe_resurrect_count = 2;
   /// An active EV whose deliveries come back ECN-marked this many times in a
   /// row (no unmarked one between) trades places with the oldest backup of
   /// its port, as does the first marked EV when a port's whole active set is
   /// SKIP: persistent marks move traffic off a path (reference 5.6), where
-  /// SKIP alone only passes an EV over once. 0 = never (SKIP only).
+  /// SKIP alone only passes an EV over once. 0 = never (SKIP only). A run
+  /// swaps only while at most a quarter of the port's active EVs are
+  /// marked: when most are, the congestion is not the path's (see
+  /// singled_out() in path_policy.cc).
   uint32_t ev_swap_marks = 3;
   /// A QP that receives data but gets no deliveries confirmed on its own EVs
   /// probes for a fresh reverse EV this often (reference 4.8).

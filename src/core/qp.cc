@@ -194,6 +194,9 @@ void Qp::enter_rts(Time now) {
   rec_mask_ = records_.size() - 1;
   next_psn_ = snd_una_ = kSeqBase + attr_.sq_psn;
   acked_.reset(window, snd_una_);
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  reorder_ = ReorderWindow(ReorderWindowConfig{pc.base_rtt, pc.reorder_allowance, pc.reorder_max_multiplier,
+                                               pc.reorder_decay});
   cc::CcContext ctx;
   ctx.mtu_bytes = mtu_;
   ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
@@ -294,7 +297,7 @@ QpInfo Qp::info() const {
     i.cwnd_bytes = cc_->cwnd_bytes();
     i.inflight_bytes = cc_->inflight_bytes();
   }
-  i.srtt = srtt_;
+  i.srtt = reorder_.srtt();
   return i;
 }
 
@@ -599,7 +602,15 @@ void Qp::on_timeout(Time now) {
   }
   if (timer(QpTimer::recovery) <= now) on_recovery_timer(now);
   if (state_ != QpState::rts) return;
-  if (path_->next_probe() <= now) probe_due_ = true;
+  if (path_->next_probe() <= now) {
+    const uint64_t retired = path_->stats().retired;
+    path_->on_timer(now);
+    // A confirming probe went unanswered: its path is dead, and so is
+    // every packet still in flight on it.
+    if (path_->stats().retired != retired) declare_dead_path_losses(now);
+    if (state_ != QpState::rts) return;
+    if (path_->next_probe() <= now) probe_due_ = true;
+  }
   if (timer(QpTimer::reverse_probe) <= now) {
     // Receiving but none of our own EVs confirmed lately: probe one so the
     // control path has a fresh reverse EV (reference 4.8).
@@ -625,7 +636,7 @@ void Qp::push_ctrl(const PendingCtrl& c) {
         shed = true;
       break;
     case PendingCtrl::nak: shed |= nak_queued_; break;
-    case PendingCtrl::probe_sack: shed |= probe_answer_queued_; break;
+    case PendingCtrl::probe_sack: shed |= probe_answers_queued_ >= kMaxCtrlProbeAnswers; break;
     default: break;
   }
   if (shed) {
@@ -639,7 +650,7 @@ void Qp::push_ctrl(const PendingCtrl& c) {
       if (c.code == wire::NackCode::psn_oor_window) oor_nack_queued_ = true;
       break;
     case PendingCtrl::nak: nak_queued_ = true; break;
-    case PendingCtrl::probe_sack: probe_answer_queued_ = true; break;
+    case PendingCtrl::probe_sack: ++probe_answers_queued_; break;
     default: break;
   }
   ctrl_q_.push_back(c);
@@ -654,7 +665,7 @@ Qp::PendingCtrl Qp::pop_ctrl_at(size_t i) {
       if (c.code == wire::NackCode::psn_oor_window) oor_nack_queued_ = false;
       break;
     case PendingCtrl::nak: nak_queued_ = false; break;
-    case PendingCtrl::probe_sack: probe_answer_queued_ = false; break;
+    case PendingCtrl::probe_sack: --probe_answers_queued_; break;
     default: break;
   }
   return c;
@@ -663,7 +674,8 @@ Qp::PendingCtrl Qp::pop_ctrl_at(size_t i) {
 void Qp::clear_ctrl() {
   ctrl_q_.clear();
   ctrl_nacks_ = 0;
-  oor_nack_queued_ = nak_queued_ = probe_answer_queued_ = aeth_queued_ = false;
+  oor_nack_queued_ = nak_queued_ = aeth_queued_ = false;
+  probe_answers_queued_ = 0;
 }
 
 uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {

@@ -29,6 +29,7 @@
 #include "core/config.hpp"
 #include "core/endpoint.hpp"
 #include "core/path/path_policy.hpp"
+#include "core/reorder_window.hpp"
 #include "core/types.hpp"
 #include "util/ring.hpp"
 #include "util/sack_bitmap.hpp"
@@ -57,12 +58,16 @@ class Qp {
   ///  - at most kMaxCtrl entries in all; a SACK over it is shed (the next
   ///    one carries the same cumulative state, computed when it leaves);
   ///  - at most kMaxCtrlNacks NACKs, so SACKs always have room;
-  ///  - one pending PSN_OOR_WINDOW NACK, one pending AETH NAK, one pending
-  ///    probe answer: a flood of out-of-window, bad-key or probe packets
-  ///    costs one queued answer;
+  ///  - one pending PSN_OOR_WINDOW NACK and one pending AETH NAK: a flood
+  ///    of out-of-window or bad-key packets costs one queued answer;
+  ///  - at most kMaxCtrlProbeAnswers pending probe answers: a flood of
+  ///    probes costs that many, while a requester that probes several paths
+  ///    at once (one per suspect EV, ProtocolConfig::loss_confirm) gets every
+  ///    answer (with one, all but the first were shed and read as dead paths);
   ///  - a NACK identical (reason and PSN) to the one queued last is dropped.
   static constexpr size_t kMaxCtrl = 256;
   static constexpr size_t kMaxCtrlNacks = 128;
+  static constexpr uint32_t kMaxCtrlProbeAnswers = 16;
   ~Qp();
   Qp(const Qp&) = delete;
   Qp& operator=(const Qp&) = delete;
@@ -195,9 +200,19 @@ class Qp {
     Time sent_at;
     uint64_t msn = 0;
     uint32_t index = 0;      ///< packet index within the message
-    uint32_t nominal = 0;
+    uint16_t nominal = 0;    ///< nominal size (payload + headers + 40 B; under 64 KiB)
+    /// Why the last transmission was declared lost (LossCause in
+    /// requester.cc), kept so that a loss proved spurious undoes what its
+    /// cause did.
+    uint8_t loss_cause = 0;
     int16_t ev = path::PathPolicy::kNone;
+    /// EV of the transmission last declared lost (its penalty is what a
+    /// spurious loss undoes; `ev` then names the retransmission's).
+    int16_t lost_ev = path::PathPolicy::kNone;
     uint16_t ts = 0;
+    /// TSETH stamp of the transmission before the last (a resent packet):
+    /// a SACK echoing it proves that earlier copy arrived.
+    uint16_t prev_ts = 0;
     uint8_t tx_count = 0;
     PktState state = PktState::inflight;
     /// Low 16 bits of the PSN this record belongs to: below snd_una_ a slot
@@ -253,11 +268,14 @@ class Qp {
   void note_delivered_tx(uint64_t tx_seq);
   void advance_una(Time now);
   void declare_lost(Time now, uint64_t psn, int why);
-  void note_rtt(Duration rtt);
   bool tail_probe_due() const;
   Duration tail_probe_timeout() const;
-  Duration loss_age() const;
+  /// The loss rule's age now (ReorderWindow).
+  Duration loss_age(Time now) { return reorder_.loss_age(now); }
+  bool spurious_loss(Time now, const SendRecord& r) const;
+  void on_spurious_loss(Time now, SendRecord& r);
   void detect_losses(Time now);
+  void declare_dead_path_losses(Time now);
   void on_recovery_timer(Time now);
   bool retry_exhausted() const;
 
@@ -315,7 +333,7 @@ class Qp {
   uint32_t ctrl_nacks_ = 0;        ///< NACKs in ctrl_q_
   bool oor_nack_queued_ = false;   ///< a PSN_OOR_WINDOW NACK is in ctrl_q_
   bool nak_queued_ = false;        ///< an AETH NAK is in ctrl_q_
-  bool probe_answer_queued_ = false;
+  uint32_t probe_answers_queued_ = 0;  ///< probe answers in ctrl_q_
   std::unique_ptr<path::PathPolicy> path_;
   std::unique_ptr<cc::Controller> cc_;
   std::vector<EvEvent> ev_events_;
@@ -343,8 +361,7 @@ class Qp {
   Time last_send_;               ///< last data transmission
   uint32_t tail_probes_sent_ = 0; ///< tail probes in this silence (cleared on progress)
   uint64_t tail_probe_psn_ = 0;  ///< PSN of a tail probe not sent yet (0: none)
-  Duration srtt_;                ///< smoothed RTT (0 until the first sample)
-  Duration rttvar_;
+  ReorderWindow reorder_{ReorderWindowConfig{}};  ///< RTT estimates and the loss rule's age
   uint32_t imm_inflight_ = 0;
   uint64_t rcvd_reported_ = 0;   ///< the peer's rcvd_bytes clock, unwrapped, in bytes
   uint64_t rcvd_credited_ = 0;   ///< ... of which credited to the controller

@@ -163,7 +163,7 @@ void Qp::rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool 
     r.index = index;
   }
   r.sent_at = now;
-  r.nominal = nom;
+  r.nominal = static_cast<uint16_t>(nom);
   r.ev = static_cast<int16_t>(ev);
   ++r.tx_count;
   r.state = PktState::inflight;

@@ -14,7 +14,8 @@ namespace {
 // than the timeout; lost for recovery and CC, no evidence against its path.
 // kLossSilent: expired under the ACK timeout, but nothing sent after it was
 // ever acknowledged either; equally no evidence against its path (below).
-enum LossCause : int { kLossRule = 0, kLossTimeout = 1, kLossNack = 2, kLossFlight = 3, kLossSilent = 4 };
+// kLossProbe: resent as a tail loss probe, not known to be lost.
+enum LossCause : uint8_t { kLossNone, kLossRule, kLossTimeout, kLossNack, kLossFlight, kLossSilent, kLossProbe };
 }
 
 uint64_t Qp::window_psns() const {
@@ -92,8 +93,9 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   r.tx_seq = ++tx_seq_;
   r.sent_at = now;
   last_send_ = now;
-  r.nominal = nom;
+  r.nominal = static_cast<uint16_t>(nom);
   r.ev = static_cast<int16_t>(ev);
+  r.prev_ts = r.ts;
   r.ts = h.tseth.timestamp;
   ++r.tx_count;
   r.state = PktState::inflight;
@@ -135,7 +137,11 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
       tx.port = slot.port;
       tx.entropy = slot.value;
       tx.peer = peer_;
-      tx.tc = TrafficClass::data;
+      // A probe asks whether the path works, not how long its data queue
+      // is: it travels in the control class, so that congestion, which can
+      // drop a data-class probe outright (it has no payload to trim), does
+      // not read as a failed path.
+      tx.tc = TrafficClass::control;
       tx.header_len = static_cast<uint16_t>(hlen);
       ++stats_.probes_sent;
       return SendResult::sent;
@@ -249,14 +255,38 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   tail_probes_sent_ = 0;
   SendRecord& r = rec(psn);
   // Only an unambiguous delivery (sent once) tells the loss rule which
-  // transmission got through.
-  if (r.tx_count == 1 && r.state == PktState::inflight) note_delivered_tx(r.tx_seq);
-  if (r.state == PktState::lost) {
-    // Declared lost but arrived after all: the retransmission queued for it is
-    // skipped (its bytes were already taken out of flight).
-    ++stats_.spurious_losses;
+  // transmission got through, and how long a healthy packet can take.
+  if (r.tx_count == 1 && r.state == PktState::inflight) {
+    note_delivered_tx(r.tx_seq);
+    reorder_.on_delivery_age(now, now - r.sent_at);
   }
+  // A retransmission not sent yet is skipped (its bytes were already taken
+  // out of flight).
+  if (spurious_loss(now, r)) on_spurious_loss(now, r);
   r.state = PktState::acked;
+}
+
+// True if acknowledging `r` now proves its last loss declaration wrong: the
+// packet was declared lost by the loss rule or the ACK timeout, and either
+// its retransmission has not left yet, or it left so recently that no
+// path could have carried it there and its SACK back (three quarters of the
+// smallest RTT seen), so what arrived was the original.
+bool Qp::spurious_loss(Time now, const SendRecord& r) const {
+  if (r.loss_cause != kLossRule && r.loss_cause != kLossTimeout) return false;
+  if (r.state == PktState::lost) return true;
+  return r.state == PktState::inflight && reorder_.min_rtt() > Duration{} &&
+         now - r.sent_at < reorder_.min_rtt() * 3 / 4;
+}
+
+// Declared lost, yet the earlier copy arrived: the reordering was wider than
+// the loss age allowed for (widen it), and the EV the loss was blamed on did
+// nothing wrong (undo that).
+void Qp::on_spurious_loss(Time now, SendRecord& r) {
+  ++stats_.spurious_losses;
+  if (r.loss_cause == kLossRule) reorder_.on_spurious(now);
+  if (r.lost_ev != path::PathPolicy::kNone) path_->on_false_loss(now, r.lost_ev);
+  r.loss_cause = kLossNone;
+  r.lost_ev = path::PathPolicy::kNone;
 }
 
 void Qp::advance_una(Time now) {
@@ -337,6 +367,19 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
       return;
     }
     stale = true;  // echoes an earlier transmission of a resent PSN
+    // The responder answers a duplicate at once, echoing its stamp: an echo
+    // of the copy before the last (at or after its stamp, before the
+    // retransmission's) proves that copy arrived, so a loss declared for it
+    // was spurious. Its age is how late a healthy packet can be: the loss
+    // rule learns the spread it missed.
+    SendRecord& w = rec(trig);
+    const uint16_t gap = static_cast<uint16_t>(w.ts - w.prev_ts);
+    const uint16_t ahead = static_cast<uint16_t>(h.cc.reflected_ts - w.prev_ts);
+    if ((w.loss_cause == kLossRule || w.loss_cause == kLossTimeout) && ahead < gap) {
+      reorder_.on_delivery_age(now, ep_.cfg_.protocol.timestamp_tick *
+                                        static_cast<uint16_t>(ts_now(now) - w.prev_ts));
+      on_spurious_loss(now, w);
+    }
   }
   if (stale) {
     // A late SACK: the newer feedback already told its acknowledgements and
@@ -406,7 +449,7 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   ai.newly_rcvd_bytes = newly;
   ai.ecn_marked = mark != wire::Mark::none;
   ai.rtt_valid = rtt_valid && !s.probe_response;
-  if (ai.rtt_valid) note_rtt(rtt);
+  if (ai.rtt_valid) reorder_.on_rtt(rtt);
   ai.rtt = rtt;
   ai.rcv_cwnd_pen = h.cc.rcv_cwnd_pen;
   ai.restore_cwnd = h.cc.restore_cwnd;
@@ -509,6 +552,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
   ni.rtt_valid = r.tx_count == 1;
   cc_->on_nack(ni);
   r.state = PktState::lost;
+  r.loss_cause = kLossNack;
   rtx_q_.push_back(psn);
   ++stats_.losses_nack;
   // Retriable NACKs draw on the QP's retry counter (reference 3.3).
@@ -578,7 +622,7 @@ void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
 // doubled for each probe already sent in this silence.
 Duration Qp::tail_probe_timeout() const {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
-  const Duration pto = std::max(srtt_ * 2, pc.base_rtt + pc.reorder_allowance);
+  const Duration pto = std::max(reorder_.srtt() * 2, pc.base_rtt + pc.reorder_allowance);
   return std::min(pto, rto() / 2) * (int64_t{1} << std::min<uint32_t>(tail_probes_sent_, 16));
 }
 
@@ -592,30 +636,6 @@ Duration Qp::tail_probe_timeout() const {
 // try makes a dead reverse set cost probe timeouts, not the ACK timeout.
 bool Qp::tail_probe_due() const { return tail_probes_sent_ < ep_.cfg_.protocol.tail_probes && !fifo_.empty(); }
 
-// Smoothed RTT and its variation (RFC 6298 gains), for the loss rule only.
-void Qp::note_rtt(Duration rtt) {
-  if (srtt_ == Duration{}) {
-    srtt_ = rtt;
-    rttvar_ = rtt / 2;
-    return;
-  }
-  const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
-  rttvar_ = (rttvar_ * 3 + err) / 4;
-  srtt_ = (srtt_ * 7 + rtt) / 8;
-}
-
-// How long a packet must have been in flight before later deliveries prove it
-// lost: the unloaded RTT plus the reordering allowance, or, when queues make
-// paths differ by more than that, the smoothed RTT plus four deviations (as
-// TCP's RTO). Without the second term a congested fabric's path-to-path
-// delay spread reads as loss and retires healthy EVs.
-Duration Qp::loss_age() const {
-  const ProtocolConfig& pc = ep_.cfg_.protocol;
-  const Duration fixed = pc.base_rtt + pc.reorder_allowance;
-  const Duration measured = srtt_ + std::max(pc.reorder_allowance, rttvar_ * 4);
-  return std::max(fixed, measured);
-}
-
 bool Qp::retry_exhausted() const {
   if (attr_.retry_exp >= 25) return false;  // 25 = retry forever (reference 3.8)
   return retry_count_ > uint32_t{attr_.retry_linear} + attr_.retry_exp;
@@ -624,6 +644,8 @@ bool Qp::retry_exhausted() const {
 void Qp::declare_lost(Time now, uint64_t psn, int why) {
   SendRecord& r = rec(psn);
   r.state = PktState::lost;
+  r.loss_cause = static_cast<uint8_t>(why);
+  r.lost_ev = why == kLossRule || why == kLossTimeout ? r.ev : path::PathPolicy::kNone;
   rtx_q_.push_back(psn);
   if (why == kLossRule) ++stats_.losses_rule;
   else ++stats_.losses_timeout;
@@ -638,7 +660,8 @@ void Qp::declare_lost(Time now, uint64_t psn, int why) {
 void Qp::detect_losses(Time now) {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
-  const Duration age = loss_age();
+  const Duration age = loss_age(now);
+  path_->set_confirm_wait(age);
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
     if (!in_flight(e)) {
@@ -660,6 +683,19 @@ void Qp::detect_losses(Time now) {
     }
     break;
   }
+}
+
+// A confirming probe failed: every packet in flight on an EV that is now
+// ASSUMED_BAD is lost, without waiting for the loss age.
+void Qp::declare_dead_path_losses(Time now) {
+  for (size_t i = 0; i < fifo_.size(); ++i) {
+    const FifoEntry e = fifo_[i];
+    if (!in_flight(e)) continue;
+    const SendRecord& r = rec(e.psn);
+    if (r.ev != path::PathPolicy::kNone && path_->slot(r.ev).state == EvState::assumed_bad)
+      declare_lost(now, e.psn, kLossRule);
+  }
+  rearm_recovery(now);
 }
 
 // Drops stale entries from the front of the send-order FIFO, so its front
@@ -693,8 +729,8 @@ void Qp::rearm_recovery(Time now) {
   Time t = r.sent_at + rto();
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
-  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + loss_age());
-  else if (e.tx_seq < top_acked_tx_[2]) t = min(t, r.sent_at + std::min(loss_age() * 2, rto() / 2));
+  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + loss_age(now));
+  else if (e.tx_seq < top_acked_tx_[2]) t = min(t, r.sent_at + std::min(loss_age(now) * 2, rto() / 2));
   if (tail_probe_due()) t = min(t, last_send_ + tail_probe_timeout());
   set_timer(QpTimer::recovery, t);
 }
@@ -781,6 +817,7 @@ void Qp::on_recovery_timer(Time now) {
       if (in_flight(e)) {
         SendRecord& r = rec(e.psn);
         r.state = PktState::lost;
+        r.loss_cause = kLossProbe;
         cc_->on_inferred_loss(now, r.nominal);
         rtx_q_.push_front(e.psn);  // first in line: it is what breaks the silence
         tail_probe_psn_ = e.psn;

@@ -88,8 +88,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TransferUnderImpairment,
 
 // The receiving NIC checks the IBTA ICRC over the IPv6/UDP framing and the
 // packet: every corrupted packet is dropped before the core sees it (a flip
-// of BTH byte 4, the one byte the ICRC masks, would pass; the seeded
-// positions here do not hit it), and the transfer still completes intact.
+// of BTH byte 4, the one byte the ICRC masks, would pass, so the harness
+// never flips it), and the transfer still completes intact.
 TEST(Transfer, CorruptPacketsAreDroppedByTheIcrcCheck) {
   Fabric f(testing::small_fabric(17));
   f.add_rule(random_rule(Action::corrupt, 0.05));

@@ -290,7 +290,10 @@ bool Fabric::apply_rules(Packet* p, Time at, Duration* extra) {
       }
       case Action::corrupt:
         if (!p->bytes.empty()) {
-          const size_t pos = rule_rng_[i].below(p->bytes.size());
+          size_t pos = rule_rng_[i].below(p->bytes.size());
+          // BTH byte 4 is the one packet byte the ICRC masks (reference
+          // 3.2): a flip there is invisible by design, so flip its neighbour.
+          if (pos == 4 && p->bytes.size() > 5) pos = 5;
           p->bytes[pos] ^= static_cast<uint8_t>(1u << rule_rng_[i].below(8));
           ++stats_.corrupted;
         }

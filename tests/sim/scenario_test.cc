@@ -44,7 +44,12 @@ TEST(Scenario, T1FailureMidTransferLosesNoQp) {
   // One seed's slowest flow sits anywhere from 1.2x to 1.35x ideal (the
   // flows that lose most are the ones whose packets happened to be on the
   // T1), so the claim is checked over eight seeds: none loses a QP, the
-  // median dip stays under 1.3x and the worst under 1.4x.
+  // median dip stays under 1.3x and the worst under 1.5x. (The loss rule
+  // waits for the slowest delivery seen lately before it declares a loss,
+  // ReorderWindow: a few microseconds more per failure, in exchange for no
+  // EV retired and no spurious retransmission on fault-free runs. Over
+  // seeds 1-32 the mean dip went from 1.28x to 1.31x and the worst from
+  // 1.35x to 1.41x: the worst seeds lose more packets on the dead T1.)
   Scenario sc;
   sc.topology = clos(4, 16, 4);
   sc.workload = WorkloadKind::permutation;
@@ -69,7 +74,7 @@ TEST(Scenario, T1FailureMidTransferLosesNoQp) {
   }
   std::sort(slowdowns.begin(), slowdowns.end());
   EXPECT_LE((slowdowns[3] + slowdowns[4]) / 2, 1.3) << "the dip is bounded and recovers on the remaining paths";
-  EXPECT_LE(slowdowns.back(), 1.4);
+  EXPECT_LE(slowdowns.back(), 1.5);
 }
 
 TEST(Scenario, NicPortDownContinuesAtTheRemainingPlanesRate) {
@@ -92,7 +97,13 @@ TEST(Scenario, NicPortDownContinuesAtTheRemainingPlanesRate) {
   EXPECT_EQ(r.qp_failures, 0u);
 }
 
-TEST(Scenario, LossyLinkEvsAreRetiredAndTheQpKeepsLineRate) {
+// A gray failure: 20 % loss on one T0-T1 link. The EVs that cross it lose
+// packets; MRC takes them out of service and the QP keeps line rate. With
+// confirming probes (the default) a probe may get through the lossy link,
+// and the EV is only demoted to the end of the backups (a second loss soon
+// after retires it); with plain retirement (loss_confirm = false, reference
+// 3.11) each is ASSUMED_BAD at its first loss.
+TEST(Scenario, LossyLinkEvsLeaveServiceAndTheQpKeepsLineRate) {
   Scenario sc;
   sc.topology = clos(4, 8, 4);
   sc.workload = WorkloadKind::matrix;
@@ -100,15 +111,20 @@ TEST(Scenario, LossyLinkEvsAreRetiredAndTheQpKeepsLineRate) {
   sc.seed = 6;
   std::string why;
   sc.failures.push_back(parse_failure("loss:tier=t0t1,plane=1,a=0,b=2,p=0.2,at=10us", &why).value());
-  const RunResult r = run_scenario(sc, transport("mrc"));
-  ASSERT_TRUE(r.completed);
-  EXPECT_GT(r.evs_retired, 0u);
-  EXPECT_GT(r.fabric.drops_random, 0u);
-  std::printf("[ info ] 20%% loss on one T0-T1 link: FCT %.3f x ideal, %llu lost, %llu EVs retired\n",
-              r.flows[0].slowdown(), static_cast<unsigned long long>(r.fabric.drops_random),
-              static_cast<unsigned long long>(r.evs_retired));
-  EXPECT_LE(r.flows[0].slowdown(), 1.1);
-  EXPECT_LE(r.fabric.drops_random, 60u) << "a few losses per EV on that link, then none";
+  for (const bool confirm : {true, false}) {
+    sc.protocol.loss_confirm = confirm;
+    const RunResult r = run_scenario(sc, transport("mrc"));
+    ASSERT_TRUE(r.completed);
+    EXPECT_GT(r.fabric.drops_random, 0u);
+    std::printf("[ info ] 20%% loss on one T0-T1 link, loss_confirm %d: FCT %.3f x ideal, %llu lost, %llu EVs retired\n",
+                confirm, r.flows[0].slowdown(), static_cast<unsigned long long>(r.fabric.drops_random),
+                static_cast<unsigned long long>(r.evs_retired));
+    if (!confirm) {
+      EXPECT_GT(r.evs_retired, 0u);
+    }
+    EXPECT_LE(r.flows[0].slowdown(), 1.1);
+    EXPECT_LE(r.fabric.drops_random, 60u) << "a few losses per EV on that link, then none";
+  }
 }
 
 TEST(Scenario, TrainingStepsBarelyNoticeAT1RebootAndALinkFlap) {
@@ -246,12 +262,14 @@ TEST(Scenario, TwoFlowsPinnedToOnePathEcnMovesOneAwayBothNearLineRate) {
   EXPECT_GE(mrc.swaps, 1u);
   EXPECT_EQ(mrc.run.evs_retired, 0u);
   EXPECT_EQ(mrc.run.qp_failures, 0u);
-  // ... off the shared uplink: at least one flow sent most of its data
-  // elsewhere, and the uplink carried no more than one flow's worth ...
-  EXPECT_LE(std::min(mrc.pinned_share(0), mrc.pinned_share(1)), 0.25);
+  // ... off the shared uplink, which carried about one flow's worth (it
+  // runs full, not overloaded): either one flow left it or, as here since
+  // swaps need the marks to single a path out (ProtocolConfig::
+  // ev_swap_marks), each moved about half its data off it ...
+  EXPECT_LE(std::min(mrc.pinned_share(0), mrc.pinned_share(1)), 0.6);
   EXPECT_LE(static_cast<double>(mrc.sent_pinned[0] + mrc.sent_pinned[1]) /
                 static_cast<double>(mrc.sent[0] + mrc.sent[1]),
-            0.5);
+            0.55);
   // ... so both flows ran near line rate, about twice as fast as the control.
   EXPECT_LE(max_slowdown(mrc.run), 1.15);
   EXPECT_GE(max_slowdown(stuck.run), 1.6 * max_slowdown(mrc.run));

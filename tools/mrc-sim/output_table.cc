@@ -81,6 +81,20 @@ std::string summary_table(const std::vector<RunResult>& rs) {
       stat_row(p == 0 ? "FCT min" : p == 100 ? "FCT max" : fmt::format("FCT p{:.0f}", p), fct_us, p, "{:.1f} us");
     stat_row("slowdown p50", slowdown, 50, "{:.2f}");
     stat_row("slowdown max", slowdown, 100, "{:.2f}");
+    // Jain's index over the finished flows' goodput (bytes / FCT): 1 when
+    // every flow got the same rate, 1/n when one got all of it.
+    row("goodput Jain", [](const RunResult& r) {
+      double sum = 0, sq = 0;
+      size_t n = 0;
+      for (const auto& f : r.flows) {
+        if (!f.done) continue;
+        const double g = static_cast<double>(f.spec.bytes) / f.fct().to_us();
+        sum += g;
+        sq += g * g;
+        ++n;
+      }
+      return n ? fmt::format("{:.3f}", sum * sum / (static_cast<double>(n) * sq)) : std::string("-");
+    });
   }
   row("drops", [](const RunResult& r) {
     return fmt::format(
@@ -90,6 +104,12 @@ std::string summary_table(const std::vector<RunResult>& rs) {
   row("trims", [](const RunResult& r) { return fmt::format("{}", r.fabric.trims + r.fabric.trims_last_hop); });
   row("ECN marks", [](const RunResult& r) { return fmt::format("{}", r.fabric.ecn_marks); });
   row("retransmissions", [](const RunResult& r) { return fmt::format("{}", r.retransmissions); });
+  row("  spurious", [](const RunResult& r) {
+    const double pct = r.data_packets ? 100.0 * static_cast<double>(r.spurious_retransmissions) /
+                                            static_cast<double>(r.data_packets)
+                                      : 0.0;
+    return fmt::format("{} ({:.2f} %)", r.spurious_retransmissions, pct);
+  });
   row("ACK timeouts", [](const RunResult& r) { return fmt::format("{}", r.timeouts); });
   row("EVs retired", [](const RunResult& r) { return fmt::format("{}", r.evs_retired); });
   row("EVs resurrected", [](const RunResult& r) { return fmt::format("{}", r.evs_resurrected); });

@@ -18,6 +18,7 @@
 // make_path_policy() builds the one an EV profile names.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -51,6 +52,12 @@ struct EvHealth {
   bool answer_expected = false; ///< a probe left on this EV and was not answered yet
   uint16_t probe_ts = 0;        ///< its TSETH-resolution timestamp
   bool hold_reported = false;   ///< an ev_min_active hold was reported (until it leaves service)
+  /// Out of service on a loss, its confirming probe not answered yet
+  /// (ProtocolConfig::loss_confirm); its state is still GOOD or SKIP.
+  bool suspect = false;
+  /// When a confirming probe last vouched for it (never if not yet): a
+  /// second loss soon after is a path that loses packets, not chance.
+  Time cleared_at = Time::never();
   Time probe_sent_at;
   Time skipped_at;              ///< when it last went to SKIP
   uint32_t drops = 0;           ///< losses since the last event for this EV
@@ -79,6 +86,12 @@ struct PathStats {
   /// (ProtocolConfig::ev_swap_marks); not counted as a promotion.
   uint64_t congestion_swaps = 0;
   uint64_t min_active_holds = 0;  ///< demotions refused by ev_min_active
+  /// Taken out of service on a loss pending a confirming probe
+  /// (ProtocolConfig::loss_confirm) ...
+  uint64_t suspected = 0;
+  /// ... and put back, the probe answered or the loss proved spurious, with
+  /// no event (those that were not became `retired`).
+  uint64_t cleared = 0;
   uint64_t probes_sent = 0;
 };
 
@@ -135,6 +148,12 @@ class PathPolicy {
   virtual void on_trimmed(Time now, int slot) = 0;
   /// An untrimmed loss (loss rule or timeout) of a packet sent on `slot`.
   virtual void on_lost(Time now, int slot) = 0;
+  /// How long a confirming probe may take from now on: the QP's loss age
+  /// (a probe is a packet like any other; it is as late as theirs), at
+  /// least ProtocolConfig::loss_confirm_wait.
+  void set_confirm_wait(Duration d) { confirm_wait_ = std::max(d, proto_.loss_confirm_wait); }
+  /// A loss blamed on `slot` (on_lost) proved spurious: the packet arrived.
+  virtual void on_false_loss(Time now, int slot) { (void)now, (void)slot; }
   /// A reliability probe left on `slot` stamped `ts` (TSETH ticks) at `now`.
   void on_probe_sent(int slot, uint16_t ts, Time now);
   /// True if an answer echoing `echo` can belong to the last probe sent on
@@ -151,6 +170,10 @@ class PathPolicy {
   virtual Time next_probe() const { return Time::never(); }
   /// A slot whose probe is due at `now` on one of `port_mask`'s ports, or kNone.
   virtual int take_due_probe(Time, uint32_t) { return kNone; }
+  /// Timer work due at `now`: suspects whose confirming probe went
+  /// unanswered become ASSUMED_BAD (ProtocolConfig::loss_confirm). Call
+  /// when next_probe() has passed, before take_due_probe().
+  virtual void on_timer(Time) {}
 
   // --- control ---
   /// Controller DENY (or un-deny) of EV `value`. Errc::not_found if absent.
@@ -187,6 +210,7 @@ class PathPolicy {
   ProtocolConfig proto_;
   Prng rng_;
   std::vector<EvEvent>* events_;
+  Duration confirm_wait_;
   PathStats stats_;
   std::vector<std::vector<uint16_t>> by_port_;  ///< every slot of each port
   std::vector<std::vector<int>> control_;       ///< reverse EV set per port

@@ -76,6 +76,12 @@ struct RunResult {
   std::vector<FlowRecord> flows;
   FabricStats fabric;
   uint64_t retransmissions = 0, timeouts = 0, losses_rule = 0, losses_nack = 0, probes = 0;
+  /// First transmissions of data packets, over every QP.
+  uint64_t data_packets = 0;
+  /// Retransmissions that delivered nothing new: data packets the responders
+  /// already had (core::QpStats::duplicates_received), the ground truth of
+  /// spurious retransmission, whatever the requester believed.
+  uint64_t spurious_retransmissions = 0;
   uint64_t evs_retired = 0, evs_resurrected = 0, qp_failures = 0;
   uint64_t events = 0;
   Time end;

@@ -21,7 +21,16 @@ const Time t0 = Time::zero() + Duration::ms(1);
 
 struct PolicyTest : ::testing::Test {
   std::vector<EvEvent> events;
-  ProtocolConfig proto;
+  ProtocolConfig proto = plain_retirement();
+
+  // Most tests here are about what retirement does (reference 3.11: a loss
+  // makes the EV ASSUMED_BAD at once); the confirming probe in front of it
+  // (ProtocolConfig::loss_confirm, on by default) has its own tests below.
+  static ProtocolConfig plain_retirement() {
+    ProtocolConfig p;
+    p.loss_confirm = false;
+    return p;
+  }
 
   std::unique_ptr<PathPolicy> make(const EvProfile& p, uint32_t ports, uint64_t seed = 1) {
     std::string why;
@@ -282,9 +291,9 @@ TEST_F(PolicyTest, AlwaysSkipRetires) {
 // ------------------------------------------------------------------ marks -> swap with a backup
 
 TEST_F(PolicyTest, MarksInARowSwapAnActiveEvForTheOldestBackup) {
-  // proto.ev_swap_marks = 3 (default): an unmarked delivery ends a run of
-  // marks; three marks in a row trade the EV for a backup.
-  ASSERT_EQ(proto.ev_swap_marks, 3u);
+  // An unmarked delivery ends a run of marks; ev_swap_marks marks in a row
+  // trade the EV for a backup (3 here: the mechanism, not the default).
+  proto.ev_swap_marks = 3;
   auto pp = make(small_profile(), 2);
   const std::vector<int> act0 = active_on(*pp, 0), act1 = active_on(*pp, 1);
   const std::vector<int> bak0 = backups_on(*pp, 0);
@@ -327,6 +336,7 @@ TEST_F(PolicyTest, PersistentMarksMoveASmallActiveSetOffItsPath) {
   // One port; the two active EVs (10, 11) name one congested path, the two
   // backups (20, 21) others. Marks keep coming on whatever crosses the
   // congested path: the active set moves onto the backups.
+  proto.ev_swap_marks = 3;
   auto pp = make(two_active_two_backups(), 1);
   auto congested = [&](int s) { return pp->slot(s).value < 20; };
   int on_congested = 0;
@@ -400,6 +410,98 @@ TEST_F(PolicyTest, ObliviousAndSinglePathIgnoreMarks) {
 }
 
 // ------------------------------------------------------------------ loss -> ASSUMED_BAD
+
+// ------------------------------------------------------------------ loss -> confirming probe
+
+TEST_F(PolicyTest, ALossTakesTheEvOutAtOnceAndAnAnsweredProbeBringsItBackSilently) {
+  proto.loss_confirm = true;  // the default
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 0)[1];
+  const Time at = t0 + Duration::us(3);
+  pp->on_lost(at, victim);
+
+  // Out of service at once, a backup in its place, but not ASSUMED_BAD.
+  EXPECT_FALSE(pp->slot(victim).active);
+  EXPECT_EQ(pp->slot(victim).state, EvState::good);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_EQ(active_on(*pp, 0).size(), 4u);
+  EXPECT_EQ(pp->stats().promotions, 1u);
+  EXPECT_EQ(pp->stats().suspected, 1u);
+  EXPECT_TRUE(events.empty());
+  for (int k = 0; k < 40; ++k) EXPECT_NE(pp->select(at, 0b01, kNone), victim);
+  for (int k = 0; k < 8; ++k) EXPECT_NE(pp->control_ev(0), victim);
+
+  // Its probe is due now, and only one goes out.
+  EXPECT_EQ(pp->next_probe(), at);
+  ASSERT_EQ(pp->take_due_probe(at, 0b11), victim);
+  EXPECT_EQ(pp->take_due_probe(at, 0b11), kNone);
+  pp->on_probe_sent(victim, 100, at);
+  const Time answer = at + Duration::us(12);
+  ASSERT_TRUE(pp->probe_answer_matches(victim, 100, answer, Duration::ns(128)));
+  pp->on_probe_response(answer, victim, wire::Mark::none);
+
+  // Back in service as a backup, with no event: its state never changed.
+  EXPECT_FALSE(pp->health(victim).suspect);
+  EXPECT_EQ(pp->slot(victim).state, EvState::good);
+  const std::vector<int> b = backups_on(*pp, 0);
+  EXPECT_EQ(std::count(b.begin(), b.end(), victim), 1);
+  EXPECT_EQ(pp->next_probe(), Time::never());
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(pp->stats().retired, 0u);
+  EXPECT_EQ(pp->stats().cleared, 1u);
+  EXPECT_EQ(pp->health(victim).packets_lost, 1u);
+}
+
+TEST_F(PolicyTest, AnUnansweredConfirmingProbeRetiresTheEvWithItsLosses) {
+  proto.loss_confirm = true;
+  proto.loss_confirm_wait = Duration::us(40);
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 1)[0];
+  const Time at = t0 + Duration::us(3);
+  pp->on_lost(at, victim);
+  pp->on_lost(at + Duration::us(1), victim);  // another packet of the same path
+  ASSERT_EQ(pp->take_due_probe(at + Duration::us(1), 0b11), victim);
+  pp->on_probe_sent(victim, 7, at + Duration::us(1));
+  EXPECT_EQ(pp->next_probe(), at + Duration::us(41));
+  EXPECT_EQ(pp->take_due_probe(at + Duration::us(40), 0b11), kNone);
+  EXPECT_TRUE(events.empty());
+
+  // The wait is over: ASSUMED_BAD, reported with both losses, probed as usual.
+  EXPECT_EQ(pp->take_due_probe(at + Duration::us(41), 0b11), kNone);
+  EXPECT_EQ(pp->slot(victim).state, EvState::assumed_bad);
+  EXPECT_FALSE(pp->health(victim).suspect);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].at, at + Duration::us(41));
+  EXPECT_EQ(events[0].from, EvState::good);
+  EXPECT_EQ(events[0].to, EvState::assumed_bad);
+  EXPECT_EQ(events[0].drop_count, 2u);
+  EXPECT_EQ(pp->stats().retired, 1u);
+  EXPECT_EQ(pp->next_probe(), at + Duration::us(41) + proto.probe_interval);
+  EXPECT_EQ(pp->take_due_probe(at + Duration::us(41) + proto.probe_interval, 0b11), victim);
+}
+
+TEST_F(PolicyTest, ASpuriousLossPutsItsSuspectBackWithoutAProbe) {
+  proto.loss_confirm = true;
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 0)[2];
+  pp->on_lost(t0, victim);
+  ASSERT_TRUE(pp->health(victim).suspect);
+  pp->on_false_loss(t0 + Duration::us(5), victim);
+  EXPECT_FALSE(pp->health(victim).suspect);
+  EXPECT_EQ(pp->health(victim).packets_lost, 0u);
+  EXPECT_EQ(pp->next_probe(), Time::never());
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(pp->stats().cleared, 1u);
+  // With plain retirement a spurious loss resurrects the EV (two events).
+  proto.loss_confirm = false;
+  auto plain = make(small_profile(), 2);
+  plain->on_lost(t0, victim);
+  plain->on_false_loss(t0 + Duration::us(5), victim);
+  EXPECT_EQ(plain->slot(victim).state, EvState::good);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].from, EvState::assumed_bad);
+  EXPECT_EQ(events[1].to, EvState::good);
+}
 
 TEST_F(PolicyTest, LossRetiresAndPromotesBackupOfSamePort) {
   auto pp = make(small_profile(), 2);

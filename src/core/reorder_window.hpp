@@ -1,0 +1,138 @@
+// How long a sprayed packet may take before later deliveries prove it lost
+// (the loss rule's age, reference 3.8 and 8 item 5), in the spirit of
+// RACK-TLP (RFC 8985): time-based, learning the fabric's reordering from the
+// packets themselves, and widening when it was wrong.
+//
+// A sprayed QP reorders by design: its packets take hundreds of paths whose
+// queues differ, so a packet can be confirmed well after packets sent after
+// it without being lost. A loss rule tuned to the average path (the smoothed
+// RTT plus a few deviations) declares the slow tail of that spread lost:
+// every such declaration is a needless retransmission and, worse, retires a
+// healthy EV, which loads the remaining paths and makes the spread wider.
+//
+// So the loss age follows the spread actually seen:
+//  - every packet delivered on its first transmission reports its *delivery
+//    age*, the time from its transmission to the SACK that first confirmed
+//    it (bitmap or cumulative, so the slow packets count, not only SACK
+//    triggers); the largest over a recent window (two buckets of about four
+//    smoothed RTTs) is how old a healthy packet gets;
+//  - the loss age is the largest of: that maximum; the smoothed RTT plus
+//    four deviations; the base RTT; each plus a margin. The margin is the
+//    reordering allowance times a multiplier (one less on the maximum,
+//    which already is an observed age): each spurious loss (a packet
+//    declared lost that turns out to have arrived, and the age it arrived
+//    at is a delivery age too) raises it, at most once per smoothed RTT,
+//    and it decays one step per `decay` without one.
+// So a fault on an idle QP is still detected within tens of microseconds,
+// and on a loaded one a few microseconds after the slowest healthy packet.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "util/time.hpp"
+
+namespace mrc::core {
+
+struct ReorderWindowConfig {
+  Duration base_rtt = Duration::us(10);         ///< unloaded RTT of the longest path
+  Duration allowance = Duration::us(5);         ///< margin per multiplier step
+  uint32_t max_multiplier = 8;                  ///< cap of the margin multiplier (>= 1)
+  Duration decay = Duration::ms(1);             ///< one step back per this long without a spurious loss
+};
+
+class ReorderWindow {
+ public:
+  explicit ReorderWindow(const ReorderWindowConfig& cfg) : cfg_(cfg) {}
+
+  /// An RTT sample from a timestamp echo (for the smoothed RTT and its
+  /// deviation, RFC 6298 gains, and the minimum).
+  void on_rtt(Duration rtt) {
+    if (srtt_ == Duration{}) {
+      srtt_ = rtt;
+      rttvar_ = rtt / 2;
+      min_rtt_ = rtt;
+      return;
+    }
+    const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
+    rttvar_ = (rttvar_ * 3 + err) / 4;
+    srtt_ = (srtt_ * 7 + rtt) / 8;
+    min_rtt_ = std::min(min_rtt_, rtt);
+  }
+
+  /// A packet sent once was first confirmed at `now`, `age` after it left.
+  void on_delivery_age(Time now, Duration age) {
+    roll(now);
+    cur_max_ = std::max(cur_max_, age);
+  }
+
+  /// A loss the rule declared proved spurious at `now`: the reordering is
+  /// wider than the margin allowed for.
+  void on_spurious(Time now) {
+    ++spurious_;
+    decay_to(now);
+    last_spurious_ = now;
+    // Once per round trip: the spurious losses of one burst of reordering
+    // are one lesson, not many.
+    if (multiplier_ < cfg_.max_multiplier && (!widened_ || now - last_widen_ >= std::max(srtt_, cfg_.base_rtt))) {
+      ++multiplier_;
+      last_widen_ = now;
+      widened_ = true;
+    }
+  }
+
+  /// The age past which a packet with later deliveries is lost.
+  Duration loss_age(Time now) {
+    roll(now);
+    decay_to(now);
+    const Duration margin = cfg_.allowance * static_cast<int64_t>(multiplier_);
+    const Duration floor = cfg_.base_rtt + margin;
+    const Duration smoothed = srtt_ + std::max(margin, rttvar_ * 4);
+    const Duration seen = std::max(cur_max_, prev_max_) + cfg_.allowance * static_cast<int64_t>(multiplier_ - 1);
+    return std::max({floor, smoothed, seen});
+  }
+
+  Duration srtt() const { return srtt_; }
+  Duration rttvar() const { return rttvar_; }
+  /// Smallest RTT sampled (0 before the first sample).
+  Duration min_rtt() const { return min_rtt_; }
+  uint32_t multiplier() const { return multiplier_; }
+  uint64_t spurious() const { return spurious_; }
+
+ private:
+  // The delivery-age maximum covers the last one to two windows of about
+  // four smoothed RTTs: long enough to hold a congestion episode's spread,
+  // short enough to forget it a few round trips after the queues drain.
+  void roll(Time now) {
+    const Duration window = std::max(srtt_, cfg_.base_rtt) * 4;
+    if (now - bucket_start_ < window) return;
+    prev_max_ = now - bucket_start_ < window * 2 ? cur_max_ : Duration{};
+    cur_max_ = Duration{};
+    bucket_start_ = now;
+  }
+
+  void decay_to(Time now) {
+    if (multiplier_ <= 1 || cfg_.decay <= Duration{}) return;
+    const Time since = max(last_spurious_, last_decay_);
+    if (now - since < cfg_.decay) return;
+    const int64_t steps = (now - since) / cfg_.decay;
+    multiplier_ = static_cast<uint32_t>(std::max<int64_t>(1, int64_t{multiplier_} - steps));
+    last_decay_ = now;
+  }
+
+  ReorderWindowConfig cfg_;
+  Duration srtt_{};
+  Duration rttvar_{};
+  Duration min_rtt_{};
+  Duration cur_max_{};
+  Duration prev_max_{};
+  Time bucket_start_{};
+  uint32_t multiplier_ = 1;
+  bool widened_ = false;
+  Time last_widen_{};
+  Time last_spurious_{};
+  Time last_decay_{};
+  uint64_t spurious_ = 0;
+};
+
+}  // namespace mrc::core
