@@ -761,6 +761,46 @@ TEST_F(CtlTest, DenyHookReportsChangesOfOnlineProfiles) {
   EXPECT_EQ(calls[1], std::make_tuple(uint64_t{1}, 0x10012001u, uint8_t{0}, false));
 }
 
+TEST_F(CtlTest, OnlineHooksInstallOrRefuse) {
+  online_fmt_stev(1);
+  auto a = ev_offline(ev_mode::kExp, 2);
+  ASSERT_TRUE(c->modify_ev_profile(1, a, kOfflineMask).ok());
+  ASSERT_TRUE(replace(1, CtlEv{}, ev_of(0x0101, 16, 1)).ok());
+  ASSERT_TRUE(replace(1, CtlEv{}, ev_of(0x0202, 16, 2)).ok());
+  std::vector<EvEntry> seen;
+  Status answer = Errc::invalid_argument;
+  c->set_ev_online_hook([&](uint64_t id, const EvProfile& p) {
+    EXPECT_EQ(id, 1u);
+    seen = p.explicit_evs;
+    return answer;
+  });
+  EXPECT_EQ(go_online(1, 2), Errc::invalid_argument);
+  EXPECT_EQ(ev_state_of(1), ProfileState::offline) << "a refused install refuses the transition";
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].value, 0x10022002u);
+  EXPECT_EQ(seen[1].port, 1);
+  answer = Status{};
+  ASSERT_TRUE(go_online(1, 2).ok());
+  EXPECT_EQ(ev_state_of(1), ProfileState::online);
+
+  int cc_calls = 0;
+  c->set_cc_online_hook([&](uint64_t, const CcProfile& p) {
+    ++cc_calls;
+    EXPECT_EQ(p.algorithm, kCcNscc);
+    return Status(Errc::busy);
+  });
+  CcProfileAttr cc;
+  cc.state = ProfileState::offline;
+  cc.algorithm = kCcNscc;
+  ASSERT_TRUE(c->modify_cc_profile(1, cc, cc_attr::kState | cc_attr::kAlgorithm | cc_attr::kConfig).ok());
+  cc.state = ProfileState::online;
+  EXPECT_EQ(c->modify_cc_profile(1, cc, cc_attr::kState), Errc::busy);
+  EXPECT_EQ(cc_calls, 1);
+  CcProfileAttr q;
+  ASSERT_TRUE(c->query_cc_profile(1, q, cc_attr::kState).ok());
+  EXPECT_EQ(q.state, ProfileState::offline);
+}
+
 // ------------------------------------------------------------------ events
 
 struct CtlEventTest : CtlTest {

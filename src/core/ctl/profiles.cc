@@ -565,6 +565,13 @@ Status Controller::modify_ev_profile(uint64_t id, EvProfileAttr& a, uint32_t mas
   }
   if (op_status.ok() && cur.state == ProfileState::online && to == ProfileState::offline && cur.users > 0)
     tr = Errc::busy;
+  if (op_status.ok() && tr.ok() && cur.state == ProfileState::offline && to == ProfileState::online &&
+      ev_online_hook_) {
+    next.values.clear();
+    for (const Entry& x : next.array) next.values.push_back(endpoint_value(next, x.ev));
+    auto ep = endpoint_profile_of(next, EvProfile{});
+    tr = ep ? ev_online_hook_(id, *ep) : Status(ep.error());
+  }
   if (!op_status.ok()) {
     // Partial success: the attributes and the entries before the failing
     // one stay, the transition does not happen. A profile in INIT has
@@ -679,6 +686,8 @@ Status Controller::modify_cc_profile(uint64_t id, const CcProfileAttr& a, uint32
   if (cur.state == ProfileState::offline && to == ProfileState::online && next.algorithm && !next.config_set)
     return Errc::invalid_argument;
   if (cur.state == ProfileState::online && to == ProfileState::offline && cur.users > 0) return Errc::busy;
+  if (cur.state == ProfileState::offline && to == ProfileState::online && cc_online_hook_)
+    if (Status s = cc_online_hook_(id, endpoint_cc_of(next)); !s) return s;
   if (to == ProfileState::init) {
     ccs_.erase(id);
     return {};
@@ -730,7 +739,10 @@ uint32_t Controller::cc_profile_users(uint64_t id) const {
 Result<EvProfile> Controller::to_endpoint_profile(uint64_t id, const EvProfile& auto_default) const {
   auto it = evs_.find(id);
   if (it == evs_.end() || it->second.state != ProfileState::online) return Errc::invalid_argument;
-  const EvProf& p = it->second;
+  return endpoint_profile_of(it->second, auto_default);
+}
+
+Result<EvProfile> Controller::endpoint_profile_of(const EvProf& p, const EvProfile& auto_default) const {
   EvProfile r;
   if (p.mode == ev_mode::kAuto) {
     r = auto_default;
@@ -797,12 +809,16 @@ std::vector<EvEntry> Controller::denied_evs(uint64_t id) const {
 Result<CcProfile> Controller::to_endpoint_cc_profile(uint64_t id) const {
   auto it = ccs_.find(id);
   if (it == ccs_.end() || it->second.state != ProfileState::online) return Errc::invalid_argument;
+  return endpoint_cc_of(it->second);
+}
+
+CcProfile Controller::endpoint_cc_of(const Cc& c) {
   CcProfile r;
-  if (!it->second.algorithm) {
+  if (!c.algorithm) {
     r.algorithm = kCcFixed;  // CC disabled: a constant window (FixedWindowConfig's default size)
   } else {
-    r.algorithm = *it->second.algorithm;
-    r.nscc = it->second.nscc;
+    r.algorithm = *c.algorithm;
+    r.nscc = c.nscc;
   }
   return r;
 }

@@ -396,6 +396,22 @@ class Controller {
   /// denied: the driver applies it to the QPs attached to the profile.
   void set_deny_hook(std::function<void(uint64_t, const EvEntry&, bool)> hook) { deny_hook_ = std::move(hook); }
 
+  /// Called before an EV profile's OFFLINE -> ONLINE transition commits,
+  /// with the EvProfile its QPs will use (as to_endpoint_profile() gives
+  /// it; for AUTO, explicit_evs is empty and the driver's own set applies
+  /// with this ev_min_active): the driver installs it where its QPs find it
+  /// or refuses, and then the transition fails with the hook's error. With
+  /// a hook set, a profile to_endpoint_profile() cannot express fails with
+  /// not_supported. Changes made while ONLINE (ev_profile_modify_online)
+  /// do not call it: they reach QPs created after the next ONLINE.
+  void set_ev_online_hook(std::function<Status(uint64_t, const EvProfile&)> hook) {
+    ev_online_hook_ = std::move(hook);
+  }
+  /// The same for a CC profile going ONLINE, with to_endpoint_cc_profile().
+  void set_cc_online_hook(std::function<Status(uint64_t, const CcProfile&)> hook) {
+    cc_online_hook_ = std::move(hook);
+  }
+
   // ---- EV events (reference 4.10, 6.3.6)
 
   /// Creates the controller's event queue holding up to `capacity` events.
@@ -475,6 +491,9 @@ class Controller {
   Status query_ev_op(const EvProf& p, EvProfileAttr& a) const;
   Status check_ev_new(const EvProf& p, const CtlEv& ev) const;
   uint64_t endpoint_value(const EvProf& p, const CtlEv& ev) const;
+  /// p must be ONLINE-ready (values filled).
+  Result<EvProfile> endpoint_profile_of(const EvProf& p, const EvProfile& auto_default) const;
+  static CcProfile endpoint_cc_of(const Cc& c);
   uint32_t arrays_total(uint64_t except_id) const;
   void post_event(uint64_t id, const CtlEv& ev, uint32_t state);
   bool id_ok(uint64_t id, uint32_t max) const { return id >= 1 && id <= max; }
@@ -486,6 +505,8 @@ class Controller {
   std::map<uint64_t, Cc> ccs_;
   std::optional<EventQueue> events_;
   std::function<void(uint64_t, const EvEntry&, bool)> deny_hook_;
+  std::function<Status(uint64_t, const EvProfile&)> ev_online_hook_;
+  std::function<Status(uint64_t, const CcProfile&)> cc_online_hook_;
 };
 
 }  // namespace mrc::core::ctl
