@@ -4,11 +4,41 @@
  * One privileged controller per node configures what applications' QPs
  * use (they name profiles by id, learned out of band).
  *
- * Status in OpenMRC: every entry point exists with its signature and
- * argument checks. mrc_ctl_query_version, mrc_ctl_query_device(_ex) and
- * mrc_ctl_query_port work; the profile, event, endpoint-operation and
- * port-modify calls return EOPNOTSUPP until the controller lands (the
- * software device's QPs use profile 0 of each kind meanwhile).
+ * Status in OpenMRC (software device): mrc_ctl_query_version,
+ * mrc_ctl_query_device(_ex) and mrc_ctl_query_port work; so do the EV
+ * format, EV and CC profile calls (state machines, field and EV
+ * operations, queries) and the EV event CQ. mrc_ctl_modify_port and
+ * mrc_ctl_ep_batch_send_wait check their arguments and return EOPNOTSUPP
+ * (port administration and endpoint operations are not wired yet).
+ *
+ * Profiles. Ids are 1..16 for each kind (ev_max_fmt_profiles etc.); id 0
+ * names the device's default profile, which a QP uses when it names none,
+ * and is not managed here (EINVAL). Every profile follows INIT -> OFFLINE
+ * -> ONLINE -> OFFLINE -> INIT. A modify call applies the attributes its
+ * mask names; a transition's requirements may be met in the same call or
+ * an earlier one. Errors, one rule each:
+ *   EINVAL  unknown mask bits (incl. the VENDOR bits: no vendor attributes),
+ *           a value out of range, no such transition (INIT -> ONLINE,
+ *           ONLINE -> INIT), a CUR_STATE that is not current, unmet
+ *           requirements, EV_OP together with EV_FIELDS_OP, NULL arrays;
+ *   EPERM   an attribute or operation the current state does not allow
+ *           (anything but going OFFLINE in INIT; MODE, FMT_ID, COUNT,
+ *           MIN_ACTIVE, EVENT_MASK, REPLACE_EV, MODIFY_FIELDS, ALGORITHM,
+ *           CONFIG while ONLINE: no *_MODIFY_ONLINE feature is offered);
+ *   EBUSY   a format profile leaving ONLINE while an ONLINE EV profile uses
+ *           it; an EV or CC profile leaving ONLINE while a QP holds it (a
+ *           QP holds the profiles it names from INIT until RESET/destroy);
+ *   E2BIG   a query array too small (its count is set to the count
+ *           needed); a field set wider than the mode or ev_max_width, more
+ *           than 16 fields; an EV count above ev_max_count_profile or the
+ *           free EVs (ev_free_count);
+ *   ENOENT  an EV operation names an EV the array does not hold.
+ * The software device puts the EV in the UDP source port and sends each EV
+ * from a socket bound at open (source port ev_port_base + (port - 1) x
+ * evs_per_plane + i): formats are UDP or STEV of at most 16 bits, EV modes
+ * AUTO or EXP (a GEN array would have no sockets), and an EXP profile goes
+ * ONLINE only if each EV's expanded value is one of its port's source
+ * ports (else EINVAL). ONLINE installs the profile for QPs created after.
  * Conventions as in <mrc/mrc.h>: 0 or an errno value.
  */
 #ifndef MRC_MRC_CTL_H
@@ -127,8 +157,16 @@ struct mrc_ctl_ev_fmt_profile_attr {
   struct mrc_ctl_fields_op_attr fields_op;
   uint8_t vendor_cfg[128];
 };
+/** EV format profile `id` (reference 6.3.3). INIT -> OFFLINE needs MODE;
+ *  OFFLINE -> ONLINE needs the fields (OP with MODIFY_FIELDS: widths 1..64,
+ *  only `width` is read). OFFLINE permits everything; ONLINE only -> OFFLINE
+ *  and OP with QUERY_FIELDS (fills fields_op.fields, count = fields; E2BIG
+ *  with the count needed). `attr` stays owned by the caller. */
 int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
                                   uint32_t mask);
+/** Fills what `mask` names: state and cur_state, mode, and with OP
+ *  (QUERY_FIELDS only, else EINVAL) the fields. An unconfigured id reads
+ *  as INIT. */
 int mrc_ctl_query_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
                                  uint32_t mask);
 
@@ -188,12 +226,34 @@ struct mrc_ctl_ev_profile_attr {
   struct mrc_ctl_fields_op_attr ev_fields_op;
   uint8_t vendor_cfg[128];
 };
+/** EV profile `id` (reference 6.3.4). INIT -> OFFLINE needs MODE and, for
+ *  EXP, FMT_ID (a format profile not in INIT), COUNT and EV_FIELDS_OP with
+ *  MODIFY_FIELDS (each field: width <= 32 and no wider than its format
+ *  field, init_val and mask inside the width, min_val <= max_val <=
+ *  2^popcount(mask) - 1); the EXP array then holds COUNT UNPOPULATED
+ *  entries. OFFLINE -> ONLINE needs MIN_ACTIVE (<= ev_count), EVENT_MASK
+ *  (GOOD / ASSUMED_BAD bits), the format ONLINE and every entry replaced.
+ *  EV_OP: REPLACE_EV (ev -> ev_new in state GOOD or DENIED, 0 = GOOD; one
+ *  occurrence, every one with MRC_CTL_EV_OP_ALL_COPIES), MODIFY_EV_STATE
+ *  (GOOD or DENIED: a DENIED EV carries no data on any QP using the
+ *  profile), QUERY_EV_STATE, QUERY_EV_ARRAY (E2BIG with the count needed;
+ *  UNPOPULATED entries read MRC_CTL_EV_STATE_UNKNOWN). Entries run in
+ *  order and stop at the first failure: ev_op.entry_count returns how many
+ *  were done, those stay done, and the call's transition does not happen.
+ *  ONLINE permits only -> OFFLINE, MODIFY/QUERY_EV_STATE, QUERY_EV_ARRAY
+ *  and QUERY_FIELDS. Compact EVs are bit strings from bit 7 of value[0];
+ *  expansion follows reference 4.2. */
 int mrc_ctl_modify_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
                               uint32_t mask);
+/** Fills what `mask` names (ev_count is the aligned array size); EV_OP only
+ *  QUERY_EV_STATE / QUERY_EV_ARRAY and EV_FIELDS_OP only QUERY_FIELDS
+ *  (EINVAL otherwise). */
 int mrc_ctl_query_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
                              uint32_t mask);
 
-/** NSCC configuration (reference 5.5); times in nanoseconds. */
+/** NSCC configuration (reference 5.5); times in nanoseconds; 0 = derived
+ *  from the QP's links (reference 5.5). min_cwnd_bytes and mss_bytes must
+ *  be 0 in the software device (the floor and segment are the path MTU). */
 struct mrc_ctl_nscc_config {
   uint32_t base_rtt_ns;
   uint32_t target_qdelay_ns;
@@ -216,8 +276,16 @@ struct mrc_ctl_cc_profile_attr {
   const void *config;              /**< e.g. const struct mrc_ctl_nscc_config * */
   uint8_t vendor_cfg[128];
 };
+/** CC profile `id` (reference 6.3.5). INIT -> OFFLINE needs ALGORITHM
+ *  ("uet-1.0-nscc", or NULL: no congestion control); OFFLINE -> ONLINE
+ *  needs CONFIG (a const struct mrc_ctl_nscc_config *, copied) unless CC is
+ *  disabled; CONFIG without an algorithm is EINVAL. ONLINE permits only
+ *  -> OFFLINE. A QP names it in mrc_qp_attr.profile.cc_profile_id. */
 int mrc_ctl_modify_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
                               uint32_t mask);
+/** Fills what `mask` names. `algorithm` points to a library string;
+ *  `config` to the library's copy of the last CONFIG (NULL if none), valid
+ *  until the profile is next modified or the device is closed. */
 int mrc_ctl_query_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
                              uint32_t mask);
 
@@ -229,10 +297,20 @@ struct mrc_ctl_ev_event {
   uint32_t drop_count;
   enum mrc_ctl_ev_state state;
 };
-/** A CQ of EV events (no overrun support: drops are counted in drop_count). Destroy with mrc_destroy_cq. */
+/** The controller's CQ of EV events, holding up to `cqe` events: one event
+ *  per state change of an EV of an ONLINE EV profile that the profile's
+ *  ev_event_mask selects (a QP's path manager found it ASSUMED_BAD or GOOD
+ *  again; the controller set a DENIED EV GOOD). No overrun: events that
+ *  find it full are lost and counted exactly; the next event that fits
+ *  carries the count in drop_count (MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT).
+ *  One per device: NULL with errno EBUSY if it exists, EINVAL for bad
+ *  arguments. `channel` (may be NULL) works as for mrc_create_cq: after
+ *  mrc_req_notify_cq the next event makes it readable. Destroy with
+ *  mrc_destroy_cq; mrc_poll_cq on it is EINVAL. */
 struct mrc_cq *mrc_ctl_create_ev_event_cq(struct mrc_context *ctx, int cqe, void *cq_context,
                                           struct mrc_comp_channel *channel, int comp_vector);
-/** Returns the number of events written (>= 0) or -errno. */
+/** Moves up to `num_events` events, oldest first, into `events`. Returns
+ *  the number written (>= 0) or -EINVAL (not an EV event CQ, bad args). */
 int mrc_ctl_poll_ev_event(struct mrc_cq *cq, int num_events, struct mrc_ctl_ev_event *events);
 
 /* ------------------------------------------------------------------ endpoint operations (6.3.7) */

@@ -135,6 +135,10 @@ void drop_queued_events(mrc_context* ctx, Pred pred) {
 }  // namespace
 
 void route_event(SoftDevice& dev, const core::Event& e) {
+  if (auto* ev = std::get_if<core::EvEvent>(&e)) {
+    ctl_on_ev_event(dev, *ev);  // the controller's (takes ctl_mu, never with mu held)
+    return;
+  }
   std::lock_guard<std::mutex> g(dev.mu);
   if (auto* q = std::get_if<core::QpErrorEvent>(&e)) {
     auto it = dev.qps.find(q->qpn);
@@ -162,7 +166,7 @@ void route_event(SoftDevice& dev, const core::Event& e) {
         push_async(ctx, ev);
       }
   }
-  // EV events and probe results belong to the controller (mrc_ctl.h).
+  // Probe results belong to the controller's endpoint operations (not yet).
 }
 
 }  // namespace mrc::api
@@ -314,6 +318,7 @@ mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_chan
 
 int mrc_destroy_cq(mrc_cq* cq) {
   if (!cq) return EINVAL;
+  if (cq->ev_events) return api::ctl_destroy_event_cq(cq);
   if (cq->qps.load() > 0) return EBUSY;
   // verbs: wait until every event obtained for this CQ is acknowledged.
   cq->acks.wait_zero();
@@ -342,7 +347,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
 }
 
 int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
-  if (!cq || num_entries < 0 || (num_entries > 0 && !wc)) {
+  if (!cq || cq->ev_events || num_entries < 0 || (num_entries > 0 && !wc)) {
     errno = EINVAL;
     return -1;
   }
@@ -389,6 +394,10 @@ const char* mrc_wc_status_str(ibv_wc_status status) {
 int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   (void)solicited_only;
   if (!cq || !cq->channel) return EINVAL;
+  if (cq->ev_events) {
+    cq->ev_armed.store(true);  // the next EV event notifies the channel
+    return 0;
+  }
   cq->rcq->arm();
   return 0;
 }
@@ -476,7 +485,8 @@ int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
 
 mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   if (!api::context_ok(ctx) || !ia || !ia->send_cq || !ia->recv_cq || !ia->pd || ia->send_cq->ctx != ctx ||
-      ia->recv_cq->ctx != ctx || api::soft_device(ia->pd->context) != ctx->dev) {
+      ia->recv_cq->ctx != ctx || ia->send_cq->ev_events || ia->recv_cq->ev_events ||
+      api::soft_device(ia->pd->context) != ctx->dev) {
     errno = EINVAL;
     return nullptr;
   }
@@ -539,6 +549,7 @@ int mrc_destroy_qp(mrc_qp* qp) {
   --qp->init.send_cq->qps;
   if (qp->init.recv_cq != qp->init.send_cq) --qp->init.recv_cq->qps;
   if (qp->hint) --qp->hint->qps;
+  api::ctl_detach_qp(*ctx->dev, qp->ctl_ev, qp->ctl_cc);
   {
     std::lock_guard<std::mutex> g(ctx->mu);
     --ctx->qps;
@@ -605,7 +616,22 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
     hint = ma->qp_hint;
   }
   std::lock_guard<std::mutex> g(qp->post_mu);
-  if (Status s = qp->ctx->dev->rt->modify_qp(qp->qpn, a, mask); !s) return api::errno_of(s.error());
+  // A QP holds the controller profiles it names from INIT until RESET (or
+  // destroy): the controller refuses to take them OFFLINE meanwhile.
+  api::SoftDevice& dev = *qp->ctx->dev;
+  uint64_t ev_id = qp->ctl_ev, cc_id = qp->ctl_cc;
+  if (mask & kEvProfileId) ev_id = a.ev_profile_id;
+  if (mask & kCcProfileId) cc_id = a.cc_profile_id;
+  if (a.state == core::QpState::reset) ev_id = cc_id = 0;
+  const bool moves = ev_id != qp->ctl_ev || cc_id != qp->ctl_cc;
+  if (moves)
+    if (int e = api::ctl_attach_qp(dev, ev_id, cc_id); e != 0) return e;
+  if (Status s = dev.rt->modify_qp(qp->qpn, a, mask); !s) {
+    if (moves) api::ctl_detach_qp(dev, ev_id, cc_id);
+    return api::errno_of(s.error());
+  }
+  if (moves) api::ctl_set_qp_profiles(dev, qp, ev_id, cc_id);  // drops the old hold
+  if (a.state == core::QpState::rtr) api::ctl_apply_denials(dev, qp);
   if (mask & kPeer) qp->dgid = ia->ah_attr.grh.dgid;
   if (mrc_mask & MRC_QP_HINT) {
     if (qp->hint) --qp->hint->qps;

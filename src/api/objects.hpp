@@ -21,7 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/ctl/profiles.hpp"
 #include "mrc/mrc.h"
+#include "mrc/mrc_ctl.h"
 #include "mrc/mrc_soft.h"
 #include "platform/epoll.hpp"
 #include "platform/sock_addr.hpp"
@@ -40,6 +42,13 @@ struct SoftDevice {
   std::unordered_map<uint32_t, mrc_qp*> qps;   ///< by QPN, for routing async events
   std::unordered_map<uint32_t, mrc_cq*> cqs;   ///< by core CQ id
   std::vector<mrc_context*> ctxs;
+  /// The node's controller (mrc_ctl.h, api/ctl.cc): created on the first
+  /// controller call. Lock order: ctl_mu, then mu, then the device's own.
+  std::mutex ctl_mu;
+  std::unique_ptr<core::ctl::Controller> ctl;     ///< guarded by ctl_mu
+  mrc_cq* ev_cq = nullptr;                        ///< the EV event CQ, if created (ctl_mu)
+  /// NSCC configurations a CC profile query points to (ctl_mu).
+  std::unordered_map<uint64_t, mrc_ctl_nscc_config> cc_configs;
 };
 
 /// The SoftDevice behind an ibv_context, or nullptr if it is not one of
@@ -122,6 +131,10 @@ struct mrc_cq {
   int cqe = 0;
   std::atomic<int> qps{0};
   mrc::api::PendingAcks acks;
+  /// An EV event CQ (mrc_ctl_create_ev_event_cq): rcq is null, events
+  /// live in the device's controller.
+  bool ev_events = false;
+  std::atomic<bool> ev_armed{false};   ///< mrc_req_notify_cq on an EV event CQ
 };
 
 struct mrc_qp_hint {
@@ -137,6 +150,10 @@ struct mrc_qp {
   mrc::api::SoftPd* pd = nullptr;
   mrc_qp_hint* hint = nullptr;
   union ibv_gid dgid {};
+  /// Controller profiles the QP holds (0 = device default), from INIT
+  /// until RESET or destroy; written under the device's ctl_mu.
+  uint64_t ctl_ev = 0;
+  uint64_t ctl_cc = 0;
   std::mutex post_mu;              ///< serializes posts to this QP
   mrc::api::PendingAcks acks;
 };

@@ -20,4 +20,20 @@ int errno_of(Errc e);
 /// (engine thread).
 void route_event(SoftDevice& dev, const core::Event& e);
 
+// The controller's side of QPs and CQs (ctl.cc).
+/// `qp` moves to controller profiles (ev, cc): holds them (errno EINVAL if
+/// one is not ONLINE) before the QP is modified ...
+int ctl_attach_qp(SoftDevice& dev, uint64_t ev, uint64_t cc);
+/// ... drops a hold (the new one when the modify failed, a destroyed QP's) ...
+void ctl_detach_qp(SoftDevice& dev, uint64_t ev, uint64_t cc);
+/// ... or, when the modify succeeded, drops the QP's old hold and records
+/// the new one.
+void ctl_set_qp_profiles(SoftDevice& dev, mrc_qp* qp, uint64_t ev, uint64_t cc);
+/// A QP that reached RTR denies its profile's DENIED EVs.
+void ctl_apply_denials(SoftDevice& dev, mrc_qp* qp);
+/// A QP's EV changed state (engine thread).
+void ctl_on_ev_event(SoftDevice& dev, const core::EvEvent& e);
+/// mrc_destroy_cq for an EV event CQ.
+int ctl_destroy_event_cq(mrc_cq* cq);
+
 }  // namespace mrc::api

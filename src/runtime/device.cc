@@ -145,6 +145,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
       evp.explicit_evs.push_back(core::EvEntry{cfg.ev_port_base + p * cfg.evs_per_plane + i, static_cast<uint8_t>(p)});
   evp.active_count = static_cast<uint32_t>(evp.explicit_evs.size());
   evp.ev_min_active = std::max<uint32_t>(1, evp.active_count / 4);
+  d->default_evp_ = evp;
   core::CcProfile ccp;
   ccp.algorithm = cfg.cc;
   ccp.fixed.window_bytes = cfg.fixed_window_bytes;
@@ -451,6 +452,38 @@ Status Device::modify_qp(uint32_t qpn, const core::QpAttr& attr, uint32_t mask) 
     s = e.ep->modify_qp(clock_.now(), qpn, attr, mask);
   }
   kick(e);
+  return s;
+}
+
+Status Device::set_ev_profile(uint64_t id, const core::EvProfile& p, std::string* why) {
+  std::lock_guard<std::mutex> o(objects_mu_);
+  auto locks = lock_all_engines();
+  for (auto& e : engines_)
+    if (Status s = e->ep->set_ev_profile(id, p, why); !s) return s;
+  return {};
+}
+
+Status Device::set_cc_profile(uint64_t id, const core::CcProfile& p, std::string* why) {
+  std::lock_guard<std::mutex> o(objects_mu_);
+  auto locks = lock_all_engines();
+  for (auto& e : engines_)
+    if (Status s = e->ep->set_cc_profile(id, p, why); !s) return s;
+  return {};
+}
+
+bool Device::ev_sendable(uint32_t plane, uint32_t value) const {
+  const uint64_t first = uint64_t{cfg_.ev_port_base} + uint64_t{plane} * cfg_.evs_per_plane;
+  return plane < num_planes() && value >= first && value < first + cfg_.evs_per_plane;
+}
+
+Status Device::set_ev_denied(uint32_t qpn, uint32_t value, bool denied) {
+  Engine& e = engine_of(qpn);
+  Status s;
+  {
+    std::lock_guard<std::mutex> g(e.mu);
+    s = e.ep->set_ev_denied(clock_.now(), qpn, value, denied);
+  }
+  kick(e);  // an EV back in service may let the QP send
   return s;
 }
 

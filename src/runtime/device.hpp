@@ -216,6 +216,21 @@ class Device {
   Status post_send(uint32_t qpn, const core::SendWr& wr);
   Status post_recv(uint32_t qpn, const core::RecvWr& wr);
 
+  // ---- profiles the controller installs (mrc_ctl.h over core/ctl)
+  /// The EV profile a QP uses when it names none (profile 0): every EV of
+  /// every plane.
+  const core::EvProfile& default_ev_profile() const { return default_evp_; }
+  /// Installs EV / CC profile `id` in every engine's endpoint
+  /// (core::Endpoint::set_ev_profile / set_cc_profile semantics and errors).
+  Status set_ev_profile(uint64_t id, const core::EvProfile& p, std::string* why = nullptr);
+  Status set_cc_profile(uint64_t id, const core::CcProfile& p, std::string* why = nullptr);
+  /// True if EV `value` on plane `plane` (0-based) has a sending socket: the
+  /// device sends each EV from a socket bound at open to its source port,
+  /// ev_port_base + plane x evs_per_plane + i.
+  bool ev_sendable(uint32_t plane, uint32_t value) const;
+  /// DENY (or allow again) EV `value` on QP `qpn` (core::Endpoint::set_ev_denied).
+  Status set_ev_denied(uint32_t qpn, uint32_t value, bool denied);
+
   /// Receives every asynchronous event (QP errors, CQ overflows, port
   /// changes, EV events, probe results), on the engine thread, outside the
   /// device lock. Set it before creating QPs.
@@ -296,6 +311,7 @@ class Device {
 
   DeviceConfig cfg_;
   core::EndpointConfig ep_cfg_;
+  core::EvProfile default_evp_;
   wire::FrameFormat fmt_;
   platform::MonotonicClock clock_;
   std::vector<Plane> planes_;
