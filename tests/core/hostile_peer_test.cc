@@ -444,8 +444,10 @@ TEST(HostileFeedback, AHugeReceiveClockCannotSwitchCongestionControlOff) {
 
 TEST(EvEvents, ARetirementAtATimerIsReportedBeforeAnyPacketArrives) {
   // EV 0's path is dead. The loss rule names its packet lost only once the
-  // packet is old enough, which is a timer, not an arriving SACK: the event
-  // must be there as soon as the timer has run.
+  // packet is old enough, and the EV is ASSUMED_BAD only once its confirming
+  // probe has gone unanswered (ProtocolConfig::loss_confirm): both are
+  // timers, not arriving SACKs, and the event must be there as soon as the
+  // timer has run.
   Pair p;
   const uint32_t dead = p.qp_a().path()->slot(0).value;
   p.filter = [&](const Sent& s) { return !(s.from == kHostA && s.tx.entropy == dead); };
