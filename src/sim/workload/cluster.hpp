@@ -89,12 +89,16 @@ class Cluster {
     for (const auto& [key, qp] : qps_) f(key.src, key.dst, key.lane, nics_[key.src]->ep(), qp.local);
   }
 
-  /// Sums a QpStats field over every QP of every host.
+  /// Sums a QpStats field over the sending QP of every connection
+  /// (requester-side counters), or with `at_receivers` over the receiving
+  /// QP of every connection (responder-side counters such as
+  /// duplicates_received).
   template <class F>
-  uint64_t sum_qp_stats(F&& field) const {
+  uint64_t sum_qp_stats(F&& field, bool at_receivers = false) const {
     uint64_t s = 0;
     for (const auto& [key, qp] : qps_) {
-      if (auto q = nics_[key.src]->ep().query_qp(qp.local)) s += field(q->stats);
+      auto q = at_receivers ? nics_[key.dst]->ep().query_qp(qp.remote) : nics_[key.src]->ep().query_qp(qp.local);
+      if (q) s += field(q->stats);
     }
     return s;
   }
