@@ -42,10 +42,12 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.reorder_allowance: must be >= 0 (default 5 us)");
   if (p.reorder_max_multiplier == 0 || p.reorder_max_multiplier > 64)
     return reject(why, "protocol.reorder_max_multiplier: must be 1..64 (default 8; 1 = no adaptation)");
+  if (p.reorder_initial_multiplier == 0 || p.reorder_initial_multiplier > p.reorder_max_multiplier)
+    return reject(why, "protocol.reorder_initial_multiplier: must be 1..reorder_max_multiplier (default 2)");
   if (p.reorder_decay <= Duration{})
     return reject(why, "protocol.reorder_decay: must be > 0 (default 1 ms)");
   if (p.loss_confirm_wait < Duration{})
-    return reject(why, "protocol.loss_confirm_wait: must be >= 0 (0 = two base RTTs)");
+    return reject(why, "protocol.loss_confirm_wait: must be >= 0 (0 = three base RTTs)");
   if (p.probe_interval <= Duration{} || p.probe_interval_max < p.probe_interval)
     return reject(why, "protocol.probe_interval: must be > 0 and <= probe_interval_max");
   if (p.probe_resurrect_count == 0 || p.probe_resurrect_count > 255)

@@ -38,6 +38,9 @@ struct ProtocolConfig {
   Duration reorder_allowance = Duration::us(5);
   /// Cap of that multiplier (1 = a fixed allowance, no adaptation).
   uint32_t reorder_max_multiplier = 8;
+  /// The multiplier a new QP starts with (1..reorder_max_multiplier): one
+  /// step wider while it has seen no delivery ages.
+  uint32_t reorder_initial_multiplier = 2;
   /// The multiplier steps back by one per this long without a spurious loss.
   Duration reorder_decay = Duration::ms(1);
   /// A SKIP EV is passed over once in its port's rotation, or only until it
@@ -70,8 +73,8 @@ struct ProtocolConfig {
   /// retires a healthy path. false = reference 3.11: every untrimmed loss
   /// makes its EV ASSUMED_BAD.
   bool loss_confirm = true;
-  /// How long a confirming probe may take at least (0 = two base RTTs); the
-  /// QP's loss age when that is longer (a probe is as late as any packet).
+  /// How long a confirming probe may take (0 = three base RTTs: probes and
+  /// their answers travel in the control class, ahead of data queues).
   Duration loss_confirm_wait{};
   /// Consecutive good probes that bring an ASSUMED_BAD EV back (item 8).
   uint32_t probe_resurrect_count = 2;

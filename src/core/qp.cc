@@ -196,7 +196,7 @@ void Qp::enter_rts(Time now) {
   acked_.reset(window, snd_una_);
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   reorder_ = ReorderWindow(ReorderWindowConfig{pc.base_rtt, pc.reorder_allowance, pc.reorder_max_multiplier,
-                                               pc.reorder_decay});
+                                               pc.reorder_initial_multiplier, pc.reorder_decay});
   cc::CcContext ctx;
   ctx.mtu_bytes = mtu_;
   ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
@@ -232,6 +232,8 @@ void Qp::reset_state() {
   ev_events_.clear();
   timers_.fill(Time::never());
   top_acked_tx_ = {};
+  overdue_cursor_ = 0;
+  prev_sack_at_ = Time{};
   retry_count_ = timeout_streak_ = imm_inflight_ = wimm_stash_ = 0;
   next_msn_ = 1;
   next_rqmsn_ = 0;

@@ -270,12 +270,19 @@ class Qp {
   void declare_lost(Time now, uint64_t psn, int why);
   bool tail_probe_due() const;
   Duration tail_probe_timeout() const;
-  /// The loss rule's age now (ReorderWindow).
-  Duration loss_age(Time now) { return reorder_.loss_age(now); }
+  /// The loss rule's age now: ReorderWindow's, but at most three quarters
+  /// of the ACK timeout. A rule that waits as long as the timeout is no
+  /// rule: where queueing makes healthy RTTs swing by milliseconds (the
+  /// software device behind a forwarding thread) the learned age outgrew
+  /// the timeout, every loss became an ACK timeout, and each timeout resent
+  /// the whole flight (18x the packets of the capped rule).
+  Duration loss_age(Time now) { return std::min(reorder_.loss_age(now), rto() * 3 / 4); }
   bool spurious_loss(Time now, const SendRecord& r) const;
   void on_spurious_loss(Time now, SendRecord& r);
   void detect_losses(Time now);
   void declare_dead_path_losses(Time now);
+  void flag_overdue(Time now, Duration overdue);
+  size_t fifo_index_after(uint64_t tx_seq) const;
   void on_recovery_timer(Time now);
   bool retry_exhausted() const;
 
@@ -355,6 +362,8 @@ class Qp {
   SackBitmap acked_;
   Ring<FifoEntry> fifo_;  ///< transmissions in send order
   Ring<uint64_t> rtx_q_;  ///< PSNs declared lost, awaiting retransmission
+  Time prev_sack_at_;            ///< arrival of the last SACK processed (delivery-age lower bound)
+  uint64_t overdue_cursor_ = 0;  ///< transmissions up to this tx_seq were checked by flag_overdue
   std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
   uint32_t retry_count_ = 0;     ///< timeouts + retriable NACKs since the last delivery
   uint32_t timeout_streak_ = 0;  ///< ACK timeouts since the last delivery (RTO backoff)

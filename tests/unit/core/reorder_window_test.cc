@@ -14,8 +14,19 @@ ReorderWindowConfig cfg() {
   c.base_rtt = Duration::us(10);
   c.allowance = Duration::us(5);
   c.max_multiplier = 4;
+  c.initial_multiplier = 1;
   c.decay = Duration::ms(1);
   return c;
+}
+
+TEST(ReorderWindow, ANewQpStartsAtTheInitialMultiplierAndDecaysFromIt) {
+  ReorderWindowConfig c = cfg();
+  c.initial_multiplier = 2;
+  ReorderWindow w(c);
+  EXPECT_EQ(w.multiplier(), 2u);
+  EXPECT_EQ(w.loss_age(at_us(0)), Duration::us(20));  // base RTT + 2 x allowance
+  EXPECT_EQ(w.loss_age(at_us(1001)), Duration::us(15));
+  EXPECT_EQ(w.multiplier(), 1u);
 }
 
 TEST(ReorderWindow, IdleQpUsesTheUnloadedFloor) {
