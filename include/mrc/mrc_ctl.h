@@ -5,11 +5,11 @@
  * use (they name profiles by id, learned out of band).
  *
  * Status in OpenMRC (software device): mrc_ctl_query_version,
- * mrc_ctl_query_device(_ex) and mrc_ctl_query_port work; so do the EV
- * format, EV and CC profile calls (state machines, field and EV
- * operations, queries) and the EV event CQ. mrc_ctl_modify_port and
- * mrc_ctl_ep_batch_send_wait check their arguments and return EOPNOTSUPP
- * (port administration and endpoint operations are not wired yet).
+ * mrc_ctl_query_device(_ex), mrc_ctl_query_port and mrc_ctl_modify_port
+ * work; so do the EV format, EV and CC profile calls (state machines, field
+ * and EV operations, queries) and the EV event CQ.
+ * mrc_ctl_ep_batch_send_wait checks its arguments and returns EOPNOTSUPP
+ * (endpoint operations are not wired yet).
  *
  * Profiles. Ids are 1..16 for each kind (ev_max_fmt_profiles etc.); id 0
  * names the device's default profile, which a QP uses when it names none,
@@ -114,8 +114,22 @@ struct mrc_ctl_port_attr {
   enum mrc_ctl_port_admin_state admin_state;
   enum ibv_port_state state;        /**< query only: IBV_PORT_ACTIVE or IBV_PORT_DOWN */
 };
-/** Port `port_num` is 1-based. EINVAL for a bad port. */
+/** Port `port_num` (1-based; port N is plane N-1 of the software device).
+ *  Fills admin_state and state: an enabled port reads IBV_PORT_ACTIVE, a
+ *  disabled one IBV_PORT_DOWN. EINVAL for a bad port or NULL. */
 int mrc_ctl_query_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr);
+/** With MRC_CTL_PORT_ADMIN_STATE in `mask`, enables or disables the port
+ *  (`state` is ignored). Disabling: the port sends nothing and drops what
+ *  arrives, its EVs leave service on every QP of the device at once (QPs
+ *  keep running on the other ports; a QP with no port left stalls and
+ *  reaches its retry limit), every application context gets an async
+ *  event for each port (IBV_EVENT_PORT_ERR for the disabled ones,
+ *  IBV_EVENT_PORT_ACTIVE for the others), and each peer with a connected
+ *  QP is told by
+ *  a port-status update (sent on an enabled port, repeated a few times), so
+ *  it stops sending into that plane. Enabling reverses all of it. Setting the current state again does nothing.
+ *  A mask of 0 does nothing. EINVAL for a bad port, NULL, other mask bits
+ *  or an admin_state other than DISABLED / ENABLED. */
 int mrc_ctl_modify_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr, uint32_t mask);
 
 /* ------------------------------------------------------------------ profiles (6.3.3-6.3.5) */

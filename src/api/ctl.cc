@@ -4,8 +4,9 @@
 // which folds not_found into EINVAL for the application API. One Controller per software device, created on
 // the first controller call: this file translates the C attribute structs,
 // installs ONLINE profiles in the device's endpoints so QPs can name them,
-// keeps QPs' holds on profiles, and runs the EV event CQ. Endpoint
-// operations and port administration still return EOPNOTSUPP.
+// keeps QPs' holds on profiles, and runs the EV event CQ. Port
+// administration goes to the device (rt::Device::set_port_admin). Endpoint
+// operations still return EOPNOTSUPP.
 #include <unistd.h>
 
 #include <algorithm>
@@ -356,8 +357,11 @@ int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_devi
 
 int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes()) return EINVAL;
-  attr->admin_state = MRC_CTL_PORT_ADMIN_ENABLED;
-  attr->state = IBV_PORT_ACTIVE;
+  // A software plane has no link of its own to lose: its state is the
+  // administrative one (reference 6.3.2: a disabled port reads DOWN).
+  const bool up = ctx->dev->rt->port_up_mask() >> (port_num - 1) & 1u;
+  attr->admin_state = up ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  attr->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   return 0;
 }
 
@@ -365,7 +369,15 @@ int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* a
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes() ||
       (mask & ~uint32_t{MRC_CTL_PORT_ADMIN_STATE}))
     return EINVAL;
-  return EOPNOTSUPP;
+  if (!(mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
+  // Read as the C caller's 32-bit value: any int can arrive, and values
+  // outside the enumerators are outside the C++ enum's range.
+  static_assert(sizeof(mrc_ctl_port_admin_state) == sizeof(uint32_t), "admin states are 32-bit in the C ABI");
+  uint32_t st;
+  std::memcpy(&st, &attr->admin_state, sizeof st);
+  if (st != MRC_CTL_PORT_ADMIN_DISABLED && st != MRC_CTL_PORT_ADMIN_ENABLED) return EINVAL;
+  const Status s = ctx->dev->rt->set_port_admin(port_num - 1u, st == MRC_CTL_PORT_ADMIN_ENABLED);
+  return s ? 0 : to_errno(s.error());
 }
 
 int mrc_ctl_modify_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, uint32_t mask) {

@@ -618,33 +618,45 @@ bool Endpoint::take_reply_token(Time now) {
   return true;
 }
 
+bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
+  // An unauthenticated packet must not be able to stop a connection, and
+  // the table must stay bounded: only a peer with a connected QP here gets
+  // an entry (at most one per connected peer).
+  if (!peer_connected(peer)) return false;
+  const uint32_t all = num_ports() >= 32 ? ~0u : ((1u << num_ports()) - 1);
+  mask &= all;
+  const uint32_t before = peer_port_mask(peer) & all;
+  peer_up_[peer] = mask;
+  if (mask == before) return true;
+  for (auto& q : qps_) {
+    if (!q || q->peer() != peer) continue;
+    if (q->state() != QpState::rtr && q->state() != QpState::rts) continue;
+    q->on_port_mask(now, local_up_ & mask);
+    refresh(*q);
+  }
+  push_event(PortEvent{peer, mask});
+  return true;
+}
+
 void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p) {
   ++stats_.ep_requests;
   const auto op = static_cast<wire::EpWireOp>(p.h.erth.op);
   if (op == wire::EpWireOp::port_status_update) {
-    // Reference 4.7. An unauthenticated packet must not be able to stop a
-    // connection, so an update counts only if it comes from a peer we have
-    // a connected QP with, names only ports that exist, leaves at least one
-    // plane usable, and includes the plane it arrived on (a peer cannot
-    // send on a plane it reports down). Entries exist only for connected
-    // peers, so the table is bounded by the QPs.
+    // Reference 4.7. A mask that names only ports that do not exist, leaves
+    // no plane usable, or leaves out the plane it arrived on (a peer cannot
+    // send on a plane it reports down) is nonsense: refused, unanswered.
     const uint32_t all = num_ports() >= 32 ? ~0u : ((1u << num_ports()) - 1);
     const uint32_t mask = p.h.erth.port_status_mask & all;
-    if (!peer_connected(meta.peer) || (mask & local_up_) == 0 || !(mask >> meta.port & 1u)) {
+    if ((mask & local_up_) == 0 || !(mask >> meta.port & 1u)) {
       ++stats_.rx_ep_refused;
       return;
     }
-    const uint32_t before = peer_port_mask(meta.peer) & all;
-    peer_up_[meta.peer] = mask;
-    if (mask != before) {
-      for (auto& q : qps_) {
-        if (!q || q->peer() != meta.peer) continue;
-        if (q->state() != QpState::rtr && q->state() != QpState::rts) continue;
-        q->on_port_mask(now, local_up_ & mask);
-        refresh(*q);
-      }
-      push_event(PortEvent{meta.peer, mask});
-    }
+    // A sane update from a source with no connected QP here changes nothing
+    // (refused, counted) but is still answered: the answer only confirms
+    // receipt, at the rate probes are answered to anyone, and a device
+    // that shards its QPs over several endpoints applies the update in the
+    // others (apply_peer_port_status), so the sender must hear back.
+    if (!apply_peer_port_status(now, meta.peer, mask)) ++stats_.rx_ep_refused;
   } else if (op != wire::EpWireOp::ev_probe) {
     ++stats_.rx_malformed;
     return;

@@ -272,9 +272,6 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), EBUSY);
   ASSERT_EQ(mrc_destroy_qp(qp2), 0);
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), 0);
-  // Not wired yet.
-  mrc_ctl_port_attr pa{};
-  EXPECT_EQ(mrc_ctl_modify_port(ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), EOPNOTSUPP);
   d.close();
 }
 
