@@ -383,7 +383,7 @@ void Endpoint::handle_timeout(Time now) {
   }
   for (auto it = probes_.begin(); it != probes_.end();) {
     if (it->deadline <= now) {
-      push_event(ProbeResult{it->req_id, false, 0, Duration{}});
+      push_event(ProbeResult{it->req_id, false, 0, Duration{}, it->port_status});
       it = probes_.erase(it);
     } else {
       ++it;
@@ -550,7 +550,27 @@ Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t
   c.req_id = req_id;
   c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
   ep_ctrl_.push_back(c);
-  probes_.push_back(PendingProbe{req_id, peer, entropy, c.ts, now, now + timeout});
+  probes_.push_back(PendingProbe{false, req_id, peer, entropy, c.ts, now, now + timeout});
+  return {};
+}
+
+Status Endpoint::send_port_status(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
+                                  uint32_t mask, Duration timeout) {
+  if (port >= num_ports()) return Errc::invalid_argument;
+  for (const PendingProbe& p : probes_)
+    if (p.req_id == req_id) return Errc::busy;
+  if (probes_.size() >= kMaxOutstandingProbes) return Errc::no_memory;
+  EpCtrl c{};
+  c.op = wire::EpWireOp::port_status_update;
+  c.response = false;
+  c.peer = peer;
+  c.port = port;
+  c.entropy = entropy;
+  c.req_id = req_id;
+  c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
+  c.mask = mask;
+  ep_ctrl_.push_back(c);
+  probes_.push_back(PendingProbe{true, req_id, peer, entropy, c.ts, now, now + timeout});
   return {};
 }
 
@@ -680,17 +700,21 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
 
 void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p) {
   ++stats_.ep_responses;
-  if (static_cast<wire::EpWireOp>(p.h.eeth.op) != wire::EpWireOp::ev_probe) return;
+  const auto op = static_cast<wire::EpWireOp>(p.h.eeth.op);
+  if (op != wire::EpWireOp::ev_probe && op != wire::EpWireOp::port_status_update) return;
+  const bool port_status = op == wire::EpWireOp::port_status_update;
   const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
   for (auto it = probes_.begin(); it != probes_.end(); ++it) {
-    if (it->req_id != id) continue;
-    // The answer must come from the probed peer and echo the probe's EV and
-    // timestamp: anything else is forged or belongs to an older probe.
+    if (it->req_id != id || it->port_status != port_status) continue;
+    // The answer must come from the peer asked and echo the request's EV and
+    // timestamp: anything else is forged or belongs to an older request.
     if (it->peer != meta.peer || it->entropy != p.h.eeth.entropy || it->ts != p.h.eeth.reflected_ts) break;
-    push_event(ProbeResult{id, true, meta.port, now - it->sent_at});
+    push_event(ProbeResult{id, true, meta.port, now - it->sent_at, port_status});
     probes_.erase(it);
     return;
   }
+  // The answers to the updates set_port_up sends are not awaited.
+  if (port_status) return;
   ++stats_.rx_bad_ack;
 }
 

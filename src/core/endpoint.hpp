@@ -270,6 +270,14 @@ class Endpoint {
   /// kMaxOutstandingProbes.
   Status send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                        Duration timeout);
+  /// Sends a PORT_STATUS_UPDATE saying ports `mask` are up (bit i = port i)
+  /// to `peer`, preferably on `port` with EV `entropy` (another port that
+  /// is up if that one is not), for a controller (reference 6.3.7); a
+  /// ProbeResult event with port_status set reports the answer or the
+  /// timeout, matched as for probes. Unlike the updates set_port_up sends,
+  /// it is sent once. Errors as send_ev_probe (request ids are shared).
+  Status send_port_status(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy, uint32_t mask,
+                          Duration timeout);
 
  private:
   friend class Qp;
@@ -287,6 +295,7 @@ class Endpoint {
     uint8_t rx_port;
   };
   struct PendingProbe {
+    bool port_status;    ///< a controller's port-status update, not a probe
     uint16_t req_id;
     uint64_t peer;
     uint32_t entropy;
@@ -359,7 +368,7 @@ class Endpoint {
   static constexpr uint32_t kFirstQpn = 0x100;
   /// Protection domains per endpoint, besides PD 0.
   static constexpr size_t kMaxPds = 4096;
-  /// Own EV probes outstanding at once (send_ev_probe).
+  /// Own EV probes and controller port-status updates outstanding at once.
   static constexpr size_t kMaxOutstandingProbes = 1024;
   /// Endpoint-operation replies queued at once; more are shed (counted).
   static constexpr uint32_t kMaxQueuedReplies = 256;

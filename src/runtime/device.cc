@@ -507,6 +507,22 @@ Status Device::set_port_admin(uint32_t plane, bool up) {
   return {};
 }
 
+Status Device::send_ep_request(const EpRequest& r, Duration timeout) {
+  if (r.plane >= num_planes() || !ev_sendable(r.plane, r.ev)) return Errc::invalid_argument;
+  // Answers come to QP 2, which the receive steering maps to this engine.
+  Engine& e = engine_of(core::kEndpointOpsQpn);
+  Status s;
+  {
+    std::lock_guard<std::mutex> g(e.mu);
+    const Time now = clock_.now();
+    const auto port = static_cast<uint8_t>(r.plane);
+    s = r.port_status ? e.ep->send_port_status(now, r.req_id, r.peer, port, r.ev, r.up_mask, timeout)
+                      : e.ep->send_ev_probe(now, r.req_id, r.peer, port, r.ev, timeout);
+  }
+  kick(e);
+  return s;
+}
+
 std::optional<core::QpInfo> Device::query_qp(uint32_t qpn) {
   Engine& e = engine_of(qpn);
   std::lock_guard<std::mutex> g(e.mu);

@@ -243,6 +243,25 @@ class Device {
   /// Bit p set = plane p is enabled.
   uint32_t port_up_mask() const { return port_up_.load(std::memory_order_acquire); }
 
+  // ---- endpoint operations (controller, reference 6.3.7)
+  /// One endpoint request: an EV probe, or a port-status update saying
+  /// planes `up_mask` are up (bit p = plane p), to `peer` on plane `plane`
+  /// with EV `ev` (a source port of that plane: ev_sendable).
+  struct EpRequest {
+    bool port_status = false;
+    uint16_t req_id = 0;
+    uint64_t peer = 0;
+    uint32_t plane = 0;
+    uint32_t ev = 0;
+    uint32_t up_mask = 0;
+  };
+  /// Sends it from the engine that receives QP 2 traffic (where its answer
+  /// arrives); a core::ProbeResult event reports the answer or, after
+  /// `timeout`, that none came. Errc::invalid_argument for a bad plane or
+  /// EV; Errc::busy if req_id is outstanding; Errc::no_memory past
+  /// core::Endpoint::kMaxOutstandingProbes.
+  Status send_ep_request(const EpRequest& r, Duration timeout);
+
   /// Receives every asynchronous event (QP errors, CQ overflows, port
   /// changes, EV events, probe results), on the engine thread, outside the
   /// device lock. Set it before creating QPs.

@@ -145,7 +145,8 @@ TEST(Ctl, DeviceReportsWhatTheControllerSupports) {
   EXPECT_EQ(a.ev.ev_max_width, 16u);
   EXPECT_EQ(a.ev.ev_fmt_mode_mask, uint32_t{MRC_CTL_EV_FMT_UDP | MRC_CTL_EV_FMT_STEV});
   EXPECT_EQ(a.ev.ev_mode_mask, uint32_t{MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP});
-  EXPECT_EQ(a.opt_attr, uint32_t{MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT});
+  EXPECT_EQ(a.opt_attr,
+            uint32_t{MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_EP_OP_EV_PROBE});
   EXPECT_EQ(a.phy_port_mask, 0b110u);
   d.close();
 }
