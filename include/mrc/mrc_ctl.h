@@ -4,12 +4,12 @@
  * One privileged controller per node configures what applications' QPs
  * use (they name profiles by id, learned out of band).
  *
- * Status in OpenMRC (software device): mrc_ctl_query_version,
- * mrc_ctl_query_device(_ex) and mrc_ctl_query_port work; so do the EV
+ * Status in OpenMRC (software device): every call works --
+ * mrc_ctl_query_version, mrc_ctl_query_device(_ex), the ports, the EV
  * format, EV and CC profile calls (state machines, field and EV
- * operations, queries) and the EV event CQ. mrc_ctl_modify_port and
- * mrc_ctl_ep_batch_send_wait check their arguments and return EOPNOTSUPP
- * (port administration and endpoint operations are not wired yet).
+ * operations, queries), the EV event CQ and the endpoint operations (EV
+ * probes and port-status updates); the limits of the software device are
+ * given with each call.
  *
  * Profiles. Ids are 1..16 for each kind (ev_max_fmt_profiles etc.); id 0
  * names the device's default profile, which a QP uses when it names none,
@@ -114,8 +114,22 @@ struct mrc_ctl_port_attr {
   enum mrc_ctl_port_admin_state admin_state;
   enum ibv_port_state state;        /**< query only: IBV_PORT_ACTIVE or IBV_PORT_DOWN */
 };
-/** Port `port_num` is 1-based. EINVAL for a bad port. */
+/** Port `port_num` (1-based; port N is plane N-1 of the software device).
+ *  Fills admin_state and state: an enabled port reads IBV_PORT_ACTIVE, a
+ *  disabled one IBV_PORT_DOWN. EINVAL for a bad port or NULL. */
 int mrc_ctl_query_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr);
+/** With MRC_CTL_PORT_ADMIN_STATE in `mask`, enables or disables the port
+ *  (`state` is ignored). Disabling: the port sends nothing and drops what
+ *  arrives, its EVs leave service on every QP of the device at once (QPs
+ *  keep running on the other ports; a QP with no port left stalls and
+ *  reaches its retry limit), every application context gets an async
+ *  event for each port (IBV_EVENT_PORT_ERR for the disabled ones,
+ *  IBV_EVENT_PORT_ACTIVE for the others), and each peer with a connected
+ *  QP is told by
+ *  a port-status update (sent on an enabled port, repeated a few times), so
+ *  it stops sending into that plane. Enabling reverses all of it. Setting the current state again does nothing.
+ *  A mask of 0 does nothing. EINVAL for a bad port, NULL, other mask bits
+ *  or an admin_state other than DISABLED / ENABLED. */
 int mrc_ctl_modify_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr, uint32_t mask);
 
 /* ------------------------------------------------------------------ profiles (6.3.3-6.3.5) */
@@ -319,22 +333,44 @@ int mrc_ctl_poll_ev_event(struct mrc_cq *cq, int num_events, struct mrc_ctl_ev_e
 enum mrc_ctl_ep_op_type { MRC_CTL_EP_OP_EV_PROBE = 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE = 1 };
 struct mrc_ctl_ep_req {
   uint16_t req_id;                 /**< unique among outstanding requests */
-  union ibv_gid sgid;
-  union ibv_gid dgid;
-  uint32_t ev_fmt_mode;
-  struct mrc_ctl_ev req_ev;
+  union ibv_gid sgid;              /**< all zero, or the GID of req_ev.port */
+  union ibv_gid dgid;              /**< the destination device (any of its GIDs) */
+  uint32_t ev_fmt_mode;            /**< MRC_CTL_EV_FMT_UDP or _STEV in the software device */
+  struct mrc_ctl_ev req_ev;        /**< the wire EV and the 1-based port it leaves on */
   struct {
-    uint32_t port_status;          /**< PORT_STATUS_UPDATE: 1-based port mask */
+    uint32_t port_status;          /**< PORT_STATUS_UPDATE: bit N = port N (1-based) up */
   } port_status_update;
 };
 struct mrc_ctl_ep_rsp {
   uint16_t req_id;
   uint8_t port;                    /**< port the response arrived on (1-based) */
-  uint64_t rtt_ns;
-  int adj_svc_time;
+  uint64_t rtt_ns;                 /**< request sent -> answer received, in ns */
+  int adj_svc_time;                /**< 1 if rtt_ns excludes the responder's service time */
 };
-/** Sends the requests and waits up to rsp_timeout_ns for the answers
- *  (ETIMEDOUT when not all answered; *n_rsp says how many were). */
+/** Endpoint operations (reference 6.3.7): sends `n_reqs` requests of one
+ *  kind -- EV probes (does this EV path reach that device, and how long is
+ *  the round trip?) or port-status updates (tell that device which of our
+ *  ports are up; it stops or resumes sending into the others at once) --
+ *  then blocks until every one is answered or rsp_timeout_ns has passed.
+ *  rsps (room for n_reqs) receives one entry per answer, in arrival order;
+ *  *n_rsp says how many. Returns 0 when all were answered, ETIMEDOUT when
+ *  not (the answered ones are in rsps; an answer arriving after the call
+ *  returned is dropped: nothing is buffered across calls).
+ *  Software device: the wire EV is the UDP source port, value[0..1] big
+ *  endian with the other bytes zero, and must be one of the port's EV
+ *  source ports (ev_port_base + (port - 1) x evs_per_plane + i): the
+ *  request leaves from that socket, so a probe measures exactly that
+ *  path. rtt_ns is wall-clock time through both devices' engines and the
+ *  kernel; adj_svc_time is always 0 (no service time is subtracted).
+ *  req_tc (a DSCP, 0..63) is checked and not applied. Calls on one device
+ *  run one at a time. rsp_timeout_ns is capped at one hour.
+ *  Errors: EINVAL (NULL pointers, an unknown op type, req_tc > 63, more
+ *  than 1024 requests, a req_id twice in the batch, an ev_fmt_mode, port,
+ *  EV or sgid the device cannot send from, a dgid of another address
+ *  family, port_status bits for ports the device does not have) -- nothing
+ *  is sent then; EAGAIN (a req_id is still outstanding from an earlier call
+ *  that gave up on it: wait for its timeout or use another id);
+ *  ETIMEDOUT (above). */
 int mrc_ctl_ep_batch_send_wait(struct mrc_context *ctx, uint8_t req_tc, enum mrc_ctl_ep_op_type op_type,
                                const struct mrc_ctl_ep_req *reqs, uint32_t n_reqs, uint64_t rsp_timeout_ns,
                                struct mrc_ctl_ep_rsp *rsps, uint32_t *n_rsp);

@@ -139,6 +139,10 @@ void route_event(SoftDevice& dev, const core::Event& e) {
     ctl_on_ev_event(dev, *ev);  // the controller's (takes ctl_mu, never with mu held)
     return;
   }
+  if (auto* r = std::get_if<core::ProbeResult>(&e)) {
+    ctl_on_ep_result(dev, *r);  // the controller's endpoint operations
+    return;
+  }
   std::lock_guard<std::mutex> g(dev.mu);
   if (auto* q = std::get_if<core::QpErrorEvent>(&e)) {
     auto it = dev.qps.find(q->qpn);
@@ -166,7 +170,6 @@ void route_event(SoftDevice& dev, const core::Event& e) {
         push_async(ctx, ev);
       }
   }
-  // Probe results belong to the controller's endpoint operations (not yet).
 }
 
 }  // namespace mrc::api

@@ -4,12 +4,15 @@
 // which folds not_found into EINVAL for the application API. One Controller per software device, created on
 // the first controller call: this file translates the C attribute structs,
 // installs ONLINE profiles in the device's endpoints so QPs can name them,
-// keeps QPs' holds on profiles, and runs the EV event CQ. Endpoint
-// operations and port administration still return EOPNOTSUPP.
+// keeps QPs' holds on profiles, and runs the EV event CQ. Port
+// administration goes to the device (rt::Device::set_port_admin); endpoint
+// operations are sent by the device's core and their answers come back as
+// core::ProbeResult events (ctl_on_ep_result) to the one waiting call.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -278,6 +281,26 @@ void ctl_on_ev_event(SoftDevice& dev, const core::EvEvent& e) {
   if (dev.ctl && dev.ctl->on_qp_ev_event(e)) notify_ev_cq(dev);
 }
 
+void ctl_on_ep_result(SoftDevice& dev, const core::ProbeResult& r) {
+  // Timeouts are the waiting call's own business (its deadline); answers
+  // nobody waits for (a call that gave up) are dropped: the API buffers
+  // nothing across calls.
+  if (!r.answered) return;
+  SoftDevice::EpWait& w = dev.ep_wait;
+  std::lock_guard<std::mutex> g(w.mu);
+  if (!w.active || w.port_status != r.port_status) return;
+  auto it = std::find(w.pending.begin(), w.pending.end(), r.req_id);
+  if (it == w.pending.end()) return;
+  w.pending.erase(it);
+  mrc_ctl_ep_rsp rsp{};
+  rsp.req_id = r.req_id;
+  rsp.port = static_cast<uint8_t>(r.rx_port + 1);
+  rsp.rtt_ns = static_cast<uint64_t>(std::max<int64_t>(0, r.rtt.count_ps() / 1000));
+  rsp.adj_svc_time = 0;  // the software device reports no service time (cap_svc_time off)
+  w.rsps.push_back(rsp);
+  if (w.pending.empty()) w.cv.notify_all();
+}
+
 int ctl_destroy_event_cq(mrc_cq* cq) {
   cq->acks.wait_zero();
   mrc_context* ctx = cq->ctx;
@@ -342,7 +365,7 @@ int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_device_attr* attr) try {
   attr->cc.cc_max_profiles = l.max_cc_profiles;
   attr->cc.algorithms = api::kAlgorithms;
   attr->phy_port_mask = ((d->rt->num_planes() >= 31 ? 0u : (1u << (d->rt->num_planes() + 1))) - 1u) & ~1u;
-  attr->opt_attr = MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT;
+  attr->opt_attr = MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_EP_OP_EV_PROBE;
   return 0;
 } catch (const std::bad_alloc&) {
   return ENOMEM;
@@ -356,8 +379,11 @@ int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_devi
 
 int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes()) return EINVAL;
-  attr->admin_state = MRC_CTL_PORT_ADMIN_ENABLED;
-  attr->state = IBV_PORT_ACTIVE;
+  // A software plane has no link of its own to lose: its state is the
+  // administrative one (reference 6.3.2: a disabled port reads DOWN).
+  const bool up = ctx->dev->rt->port_up_mask() >> (port_num - 1) & 1u;
+  attr->admin_state = up ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  attr->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   return 0;
 }
 
@@ -365,7 +391,15 @@ int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* a
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes() ||
       (mask & ~uint32_t{MRC_CTL_PORT_ADMIN_STATE}))
     return EINVAL;
-  return EOPNOTSUPP;
+  if (!(mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
+  // Read as the C caller's 32-bit value: any int can arrive, and values
+  // outside the enumerators are outside the C++ enum's range.
+  static_assert(sizeof(mrc_ctl_port_admin_state) == sizeof(uint32_t), "admin states are 32-bit in the C ABI");
+  uint32_t st;
+  std::memcpy(&st, &attr->admin_state, sizeof st);
+  if (st != MRC_CTL_PORT_ADMIN_DISABLED && st != MRC_CTL_PORT_ADMIN_ENABLED) return EINVAL;
+  const Status s = ctx->dev->rt->set_port_admin(port_num - 1u, st == MRC_CTL_PORT_ADMIN_ENABLED);
+  return s ? 0 : to_errno(s.error());
 }
 
 int mrc_ctl_modify_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, uint32_t mask) {
@@ -493,11 +527,84 @@ int mrc_ctl_poll_ev_event(mrc_cq* cq, int num_events, mrc_ctl_ev_event* events) 
   return -ENOMEM;
 }
 
-int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t, mrc_ctl_ep_op_type, const mrc_ctl_ep_req* reqs, uint32_t n,
-                               uint64_t, mrc_ctl_ep_rsp* rsps, uint32_t* n_rsp) {
+int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type,
+                               const mrc_ctl_ep_req* reqs, uint32_t n, uint64_t rsp_timeout_ns, mrc_ctl_ep_rsp* rsps,
+                               uint32_t* n_rsp) try {
   if (!api::ctx_ok(ctx) || (n > 0 && (!reqs || !rsps)) || !n_rsp) return EINVAL;
   *n_rsp = 0;
-  return EOPNOTSUPP;
+  // The op type as the C caller's 32-bit value (any int can arrive).
+  static_assert(sizeof(mrc_ctl_ep_op_type) == sizeof(uint32_t), "op types are 32-bit in the C ABI");
+  uint32_t op;
+  std::memcpy(&op, &op_type, sizeof op);
+  if (op != MRC_CTL_EP_OP_EV_PROBE && op != MRC_CTL_EP_OP_PORT_STATUS_UPDATE) return EINVAL;
+  if (req_tc > 63 || n > core::Endpoint::kMaxOutstandingProbes) return EINVAL;
+  if (n == 0) return 0;
+  const bool port_status = op == MRC_CTL_EP_OP_PORT_STATUS_UPDATE;
+  SoftDevice& dev = *ctx->dev;
+  rt::Device& rd = *dev.rt;
+  const uint32_t planes = rd.num_planes();
+  const uint32_t phy_mask = ((planes >= 31 ? 0u : (1u << (planes + 1))) - 1u) & ~1u;
+
+  // Every request is checked before any is sent.
+  std::vector<rt::Device::EpRequest> out(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const mrc_ctl_ep_req& q = reqs[i];
+    for (uint32_t j = 0; j < i; ++j)
+      if (reqs[j].req_id == q.req_id) return EINVAL;  // answers could not be told apart
+    if (q.ev_fmt_mode != MRC_CTL_EV_FMT_UDP && q.ev_fmt_mode != MRC_CTL_EV_FMT_STEV) return EINVAL;
+    if (q.req_ev.port < 1 || q.req_ev.port > planes) return EINVAL;
+    // The wire EV is the UDP source port: the first 16 bits, the rest zero.
+    for (size_t b = 2; b < sizeof q.req_ev.value; ++b)
+      if (q.req_ev.value[b] != 0) return EINVAL;
+    const uint32_t ev = uint32_t{q.req_ev.value[0]} << 8 | q.req_ev.value[1];
+    if (!rd.ev_sendable(q.req_ev.port - 1u, ev)) return EINVAL;
+    // The source GID, if given, must be the address of the port it leaves from.
+    static constexpr ibv_gid kZero{};
+    if (std::memcmp(q.sgid.raw, kZero.raw, sizeof kZero.raw) != 0 &&
+        !(api::gid_to_addr(q.sgid) == rd.plane_address(q.req_ev.port - 1u)))
+      return EINVAL;
+    auto peer = rd.peer_id(api::gid_to_addr(q.dgid));
+    if (!peer) return EINVAL;
+    if (port_status && (q.port_status_update.port_status & ~phy_mask)) return EINVAL;
+    out[i] = rt::Device::EpRequest{port_status, q.req_id, *peer, q.req_ev.port - 1u, ev,
+                                   q.port_status_update.port_status >> 1};
+  }
+
+  // Long enough for any real answer; keeps the deadline arithmetic finite.
+  constexpr uint64_t kMaxTimeoutNs = 3600ull * 1'000'000'000ull;
+  const uint64_t timeout_ns = std::min(rsp_timeout_ns, kMaxTimeoutNs);
+  std::lock_guard<std::mutex> call(dev.ep_call_mu);
+  SoftDevice::EpWait& w = dev.ep_wait;
+  {
+    std::lock_guard<std::mutex> g(w.mu);
+    w.active = true;
+    w.port_status = port_status;
+    w.pending.clear();
+    w.rsps.clear();
+    for (const rt::Device::EpRequest& r : out) w.pending.push_back(r.req_id);
+  }
+  auto finish = [&](int rc) {
+    std::lock_guard<std::mutex> g(w.mu);
+    w.active = false;
+    *n_rsp = static_cast<uint32_t>(std::min<size_t>(w.rsps.size(), n));
+    std::copy_n(w.rsps.begin(), *n_rsp, rsps);
+    w.pending.clear();
+    w.rsps.clear();
+    return rc == 0 && *n_rsp < n ? ETIMEDOUT : rc;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  for (const rt::Device::EpRequest& r : out) {
+    const Status s = rd.send_ep_request(r, Duration::ns(static_cast<int64_t>(timeout_ns)));
+    // busy: that id is still outstanding from an earlier call (reference
+    // 6.3.7: do not reuse an id while its answer may arrive) -- try later.
+    if (!s) return finish(s == Errc::busy ? EAGAIN : to_errno(s.error()));
+  }
+  std::unique_lock<std::mutex> lk(w.mu);
+  w.cv.wait_until(lk, deadline, [&] { return w.pending.empty(); });
+  lk.unlock();
+  return finish(0);
+} catch (const std::bad_alloc&) {
+  return ENOMEM;
 }
 
 }  // extern "C"

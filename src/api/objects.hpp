@@ -49,6 +49,18 @@ struct SoftDevice {
   mrc_cq* ev_cq = nullptr;                        ///< the EV event CQ, if created (ctl_mu)
   /// NSCC configurations a CC profile query points to (ctl_mu).
   std::unordered_map<uint64_t, mrc_ctl_nscc_config> cc_configs;
+  /// mrc_ctl_ep_batch_send_wait: one call at a time per device (ep_call_mu,
+  /// held for the whole call); the engine thread hands it the answers
+  /// through route_event (ep_wait.mu, taken with no other lock held).
+  std::mutex ep_call_mu;
+  struct EpWait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool active = false;
+    bool port_status = false;
+    std::vector<uint16_t> pending;     ///< request ids not answered yet
+    std::vector<mrc_ctl_ep_rsp> rsps;  ///< answers in arrival order
+  } ep_wait;
 };
 
 /// The SoftDevice behind an ibv_context, or nullptr if it is not one of

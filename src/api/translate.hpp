@@ -33,6 +33,8 @@ void ctl_set_qp_profiles(SoftDevice& dev, mrc_qp* qp, uint64_t ev, uint64_t cc);
 void ctl_apply_denials(SoftDevice& dev, mrc_qp* qp);
 /// A QP's EV changed state (engine thread).
 void ctl_on_ev_event(SoftDevice& dev, const core::EvEvent& e);
+/// An endpoint request's answer or timeout, for the batch call waiting on it.
+void ctl_on_ep_result(SoftDevice& dev, const core::ProbeResult& r);
 /// mrc_destroy_cq for an EV event CQ.
 int ctl_destroy_event_cq(mrc_cq* cq);
 

@@ -383,7 +383,7 @@ void Endpoint::handle_timeout(Time now) {
   }
   for (auto it = probes_.begin(); it != probes_.end();) {
     if (it->deadline <= now) {
-      push_event(ProbeResult{it->req_id, false, 0, Duration{}});
+      push_event(ProbeResult{it->req_id, false, 0, Duration{}, it->port_status});
       it = probes_.erase(it);
     } else {
       ++it;
@@ -550,7 +550,27 @@ Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t
   c.req_id = req_id;
   c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
   ep_ctrl_.push_back(c);
-  probes_.push_back(PendingProbe{req_id, peer, entropy, c.ts, now, now + timeout});
+  probes_.push_back(PendingProbe{false, req_id, peer, entropy, c.ts, now, now + timeout});
+  return {};
+}
+
+Status Endpoint::send_port_status(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
+                                  uint32_t mask, Duration timeout) {
+  if (port >= num_ports()) return Errc::invalid_argument;
+  for (const PendingProbe& p : probes_)
+    if (p.req_id == req_id) return Errc::busy;
+  if (probes_.size() >= kMaxOutstandingProbes) return Errc::no_memory;
+  EpCtrl c{};
+  c.op = wire::EpWireOp::port_status_update;
+  c.response = false;
+  c.peer = peer;
+  c.port = port;
+  c.entropy = entropy;
+  c.req_id = req_id;
+  c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
+  c.mask = mask;
+  ep_ctrl_.push_back(c);
+  probes_.push_back(PendingProbe{true, req_id, peer, entropy, c.ts, now, now + timeout});
   return {};
 }
 
@@ -618,33 +638,45 @@ bool Endpoint::take_reply_token(Time now) {
   return true;
 }
 
+bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
+  // An unauthenticated packet must not be able to stop a connection, and
+  // the table must stay bounded: only a peer with a connected QP here gets
+  // an entry (at most one per connected peer).
+  if (!peer_connected(peer)) return false;
+  const uint32_t all = num_ports() >= 32 ? ~0u : ((1u << num_ports()) - 1);
+  mask &= all;
+  const uint32_t before = peer_port_mask(peer) & all;
+  peer_up_[peer] = mask;
+  if (mask == before) return true;
+  for (auto& q : qps_) {
+    if (!q || q->peer() != peer) continue;
+    if (q->state() != QpState::rtr && q->state() != QpState::rts) continue;
+    q->on_port_mask(now, local_up_ & mask);
+    refresh(*q);
+  }
+  push_event(PortEvent{peer, mask});
+  return true;
+}
+
 void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p) {
   ++stats_.ep_requests;
   const auto op = static_cast<wire::EpWireOp>(p.h.erth.op);
   if (op == wire::EpWireOp::port_status_update) {
-    // Reference 4.7. An unauthenticated packet must not be able to stop a
-    // connection, so an update counts only if it comes from a peer we have
-    // a connected QP with, names only ports that exist, leaves at least one
-    // plane usable, and includes the plane it arrived on (a peer cannot
-    // send on a plane it reports down). Entries exist only for connected
-    // peers, so the table is bounded by the QPs.
+    // Reference 4.7. A mask that names only ports that do not exist, leaves
+    // no plane usable, or leaves out the plane it arrived on (a peer cannot
+    // send on a plane it reports down) is nonsense: refused, unanswered.
     const uint32_t all = num_ports() >= 32 ? ~0u : ((1u << num_ports()) - 1);
     const uint32_t mask = p.h.erth.port_status_mask & all;
-    if (!peer_connected(meta.peer) || (mask & local_up_) == 0 || !(mask >> meta.port & 1u)) {
+    if ((mask & local_up_) == 0 || !(mask >> meta.port & 1u)) {
       ++stats_.rx_ep_refused;
       return;
     }
-    const uint32_t before = peer_port_mask(meta.peer) & all;
-    peer_up_[meta.peer] = mask;
-    if (mask != before) {
-      for (auto& q : qps_) {
-        if (!q || q->peer() != meta.peer) continue;
-        if (q->state() != QpState::rtr && q->state() != QpState::rts) continue;
-        q->on_port_mask(now, local_up_ & mask);
-        refresh(*q);
-      }
-      push_event(PortEvent{meta.peer, mask});
-    }
+    // A sane update from a source with no connected QP here changes nothing
+    // (refused, counted) but is still answered: the answer only confirms
+    // receipt, at the rate probes are answered to anyone, and a device
+    // that shards its QPs over several endpoints applies the update in the
+    // others (apply_peer_port_status), so the sender must hear back.
+    if (!apply_peer_port_status(now, meta.peer, mask)) ++stats_.rx_ep_refused;
   } else if (op != wire::EpWireOp::ev_probe) {
     ++stats_.rx_malformed;
     return;
@@ -668,17 +700,21 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
 
 void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p) {
   ++stats_.ep_responses;
-  if (static_cast<wire::EpWireOp>(p.h.eeth.op) != wire::EpWireOp::ev_probe) return;
+  const auto op = static_cast<wire::EpWireOp>(p.h.eeth.op);
+  if (op != wire::EpWireOp::ev_probe && op != wire::EpWireOp::port_status_update) return;
+  const bool port_status = op == wire::EpWireOp::port_status_update;
   const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
   for (auto it = probes_.begin(); it != probes_.end(); ++it) {
-    if (it->req_id != id) continue;
-    // The answer must come from the probed peer and echo the probe's EV and
-    // timestamp: anything else is forged or belongs to an older probe.
+    if (it->req_id != id || it->port_status != port_status) continue;
+    // The answer must come from the peer asked and echo the request's EV and
+    // timestamp: anything else is forged or belongs to an older request.
     if (it->peer != meta.peer || it->entropy != p.h.eeth.entropy || it->ts != p.h.eeth.reflected_ts) break;
-    push_event(ProbeResult{id, true, meta.port, now - it->sent_at});
+    push_event(ProbeResult{id, true, meta.port, now - it->sent_at, port_status});
     probes_.erase(it);
     return;
   }
+  // The answers to the updates set_port_up sends are not awaited.
+  if (port_status) return;
   ++stats_.rx_bad_ack;
 }
 

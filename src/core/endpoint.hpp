@@ -89,9 +89,9 @@ struct EndpointStats {
   /// Feedback for PSNs already acknowledged (a late or reordered SACK/NACK):
   /// harmless, dropped.
   uint64_t rx_stale_ack = 0;
-  /// Endpoint requests refused: a port-status update from a source with no
-  /// connected QP here, or one whose mask leaves no usable plane or denies
-  /// the plane it arrived on.
+  /// Endpoint requests refused: a port-status update whose mask leaves no
+  /// usable plane or denies the plane it arrived on (not answered), or one
+  /// from a source with no connected QP here (answered, not applied).
   uint64_t rx_ep_refused = 0;
   uint64_t tx_packets = 0;
   uint64_t ep_requests = 0;
@@ -246,6 +246,15 @@ class Endpoint {
   uint32_t local_port_mask() const { return local_up_; }
   /// Peers whose port-status report is held (at most one per connected peer).
   size_t peer_status_entries() const { return peer_up_.size(); }
+  /// Peer `peer` reports its ports `mask` up (bit i = its port i), as a
+  /// PORT_STATUS_UPDATE would: QPs to it stop (resume) sending into the
+  /// planes it reports down, at once. For a driver that shards one device's
+  /// QPs over several endpoints: the update arrives at one of them
+  /// (handle_datagram checks it, answers it and applies it there), and the
+  /// driver hands it to the others with this call. Applied only if a QP
+  /// here is connected (RTR/RTS) to `peer`, else false and nothing is kept
+  /// (the table stays bounded by the QPs). A PortEvent reports a change.
+  bool apply_peer_port_status(Time now, uint64_t peer, uint32_t mask);
 
 
   // ---------------------------------------------------------------- controller
@@ -261,6 +270,14 @@ class Endpoint {
   /// kMaxOutstandingProbes.
   Status send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                        Duration timeout);
+  /// Sends a PORT_STATUS_UPDATE saying ports `mask` are up (bit i = port i)
+  /// to `peer`, preferably on `port` with EV `entropy` (another port that
+  /// is up if that one is not), for a controller (reference 6.3.7); a
+  /// ProbeResult event with port_status set reports the answer or the
+  /// timeout, matched as for probes. Unlike the updates set_port_up sends,
+  /// it is sent once. Errors as send_ev_probe (request ids are shared).
+  Status send_port_status(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy, uint32_t mask,
+                          Duration timeout);
 
  private:
   friend class Qp;
@@ -278,6 +295,7 @@ class Endpoint {
     uint8_t rx_port;
   };
   struct PendingProbe {
+    bool port_status;    ///< a controller's port-status update, not a probe
     uint16_t req_id;
     uint64_t peer;
     uint32_t entropy;
@@ -350,7 +368,7 @@ class Endpoint {
   static constexpr uint32_t kFirstQpn = 0x100;
   /// Protection domains per endpoint, besides PD 0.
   static constexpr size_t kMaxPds = 4096;
-  /// Own EV probes outstanding at once (send_ev_probe).
+  /// Own EV probes and controller port-status updates outstanding at once.
   static constexpr size_t kMaxOutstandingProbes = 1024;
   /// Endpoint-operation replies queued at once; more are shed (counted).
   static constexpr uint32_t kMaxQueuedReplies = 256;

@@ -250,12 +250,15 @@ struct PortEvent {
   uint32_t up_mask = 0;
 };
 
-/// An endpoint EV probe completed (controller API, reference 6.3.7).
+/// An endpoint EV probe (Endpoint::send_ev_probe) or a controller's
+/// port-status update (Endpoint::send_port_status) was answered or timed
+/// out (controller API, reference 6.3.7).
 struct ProbeResult {
   uint16_t req_id = 0;
   bool answered = false;
   uint8_t rx_port = 0;     ///< 0-based port the response arrived on
   Duration rtt;
+  bool port_status = false;  ///< the request was a port-status update
 };
 
 /// Everything Endpoint::poll_event() reports. Work completions are not

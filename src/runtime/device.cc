@@ -164,6 +164,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     e->slots.resize(kTxBatch);
     d->engines_.push_back(std::move(e));
   }
+  d->port_up_.store(d->num_planes() >= 32 ? ~0u : (1u << d->num_planes()) - 1);
   for (auto& e : d->engines_)
     if (Status s = d->open_engine(*e, why); !s) return s.error();
   // The plane groups steer by the QPN's shard bits: BTH bytes 4..7 end with
@@ -487,6 +488,41 @@ Status Device::set_ev_denied(uint32_t qpn, uint32_t value, bool denied) {
   return s;
 }
 
+Status Device::set_port_admin(uint32_t plane, bool up) {
+  if (plane >= num_planes()) return Errc::invalid_argument;
+  std::lock_guard<std::mutex> a(port_admin_mu_);
+  const uint32_t bit = 1u << plane;
+  const uint32_t before = port_up_.load(std::memory_order_acquire);
+  if (((before & bit) != 0) == up) return {};
+  port_up_.store(up ? before | bit : before & ~bit, std::memory_order_release);
+  // One engine at a time: each core takes its plane out (or back), and
+  // queues the port-status updates to its own peers.
+  for (auto& e : engines_) {
+    {
+      std::lock_guard<std::mutex> g(e->mu);
+      e->ep->set_port_up(clock_.now(), static_cast<uint8_t>(plane), up);
+    }
+    kick(*e);
+  }
+  return {};
+}
+
+Status Device::send_ep_request(const EpRequest& r, Duration timeout) {
+  if (r.plane >= num_planes() || !ev_sendable(r.plane, r.ev)) return Errc::invalid_argument;
+  // Answers come to QP 2, which the receive steering maps to this engine.
+  Engine& e = engine_of(core::kEndpointOpsQpn);
+  Status s;
+  {
+    std::lock_guard<std::mutex> g(e.mu);
+    const Time now = clock_.now();
+    const auto port = static_cast<uint8_t>(r.plane);
+    s = r.port_status ? e.ep->send_port_status(now, r.req_id, r.peer, port, r.ev, r.up_mask, timeout)
+                      : e.ep->send_ev_probe(now, r.req_id, r.peer, port, r.ev, timeout);
+  }
+  kick(e);
+  return s;
+}
+
 std::optional<core::QpInfo> Device::query_qp(uint32_t qpn) {
   Engine& e = engine_of(qpn);
   std::lock_guard<std::mutex> g(e.mu);
@@ -540,6 +576,7 @@ DeviceStats Device::stats() {
     s.rx_icrc_errors += t.rx_icrc_errors;
     s.rx_unknown_source += t.rx_unknown_source;
     s.rx_short += t.rx_short;
+    s.rx_port_down += t.rx_port_down;
     s.engine_iterations += t.engine_iterations;
     s.engine_sleeps += t.engine_sleeps;
     const core::EndpointStats& c = e->ep->stats();
@@ -672,7 +709,29 @@ bool Device::receive_all(Engine& e) {
       if (*r < e.rx_batch.capacity()) break;
     }
   }
+  if (engines_.size() > 1) forward_port_status(e);
   return any;
+}
+
+// Called without any lock held: it takes the other engines' mutexes one at
+// a time (an engine never holds its own while taking another's).
+void Device::forward_port_status(Engine& from) {
+  std::vector<Engine::PeerPortStatus> in;
+  {
+    std::lock_guard<std::mutex> g(from.mu);
+    if (from.port_status_in.empty()) return;
+    in.swap(from.port_status_in);
+  }
+  for (auto& e : engines_) {
+    if (e.get() == &from) continue;
+    bool applied = false;
+    {
+      std::lock_guard<std::mutex> g(e->mu);
+      const Time now = clock_.now();
+      for (const Engine::PeerPortStatus& u : in) applied |= e->ep->apply_peer_port_status(now, u.peer, u.mask);
+    }
+    if (applied) kick(*e);  // a plane back in service may let a QP send
+  }
 }
 
 // Checks one datagram (source, ICRC of each GRO segment) and hands its
@@ -684,6 +743,11 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
   src.set_port(0);
   auto it = peer_by_addr_.find(src);
   const size_t nseg = d.segment_count();
+  if (!(port_up_.load(std::memory_order_relaxed) >> plane & 1u)) {
+    // A disabled port receives nothing (its link is down).
+    e.st.rx_port_down += nseg;
+    return;
+  }
   if (it == peer_by_addr_.end()) {
     e.st.rx_unknown_source += nseg;
     return;
@@ -713,7 +777,26 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
       continue;
     }
     e.ep->handle_datagram(now, meta, std::span<const uint8_t>(bytes, body));
+    if (engines_.size() > 1) note_port_status(e, meta, std::span<const uint8_t>(bytes, body));
   }
+}
+
+// A port-status update for QP 2 reaches the one engine the steering picks;
+// the peer's QPs may live on any engine. The engine's core has checked the
+// update; the others apply it too (forward_port_status). Only endpoint
+// requests are parsed twice, and they are rare.
+void Device::note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes) {
+  if (bytes.size() < wire::Bth::kSize) return;
+  const uint32_t dest_qp = uint32_t{bytes[5]} << 16 | uint32_t{bytes[6]} << 8 | bytes[7];
+  if (dest_qp != core::kEndpointOpsQpn || bytes[0] != static_cast<uint8_t>(wire::Opcode::endpoint_request)) return;
+  wire::Parsed p;
+  if (!wire::parse_into(bytes, p) || static_cast<wire::EpWireOp>(p.h.erth.op) != wire::EpWireOp::port_status_update)
+    return;
+  // The same sanity rule the receiving core applied before answering.
+  const uint32_t all = num_planes() >= 32 ? ~0u : (1u << num_planes()) - 1;
+  const uint32_t mask = p.h.erth.port_status_mask & all;
+  if ((mask & port_up_mask()) == 0 || !(mask >> meta.port & 1u)) return;
+  e.port_status_in.push_back(Engine::PeerPortStatus{meta.peer, mask});
 }
 
 // Polls up to a batch of packets from the engine's core into slots; ports
@@ -774,8 +857,14 @@ void Device::send_slots(Engine& e, size_t n) {
     TxSlot& first = slot(i);
     const core::Transmit& t0 = first.tx;
     const uint32_t plane = t0.port;
-    const uint32_t ev_index = t0.entropy - cfg_.ev_port_base - plane * cfg_.evs_per_plane;
-    platform::UdpSocket& sock = e.tx[plane][ev_index < cfg_.evs_per_plane ? ev_index : 0];
+    // The EV is the socket's source port. The core may pick an entropy no
+    // socket has (a port-status update's is random, a reply echoes the
+    // peer's EV): such a packet leaves from the plane's first EV socket,
+    // and its ICRC must cover the port it really carries.
+    uint32_t ev_index = t0.entropy - cfg_.ev_port_base - plane * cfg_.evs_per_plane;
+    if (ev_index >= cfg_.evs_per_plane) ev_index = 0;
+    platform::UdpSocket& sock = e.tx[plane][ev_index];
+    const uint16_t sport = static_cast<uint16_t>(cfg_.ev_port_base + plane * cfg_.evs_per_plane + ev_index);
     const size_t seg_bytes = size_t{t0.header_len} + t0.payload_len + wire::kIcrcBytes;
     size_t j = i;
     size_t iovs = 0;
@@ -797,7 +886,7 @@ void Device::send_slots(Engine& e, size_t n) {
       wire::FrameFields f;
       f.src = planes_[plane].ip;
       f.dst = s.dst_ip;
-      f.ev = t.entropy;
+      f.ev = sport;
       const auto crc = wire::datagram_icrc(fmt_, f, std::span<const uint8_t>(s.hdr.data(), t.header_len),
                                            std::span<const uint8_t>(s.payload, t.payload_len));
       wire::put_icrc(crc ? *crc : 0, s.icrc.data());
@@ -837,7 +926,12 @@ void Device::collect_events(Engine& e) {
     while (size_t k = e.ep->poll_cq(id, wcs))
       for (size_t i = 0; i < k; ++i) e.staged.push_back(StagedCompletion{wcs[i], serial});
   }
-  while (auto ev = e.ep->poll_event()) e.events_out.push_back(*ev);
+  while (auto ev = e.ep->poll_event()) {
+    // Every engine's core reports a local port change; the device reports
+    // it once (engine 0's), not once per engine.
+    if (auto* pe = std::get_if<core::PortEvent>(&*ev); pe && pe->peer == 0 && e.index != 0) continue;
+    e.events_out.push_back(*ev);
+  }
 }
 
 // Pushes staged completions into their rings and fires the notify hook of

@@ -116,6 +116,7 @@ struct DeviceStats {
   uint64_t rx_icrc_errors = 0;
   uint64_t rx_unknown_source = 0;
   uint64_t rx_short = 0;          ///< shorter than BTH + ICRC
+  uint64_t rx_port_down = 0;      ///< dropped: arrived on an administratively disabled plane
   uint64_t engine_iterations = 0;
   uint64_t engine_sleeps = 0;
   uint64_t retransmissions = 0;   ///< over the QPs that exist now
@@ -231,6 +232,36 @@ class Device {
   /// DENY (or allow again) EV `value` on QP `qpn` (core::Endpoint::set_ev_denied).
   Status set_ev_denied(uint32_t qpn, uint32_t value, bool denied);
 
+  // ---- ports (planes), administered by the controller (mrc_ctl_modify_port)
+  /// Enables or disables plane `plane` (0-based) on every engine: a
+  /// disabled plane sends nothing, drops what arrives on it (counted in
+  /// rx_port_down), its EVs leave service on every QP, and every engine
+  /// tells the peers it has connected QPs with by PORT_STATUS_UPDATE, so
+  /// they stop sending into it (core::Endpoint::set_port_up). Enabling
+  /// reverses all of it. Idempotent. Errc::invalid_argument for a bad plane.
+  Status set_port_admin(uint32_t plane, bool up);
+  /// Bit p set = plane p is enabled.
+  uint32_t port_up_mask() const { return port_up_.load(std::memory_order_acquire); }
+
+  // ---- endpoint operations (controller, reference 6.3.7)
+  /// One endpoint request: an EV probe, or a port-status update saying
+  /// planes `up_mask` are up (bit p = plane p), to `peer` on plane `plane`
+  /// with EV `ev` (a source port of that plane: ev_sendable).
+  struct EpRequest {
+    bool port_status = false;
+    uint16_t req_id = 0;
+    uint64_t peer = 0;
+    uint32_t plane = 0;
+    uint32_t ev = 0;
+    uint32_t up_mask = 0;
+  };
+  /// Sends it from the engine that receives QP 2 traffic (where its answer
+  /// arrives); a core::ProbeResult event reports the answer or, after
+  /// `timeout`, that none came. Errc::invalid_argument for a bad plane or
+  /// EV; Errc::busy if req_id is outstanding; Errc::no_memory past
+  /// core::Endpoint::kMaxOutstandingProbes.
+  Status send_ep_request(const EpRequest& r, Duration timeout);
+
   /// Receives every asynchronous event (QP errors, CQ overflows, port
   /// changes, EV events, probe results), on the engine thread, outside the
   /// device lock. Set it before creating QPs.
@@ -280,6 +311,14 @@ class Device {
     std::vector<std::pair<uint32_t, uint64_t>> cqs;   ///< (core CQ id, serial) of every live CQ
     std::vector<StagedCompletion> staged;
     std::vector<core::Event> events_out;
+    /// Port-status updates this engine's core accepted from peers, to be
+    /// applied in the other engines' cores too (the QPs to that peer may
+    /// live on any engine; QP 2 traffic reaches only one).
+    struct PeerPortStatus {
+      uint64_t peer;
+      uint32_t mask;
+    };
+    std::vector<PeerPortStatus> port_status_in;
     DeviceStats st;
     std::thread thread;
   };
@@ -300,7 +339,10 @@ class Device {
   /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
   std::vector<std::unique_lock<std::mutex>> lock_all_engines();
   bool receive_all(Engine& e);
+  /// Applies the port-status updates `from` received in every other engine.
+  void forward_port_status(Engine& from);
   void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
+  void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
   void send_slots(Engine& e, size_t n);
   void collect_events(Engine& e);
@@ -329,6 +371,8 @@ class Device {
   uint64_t next_cq_serial_ = 1;
   std::function<void(const core::Event&)> sink_;
   std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> port_up_{0};           ///< enabled planes (set_port_admin)
+  std::mutex port_admin_mu_;                   ///< serializes set_port_admin
   std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_progress(), clock_ picoseconds
 };
 

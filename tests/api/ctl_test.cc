@@ -145,7 +145,8 @@ TEST(Ctl, DeviceReportsWhatTheControllerSupports) {
   EXPECT_EQ(a.ev.ev_max_width, 16u);
   EXPECT_EQ(a.ev.ev_fmt_mode_mask, uint32_t{MRC_CTL_EV_FMT_UDP | MRC_CTL_EV_FMT_STEV});
   EXPECT_EQ(a.ev.ev_mode_mask, uint32_t{MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP});
-  EXPECT_EQ(a.opt_attr, uint32_t{MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT});
+  EXPECT_EQ(a.opt_attr,
+            uint32_t{MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_EP_OP_EV_PROBE});
   EXPECT_EQ(a.phy_port_mask, 0b110u);
   d.close();
 }
@@ -272,9 +273,6 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), EBUSY);
   ASSERT_EQ(mrc_destroy_qp(qp2), 0);
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), 0);
-  // Not wired yet.
-  mrc_ctl_port_attr pa{};
-  EXPECT_EQ(mrc_ctl_modify_port(ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), EOPNOTSUPP);
   d.close();
 }
 
