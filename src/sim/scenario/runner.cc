@@ -212,7 +212,9 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.losses_nack = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_nack; });
   r.probes = cluster.sum_qp_stats([](const core::QpStats& s) { return s.probes_sent; });
   r.data_packets = cluster.sum_qp_stats([](const core::QpStats& s) { return s.data_packets_sent; });
-  r.spurious_retransmissions = cluster.sum_qp_stats([](const core::QpStats& s) { return s.duplicates_received; });
+  // Duplicates are counted where data arrives: at the responder's QP.
+  r.spurious_retransmissions =
+      cluster.sum_responder_qp_stats([](const core::QpStats& s) { return s.duplicates_received; });
   r.evs_retired = cluster.evs_retired();
   r.evs_resurrected = cluster.evs_resurrected();
   r.qp_failures = cluster.qp_failures();

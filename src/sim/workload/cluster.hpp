@@ -99,6 +99,18 @@ class Cluster {
     return s;
   }
 
+  /// Sums a QpStats field over the responder side of every connection (the
+  /// destination's QP): the counters of received data, e.g.
+  /// duplicates_received, which a sending QP never moves.
+  template <class F>
+  uint64_t sum_responder_qp_stats(F&& field) const {
+    uint64_t s = 0;
+    for (const auto& [key, qp] : qps_) {
+      if (auto q = nics_[key.dst]->ep().query_qp(qp.remote)) s += field(q->stats);
+    }
+    return s;
+  }
+
   /// Sums a QpStats field over the connections from `src` to `dst` (every
   /// lane of that host pair): over the sender's QPs when `at_sender`, else
   /// over the receiver's QPs of the same connections. Connections not opened
