@@ -217,6 +217,9 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       cluster.sum_responder_qp_stats([](const core::QpStats& s) { return s.duplicates_received; });
   r.evs_retired = cluster.evs_retired();
   r.evs_resurrected = cluster.evs_resurrected();
+  r.ev_congestion_swaps = cluster.sum_path_stats([](const core::path::PathStats& s) { return s.congestion_swaps; });
+  r.evs_suspected = cluster.sum_path_stats([](const core::path::PathStats& s) { return s.suspected; });
+  r.evs_cleared = cluster.sum_path_stats([](const core::path::PathStats& s) { return s.cleared; });
   r.qp_failures = cluster.qp_failures();
   r.events = sim.events_processed();
   r.failure_log = sched.log();

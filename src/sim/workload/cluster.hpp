@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/qp.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
 #include "sim/host/nic.hpp"
@@ -107,6 +108,25 @@ class Cluster {
     uint64_t s = 0;
     for (const auto& [key, qp] : qps_) {
       if (auto q = nics_[key.dst]->ep().query_qp(qp.remote)) s += field(q->stats);
+    }
+    return s;
+  }
+
+  /// Sums a core::path::PathStats field over both QPs of every connection,
+  /// as evs_retired() counts the EV events of both. The core's QpInfo does
+  /// not carry the path policy's counters, so this reads them through
+  /// Endpoint::qp(), the core's internal view; RoCE QPs count too (their
+  /// single-path policy keeps the same counters, mostly zero).
+  template <class F>
+  uint64_t sum_path_stats(F&& field) const {
+    uint64_t s = 0;
+    auto add = [&](const core::Endpoint& ep, uint32_t qpn) {
+      const core::Qp* q = ep.qp(qpn);
+      if (q && q->path()) s += field(q->path()->stats());
+    };
+    for (const auto& [key, qp] : qps_) {
+      add(nics_[key.src]->ep(), qp.local);
+      add(nics_[key.dst]->ep(), qp.remote);
     }
     return s;
   }
