@@ -58,6 +58,7 @@ struct QpInfo {
   uint64_t cwnd_bytes = 0;         ///< congestion window
   int64_t inflight_bytes = 0;
   Duration srtt;                   ///< smoothed RTT (0 before the first sample)
+  PathStats path;                  ///< the path policy's counters (EV retirements, swaps, ...)
 };
 
 /// One EV of a QP's set (Endpoint::query_evs).

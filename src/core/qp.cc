@@ -294,6 +294,7 @@ QpInfo Qp::info() const {
     i.evs_good = path_->count(EvState::good);
     i.evs_assumed_bad = path_->count(EvState::assumed_bad);
     i.evs_denied = path_->count(EvState::denied);
+    i.path = path_->stats();
   }
   if (cc_) {
     i.cwnd_bytes = cc_->cwnd_bytes();

@@ -291,6 +291,27 @@ TEST(Scenario, SameSeedSameResult) {
   EXPECT_EQ(a.fabric.drops_random, b.fabric.drops_random);
 }
 
+// RunResult::spurious_retransmissions counts the data packets a responder
+// received twice. An ACK timeout (2 us) well below the round trip (about
+// 9 us) makes the senders retransmit packets that are still on their way, so
+// duplicates must reach the responders, with either transport (the sum
+// used to run over the senders' QPs, which receive no data, and was always 0).
+TEST(Scenario, SpuriousRetransmissionsAreCountedWhereTheDuplicatesArrive) {
+  Scenario sc;
+  sc.topology = clos(2, 8, 4);
+  sc.workload = WorkloadKind::permutation;
+  sc.bytes = 256 << 10;
+  for (const char* name : {"mrc", "roce"}) {
+    TransportSpec t = transport(name);
+    t.timeout = 1;  // 1.024 us x 2
+    const RunResult r = run_scenario(sc, t);
+    ASSERT_TRUE(r.completed) << name;
+    EXPECT_GT(r.timeouts, 0u) << name;
+    EXPECT_GT(r.spurious_retransmissions, 0u) << name;
+    EXPECT_LE(r.spurious_retransmissions, r.retransmissions) << name << ": only retransmissions duplicate";
+  }
+}
+
 TEST(Failures, ParseErrorsNameTheProblem) {
   std::string why;
   EXPECT_FALSE(parse_failure("switch-down:tier=t1,index=2", &why));

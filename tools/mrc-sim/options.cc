@@ -165,6 +165,9 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
     out += fmt::format(", ACK timeout {:.1f} us", 1.024 * static_cast<double>(uint64_t{1} << t.timeout));
   if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
   if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
+  if (t.pin_t0_uplink >= 0)
+    out += t.pin_only ? fmt::format(", only T0 uplink {}", t.pin_t0_uplink)
+                      : fmt::format(", active EVs pinned to T0 uplink {}", t.pin_t0_uplink);
   return out;
 }
 
@@ -271,6 +274,24 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
                             "evs_per_plane to {} or less)",
                             o.evs_per_plane, topo.num_planes(), uint64_t{o.evs_per_plane} * topo.num_planes(),
                             kMaxEvsPerQp, kMaxEvsPerQp / topo.num_planes()));
+  // Pinning (Cluster::pin) names a T0 uplink through the EV, which only
+  // SRv6 source routing honours; with pin_only, each plane needs an EV on
+  // that uplink, and make_evs() names every uplink once per t0_up EVs.
+  if (o.pin_only && o.pin_t0_uplink == kNoPin)
+    return fail(Errc::invalid_argument, "pin_only needs pin_t0_uplink (the uplink to pin to)");
+  if (o.pin_t0_uplink != kNoPin) {
+    if (topo.routing != Routing::srv6)
+      return fail(Errc::invalid_argument,
+                  "pin_t0_uplink needs srv6 routing (under ecmp the switches hash the path; the EV cannot name it)");
+    if (o.pin_t0_uplink >= topo.t0_up)
+      return fail(Errc::invalid_argument, fmt::format("pin_t0_uplink: {} is not an uplink of the T0s (0 to {})",
+                                                      o.pin_t0_uplink, topo.t0_up - 1));
+    if (o.pin_only && o.evs_per_plane < topo.t0_up)
+      return fail(Errc::invalid_argument,
+                  fmt::format("pin_only: {} EVs per plane name only {} of the {} T0 uplinks, maybe not uplink {} "
+                              "(evs_per_plane {} or more)",
+                              o.evs_per_plane, o.evs_per_plane, topo.t0_up, o.pin_t0_uplink, topo.t0_up));
+  }
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
     const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
@@ -286,6 +307,10 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     s->retry_linear = static_cast<uint8_t>(std::min<uint32_t>(7, retries));
     s->retry_exp = static_cast<uint8_t>(retries >= 32 ? 25 : retries - s->retry_linear);
     s->mtu = o.mtu;
+    if (o.pin_t0_uplink != kNoPin) {
+      s->pin_t0_uplink = static_cast<int32_t>(o.pin_t0_uplink);
+      s->pin_only = o.pin_only;
+    }
     run.transports.push_back(*s);
   }
   sc.topology = topo;

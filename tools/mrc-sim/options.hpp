@@ -12,6 +12,9 @@
 
 namespace mrc::sim::tool {
 
+/// SimOptions::pin_t0_uplink when no pinning is asked for (the key left out).
+inline constexpr uint32_t kNoPin = UINT32_MAX;
+
 /// Everything mrc-sim can be told. The defaults are the default scenario
 /// (README, docs/mrc-sim.md). Each field is one flag and one key of the
 /// scenario file ([section] key in the comments).
@@ -60,6 +63,11 @@ struct SimOptions {
   uint32_t roce_retry_count = 32;  ///< roce_retry_count: the same for roce* transports
   uint32_t mtu = 4096;             ///< mtu: path MTU (payload bytes per packet) of every transport
   double base_rtt_us = 0;          ///< base_rtt_us: buffer sizing and CC base RTT; 0 = derived from the topology
+  /// pin_t0_uplink: every QP of every transport starts with its active EVs on
+  /// this uplink of its T0 (TransportSpec::pin_t0_uplink; SRv6 only);
+  /// kNoPin = no pinning.
+  uint32_t pin_t0_uplink = kNoPin;
+  bool pin_only = false;  ///< pin_only: drop the EVs on other uplinks, so no QP can leave the pinned one
   // [output]
   std::string json_out;  ///< json: JSON results file
   std::string csv_dir;   ///< csv: directory for the CSV files

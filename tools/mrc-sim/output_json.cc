@@ -105,6 +105,9 @@ std::vector<std::pair<std::string, uint64_t>> run_counters(const RunResult& r) {
           {"probes", r.probes},
           {"evs_retired", r.evs_retired},
           {"evs_resurrected", r.evs_resurrected},
+          {"ev_congestion_swaps", r.ev_congestion_swaps},
+          {"ev_suspected", r.evs_suspected},
+          {"ev_cleared", r.evs_cleared},
           {"qp_failures", r.qp_failures}};
 }
 

@@ -113,6 +113,9 @@ std::string summary_table(const std::vector<RunResult>& rs) {
   row("ACK timeouts", [](const RunResult& r) { return fmt::format("{}", r.timeouts); });
   row("EVs retired", [](const RunResult& r) { return fmt::format("{}", r.evs_retired); });
   row("EVs resurrected", [](const RunResult& r) { return fmt::format("{}", r.evs_resurrected); });
+  row("ECN path swaps", [](const RunResult& r) { return fmt::format("{}", r.ev_congestion_swaps); });
+  row("EVs suspected", [](const RunResult& r) { return fmt::format("{}", r.evs_suspected); });
+  row("  cleared", [](const RunResult& r) { return fmt::format("{}", r.evs_cleared); });
   row("QP failures", [](const RunResult& r) { return fmt::format("{}", r.qp_failures); });
   row("simulated", [](const RunResult& r) { return fmt::format("{:.1f} us", r.end.to_us()); });
   row("packet-hops/s", [](const RunResult& r) {

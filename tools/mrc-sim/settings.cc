@@ -154,6 +154,14 @@ std::vector<Setting> settings(SimOptions& o) {
        one_of_values({256, 512, 1024, 2048, 4096})},
       {"run", "base_rtt_us", "--base-rtt-us", "base RTT for buffer sizes (one BDP) and congestion control, us",
        &o.base_rtt_us, number(0, 1e6, false, "0 = derived from the topology: twice the longest one-way latency")},
+      // Uplink numbers are T0 ports, so below the radix; resolve() checks the
+      // T0s of the topology have this one, and SRv6 routing (under ECMP the
+      // switches hash the path, the EV cannot name it).
+      {"run", "pin_t0_uplink", "--pin-t0-uplink",
+       "pin every QP's active EVs to this uplink of its T0 (srv6; a congested-uplink experiment)", &o.pin_t0_uplink,
+       integer(0, kMaxRadix - 1, "left out = no pinning")},
+      {"run", "pin_only", "--pin-only", "with --pin-t0-uplink: no EVs on other uplinks, QPs never leave it",
+       &o.pin_only, any()},
       {"run", "default_failures", "!--no-default-failures",
        "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)",
        &o.default_failures, any()},

@@ -75,24 +75,9 @@ inline bool echo_plausible(uint16_t sent_ts, Time sent_at, uint16_t echo, Time n
   return ahead <= (now - sent_at) / tick + 1;
 }
 
-/// Counters a policy keeps (reported per QP).
-struct PathStats {
-  uint64_t retired = 0;        ///< GOOD/SKIP -> ASSUMED_BAD
-  uint64_t resurrected = 0;    ///< ASSUMED_BAD -> GOOD/SKIP after probes (not un-denials)
-  uint64_t skips = 0;          ///< -> SKIP
-  uint64_t promotions = 0;     ///< backup -> active, replacing an EV out of service
-  /// Active EV traded for a backup of its port on ECN marks
-  /// (ProtocolConfig::ev_swap_marks); not counted as a promotion.
-  uint64_t congestion_swaps = 0;
-  uint64_t min_active_holds = 0;  ///< demotions refused by ev_min_active
-  /// Taken out of service on a loss pending a confirming probe
-  /// (ProtocolConfig::loss_confirm) ...
-  uint64_t suspected = 0;
-  /// ... and put back, the probe answered or the loss proved spurious, with
-  /// no event (those that were not became `retired`).
-  uint64_t cleared = 0;
-  uint64_t probes_sent = 0;
-};
+/// Counters a policy keeps (core::PathStats, types.hpp).
+using PathStats = core::PathStats;
+
 
 class PathPolicy {
  public:

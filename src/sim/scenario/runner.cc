@@ -227,10 +227,14 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.losses_nack = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_nack; });
   r.probes = cluster.sum_qp_stats([](const core::QpStats& s) { return s.probes_sent; });
   r.data_packets = cluster.sum_qp_stats([](const core::QpStats& s) { return s.data_packets_sent; });
+  // Duplicates are counted where data arrives: at the responder's QP.
   r.spurious_retransmissions =
       cluster.sum_qp_stats([](const core::QpStats& s) { return s.duplicates_received; }, /*at_receivers=*/true);
   r.evs_retired = cluster.evs_retired();
   r.evs_resurrected = cluster.evs_resurrected();
+  r.ev_congestion_swaps = cluster.sum_path_stats([](const core::PathStats& s) { return s.congestion_swaps; });
+  r.evs_suspected = cluster.sum_path_stats([](const core::PathStats& s) { return s.suspected; });
+  r.evs_cleared = cluster.sum_path_stats([](const core::PathStats& s) { return s.cleared; });
   r.qp_failures = cluster.qp_failures();
   r.events = sim.events_processed();
   r.failure_log = sched.log();

@@ -83,6 +83,11 @@ struct RunResult {
   /// spurious retransmission, whatever the requester believed.
   uint64_t spurious_retransmissions = 0;
   uint64_t evs_retired = 0, evs_resurrected = 0, qp_failures = 0;
+  /// core::PathStats summed over both QPs of every connection:
+  /// active EVs traded for a backup on ECN marks (congestion_swaps), EVs
+  /// taken out of service on a loss pending a confirming probe (suspected)
+  /// and those put back without retiring (cleared).
+  uint64_t ev_congestion_swaps = 0, evs_suspected = 0, evs_cleared = 0;
   uint64_t events = 0;
   Time end;
   double wall_s = 0;

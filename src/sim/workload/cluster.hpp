@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/qp.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
 #include "sim/host/nic.hpp"
@@ -99,6 +100,19 @@ class Cluster {
     for (const auto& [key, qp] : qps_) {
       auto q = at_receivers ? nics_[key.dst]->ep().query_qp(qp.remote) : nics_[key.src]->ep().query_qp(qp.local);
       if (q) s += field(q->stats);
+    }
+    return s;
+  }
+
+  /// Sums a core::PathStats field over both QPs of every connection, as
+  /// evs_retired() counts the EV events of both (RoCE QPs count too: their
+  /// single-path policy keeps the same counters, mostly zero).
+  template <class F>
+  uint64_t sum_path_stats(F&& field) const {
+    uint64_t s = 0;
+    for (const auto& [key, qp] : qps_) {
+      if (auto q = nics_[key.src]->ep().query_qp(qp.local)) s += field(q->path);
+      if (auto q = nics_[key.dst]->ep().query_qp(qp.remote)) s += field(q->path);
     }
     return s;
   }
