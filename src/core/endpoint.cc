@@ -537,31 +537,24 @@ void Endpoint::queue_port_status(Time now) {
 
 Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                                Duration timeout) {
-  if (port >= num_ports()) return Errc::invalid_argument;
-  for (const PendingProbe& p : probes_)
-    if (p.req_id == req_id) return Errc::busy;
-  if (probes_.size() >= kMaxOutstandingProbes) return Errc::no_memory;
-  EpCtrl c{};
-  c.op = wire::EpWireOp::ev_probe;
-  c.response = false;
-  c.peer = peer;
-  c.port = port;
-  c.entropy = entropy;
-  c.req_id = req_id;
-  c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
-  ep_ctrl_.push_back(c);
-  probes_.push_back(PendingProbe{false, req_id, peer, entropy, c.ts, now, now + timeout});
-  return {};
+  return send_ep_request(now, wire::EpWireOp::ev_probe, req_id, peer, port, entropy, 0, timeout);
 }
 
 Status Endpoint::send_port_status(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                                   uint32_t mask, Duration timeout) {
+  return send_ep_request(now, wire::EpWireOp::port_status_update, req_id, peer, port, entropy, mask, timeout);
+}
+
+// One endpoint-operation request on QP 2, answered (or timed out) like a
+// probe: request ids are shared by both operations.
+Status Endpoint::send_ep_request(Time now, wire::EpWireOp op, uint16_t req_id, uint64_t peer, uint8_t port,
+                                 uint32_t entropy, uint32_t mask, Duration timeout) {
   if (port >= num_ports()) return Errc::invalid_argument;
   for (const PendingProbe& p : probes_)
     if (p.req_id == req_id) return Errc::busy;
   if (probes_.size() >= kMaxOutstandingProbes) return Errc::no_memory;
   EpCtrl c{};
-  c.op = wire::EpWireOp::port_status_update;
+  c.op = op;
   c.response = false;
   c.peer = peer;
   c.port = port;
@@ -570,7 +563,8 @@ Status Endpoint::send_port_status(Time now, uint16_t req_id, uint64_t peer, uint
   c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
   c.mask = mask;
   ep_ctrl_.push_back(c);
-  probes_.push_back(PendingProbe{true, req_id, peer, entropy, c.ts, now, now + timeout});
+  const bool port_status = op == wire::EpWireOp::port_status_update;
+  probes_.push_back(PendingProbe{port_status, req_id, peer, entropy, c.ts, now, now + timeout});
   return {};
 }
 

@@ -281,6 +281,8 @@ class Endpoint {
                           Duration timeout);
 
  private:
+  Status send_ep_request(Time now, wire::EpWireOp op, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
+                         uint32_t mask, Duration timeout);
   friend class Qp;
   explicit Endpoint(const EndpointConfig& cfg);
 

@@ -471,9 +471,13 @@ class Controller {
     uint32_t users = 0;
   };
   struct EventQueue {
-    uint32_t capacity = 0;
+    // Members initialised here, not with default member initialisers: a
+    // nested class's are not usable inside the enclosing class, and clang
+    // then finds std::optional<EventQueue> not default-constructible.
+    EventQueue() : capacity(0), drops(0) {}
+    uint32_t capacity;
     std::deque<CtlEvEvent> q;
-    uint64_t drops = 0;
+    uint64_t drops;
   };
 
   Status check_fmt_fields(uint32_t mode, std::span<const Field> fields) const;
