@@ -277,6 +277,13 @@ class Qp {
   /// the timeout, every loss became an ACK timeout, and each timeout resent
   /// the whole flight (18x the packets of the capped rule).
   Duration loss_age(Time now) { return std::min(reorder_.loss_age(now), rto() * 3 / 4); }
+  /// The age at which a single later delivery proves a loss (the loss rule
+  /// near a transfer's tail): twice the loss age, or half the ACK timeout
+  /// if that comes first, never below the loss age itself.
+  Duration tail_loss_age(Duration age) const { return std::max(age, std::min(age * 2, rto() / 2)); }
+  /// The tx_seq below which a packet has enough later-sent deliveries for
+  /// the loss rule (ProtocolConfig::reorder_packets of them); 0 if none yet.
+  uint64_t loss_rule_evidence() const;
   bool spurious_loss(Time now, const SendRecord& r) const;
   void on_spurious_loss(Time now, SendRecord& r);
   void detect_losses(Time now);

@@ -660,14 +660,19 @@ void Qp::declare_lost(Time now, uint64_t psn, int why) {
   cc_->on_inferred_loss(now, r.nominal);
 }
 
+uint64_t Qp::loss_rule_evidence() const {
+  const uint32_t n = std::min<uint32_t>(3, std::max<uint32_t>(1, ep_.cfg_.protocol.reorder_packets));
+  return top_acked_tx_[3 - n];
+}
+
 // The send-order FIFO makes both rules O(1) amortized: along it, transmission
 // sequence numbers rise and ages fall, so once the front entry fails a rule
 // every later entry fails it too.
 void Qp::detect_losses(Time now) {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
-  const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
+  const uint64_t third = loss_rule_evidence();
   const Duration age = loss_age(now);
-  const Duration tail_age = std::max(age, std::min(age * 2, rto() / 2));
+  const Duration tail_age = tail_loss_age(age);
   while (!fifo_.empty()) {
     const FifoEntry e = fifo_.front();
     if (!in_flight(e)) {
@@ -773,10 +778,10 @@ void Qp::rearm_recovery(Time now) {
   const SendRecord& r = rec(e.psn);
   Time t = r.sent_at + rto();
   const ProtocolConfig& pc = ep_.cfg_.protocol;
-  const uint64_t third = top_acked_tx_[3 - std::min<uint32_t>(3, std::max<uint32_t>(1, pc.reorder_packets))];
-  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + loss_age(now));
-  else if (e.tx_seq < top_acked_tx_[2])
-    t = min(t, r.sent_at + std::max(loss_age(now), std::min(loss_age(now) * 2, rto() / 2)));
+  const uint64_t third = loss_rule_evidence();
+  const Duration age = loss_age(now);
+  if (third != 0 && e.tx_seq < third) t = min(t, r.sent_at + age);
+  else if (e.tx_seq < top_acked_tx_[2]) t = min(t, r.sent_at + tail_loss_age(age));
   if (pc.loss_confirm && top_acked_tx_[2] != 0) {
     // The next transmission that can become overdue (flag_overdue).
     const size_t i = fifo_index_after(overdue_cursor_);
