@@ -100,6 +100,8 @@ Status EvProfile::validate(uint32_t num_ports, std::string* why) const {
         return reject(why, "ev_profile.explicit_evs[" + std::to_string(i) + "].value: duplicate EV value");
     }
   }
+  if (wire_evs && wire_evs->size() != explicit_evs.size())
+    return reject(why, "ev_profile.wire_evs: one wire EV per explicit EV (or none)");
   const uint32_t total = explicit_evs.empty() ? ev_count : static_cast<uint32_t>(explicit_evs.size());
   if (active_count == 0 || active_count > total)
     return reject(why, "ev_profile.active_count: must be 1..ev_count");

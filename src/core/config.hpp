@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "util/result.hpp"
 #include "core/incast_guard.hpp"
 #include "core/mr_table.hpp"
+#include "core/wire_ev.hpp"
 #include "util/time.hpp"
 
 namespace mrc::core {
@@ -184,6 +186,11 @@ struct EvProfile {
   bool event_on_assumed_bad = true;
   /// EXP mode entries.
   std::vector<EvEntry> explicit_evs;
+  /// The expanded wire EV of each explicit EV (index-parallel), where the
+  /// wire EV is more than the compact one (SRv6: the destination address
+  /// the controller's expansion computed, reference 4.2). Null otherwise.
+  /// Shared, never copied per QP: packets point into it (Transmit::wire_ev).
+  std::shared_ptr<const std::vector<WireEv>> wire_evs;
 
   Status validate(uint32_t num_ports, std::string* why) const;
 };

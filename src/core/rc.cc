@@ -149,7 +149,7 @@ void Qp::rc_build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool 
   const path::EvSlot& slot = path_->slot(ev);
   tx = Transmit{};
   tx.port = slot.port;
-  tx.entropy = slot.value;
+  path_->stamp(tx, ev);
   tx.peer = peer_;
   tx.tc = TrafficClass::data;  // RoCE has one data class, retransmissions included
   tx.trimmable = false;

@@ -76,7 +76,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
 
   const path::EvSlot& slot = path_->slot(ev);
   tx.port = slot.port;
-  tx.entropy = slot.value;
+  path_->stamp(tx, ev);
   tx.peer = peer_;
   tx.tc = rtx ? TrafficClass::data_rtx : TrafficClass::data;
   tx.trimmable = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
@@ -135,7 +135,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
       path_->on_probe_sent(s, h.peth.timestamp, now);
       tx = Transmit{};
       tx.port = slot.port;
-      tx.entropy = slot.value;
+      path_->stamp(tx, s);
       tx.peer = peer_;
       // A probe asks whether the path works, not how long its data queue
       // is: it travels in the control class, so that congestion, which can

@@ -240,7 +240,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
     int ev = pin;
     if (pin == path::PathPolicy::kNone || path_->slot(pin).port != port)
       ev = path_ ? path_->control_ev(port) : path::PathPolicy::kNone;
-    tx.entropy = ev == path::PathPolicy::kNone ? 0 : path_->slot(ev).value;
+    if (ev != path::PathPolicy::kNone) path_->stamp(tx, ev);
     tx.peer = peer_;
     tx.tc = TrafficClass::control;
     tx.header_len = static_cast<uint16_t>(hlen);
@@ -312,7 +312,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
   tx = Transmit{};
   tx.port = port;
   const int ev = path_ ? path_->control_ev(port) : path::PathPolicy::kNone;
-  tx.entropy = ev == path::PathPolicy::kNone ? 0 : path_->slot(ev).value;
+  if (ev != path::PathPolicy::kNone) path_->stamp(tx, ev);
   tx.peer = peer_;
   tx.tc = TrafficClass::control;
   tx.trimmable = false;

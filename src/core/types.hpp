@@ -7,6 +7,7 @@
 #include <span>
 #include <variant>
 
+#include "core/wire_ev.hpp"
 #include "util/time.hpp"
 #include "wire/headers.hpp"
 
@@ -318,6 +319,10 @@ struct PayloadSegment {
 struct Transmit {
   uint8_t port = 0;          ///< 0-based port (plane) to send on
   uint32_t entropy = 0;      ///< EV to put in UDP source port / flow label
+  /// The expanded wire EV of `entropy` (SRv6: the outer destination
+  /// address) when the QP's EV profile has one (EvProfile::wire_evs), else
+  /// null. Not owned: valid while the QP exists.
+  const WireEv* wire_ev = nullptr;
   uint64_t peer = 0;         ///< destination address id
   TrafficClass tc = TrafficClass::data;
   bool trimmable = false;

@@ -674,6 +674,10 @@ TEST_F(CtlTest, Srv6ProfileGivesCompactValuesAndAddressWireEvs) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].bits, 128);
   EXPECT_EQ(w[0].leading(64), 0xCAFECAFEAAAA5555ull);
+  // The QPs' profile carries the same wire EVs, computed once and shared.
+  ASSERT_TRUE(ep->wire_evs);
+  ASSERT_EQ(ep->wire_evs->size(), 1u);
+  EXPECT_EQ((*ep->wire_evs)[0], w[0]);
   // More compact bits than ev_max_width: E2BIG.
   a.fields.push_back(ev_field(16, 0, 0xFFFF, 0, 0xFFFF));
   EXPECT_EQ(c->modify_ev_profile(2, a, kOfflineMask), Errc::too_big);

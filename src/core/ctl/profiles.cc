@@ -70,8 +70,6 @@ bool CtlEv::populated() const {
   return port != 0 || std::any_of(value.begin(), value.end(), [](uint8_t b) { return b != 0; });
 }
 
-uint64_t WireEv::leading(uint32_t n) const { return read_bits(bytes, 0, std::min<uint32_t>(n, 64)); }
-
 std::array<uint8_t, 32> compact_from_uint(uint64_t v, uint32_t bits) {
   std::array<uint8_t, 32> a{};
   write_bits(a, 0, v, std::min<uint32_t>(bits, 64));
@@ -762,6 +760,11 @@ Result<EvProfile> Controller::endpoint_profile_of(const EvProf& p, const EvProfi
       seen.emplace_back(v, port);
       r.explicit_evs.push_back(EvEntry{v, port});
     }
+    // In SRv6 mode the entry's value is the compact EV and the wire EV (the
+    // destination address) travels with it, computed here once.
+    auto f = fmts_.find(p.fmt_id);
+    if (f != fmts_.end() && f->second.mode == fmt_mode::kSrv6)
+      r.wire_evs = std::make_shared<const std::vector<WireEv>>(wire_evs_of(p));
     r.policy = PathPolicyKind::mrc;
     r.ev_count = static_cast<uint32_t>(r.explicit_evs.size());
     r.active_count = r.ev_count;
@@ -775,10 +778,14 @@ Result<EvProfile> Controller::endpoint_profile_of(const EvProf& p, const EvProfi
 }
 
 std::vector<WireEv> Controller::wire_evs(uint64_t id) const {
-  std::vector<WireEv> out;
   auto it = evs_.find(id);
-  if (it == evs_.end() || it->second.state != ProfileState::online || it->second.mode == ev_mode::kAuto) return out;
-  const EvProf& p = it->second;
+  if (it == evs_.end() || it->second.state != ProfileState::online) return {};
+  return wire_evs_of(it->second);
+}
+
+std::vector<WireEv> Controller::wire_evs_of(const EvProf& p) const {
+  std::vector<WireEv> out;
+  if (p.mode == ev_mode::kAuto) return out;
   auto f = fmts_.find(p.fmt_id);
   if (f == fmts_.end()) return out;
   std::vector<uint64_t> seen;

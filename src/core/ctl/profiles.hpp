@@ -109,18 +109,6 @@ struct CtlEv {
   friend bool operator==(const CtlEv&, const CtlEv&) = default;
 };
 
-/// The wire EV a compact EV expands to: `bits` bits, MSB-first from bit 7
-/// of byte 0, the rest of `bytes` zero. Computed once per EV (when its
-/// profile goes ONLINE), never per packet.
-struct WireEv {
-  std::array<uint8_t, 32> bytes{};
-  uint16_t bits = 0;
-  /// The first `n` (<= 64) bits as an unsigned integer: the whole EV when
-  /// bits <= 64 (e.g. 0x13032102 for a 32-bit STEV EV).
-  uint64_t leading(uint32_t n) const;
-  friend bool operator==(const WireEv&, const WireEv&) = default;
-};
-
 /// A compact EV of at most 64 bits as a CtlEv value (MSB-first, `bits` wide).
 std::array<uint8_t, 32> compact_from_uint(uint64_t v, uint32_t bits);
 /// The first `bits` (<= 64) bits of a compact EV value as an integer.
@@ -372,7 +360,8 @@ class Controller {
   /// event mask carried over, every EV active. An entry's value is what
   /// the EV framing puts in the UDP source port / flow label (reference
   /// 4.1): the expanded wire EV in UDP and STEV modes, the compact EV in
-  /// SRv6 mode (where the wire EV is the destination address: wire_evs()).
+  /// SRv6 mode, where the wire EV is the destination address and the
+  /// profile carries it too (EvProfile::wire_evs, as wire_evs() lists them).
   /// DENIED entries are included: a driver denies them on each QP
   /// (denied_evs()), so that allowing one again reaches every QP. AUTO
   /// profiles return `auto_default` with their ev_min_active and event
@@ -495,6 +484,8 @@ class Controller {
   Status query_ev_op(const EvProf& p, EvProfileAttr& a) const;
   Status check_ev_new(const EvProf& p, const CtlEv& ev) const;
   uint64_t endpoint_value(const EvProf& p, const CtlEv& ev) const;
+  /// The wire EVs of p's populated entries, copies merged (values filled).
+  std::vector<WireEv> wire_evs_of(const EvProf& p) const;
   /// p must be ONLINE-ready (values filled).
   Result<EvProfile> endpoint_profile_of(const EvProf& p, const EvProfile& auto_default) const;
   static CcProfile endpoint_cc_of(const Cc& c);

@@ -783,18 +783,26 @@ std::unique_ptr<PathPolicy> make_path_policy(const EvProfile& profile, uint32_t 
                                              std::vector<EvEvent>* events) {
   std::vector<EvEntry> evs =
       profile.explicit_evs.empty() ? generate_evs(profile, num_ports, rng) : profile.explicit_evs;
+  std::unique_ptr<PathPolicy> p;
   switch (profile.policy) {
     case PathPolicyKind::oblivious:
-      return std::make_unique<ObliviousPolicy>(std::move(evs), num_ports, proto, rng, events);
-    case PathPolicyKind::single_path:
-      return std::make_unique<SinglePathPolicy>(std::move(evs), num_ports, proto, rng, events);
-    case PathPolicyKind::mrc:
+      p = std::make_unique<ObliviousPolicy>(std::move(evs), num_ports, proto, rng, events);
       break;
+    case PathPolicyKind::single_path:
+      p = std::make_unique<SinglePathPolicy>(std::move(evs), num_ports, proto, rng, events);
+      break;
+    case PathPolicyKind::mrc: {
+      MrcPathOptions opt;
+      opt.active_count = profile.active_count;
+      opt.ev_min_active = profile.ev_min_active;
+      p = std::make_unique<MrcPathPolicy>(std::move(evs), num_ports, proto, rng, events, opt);
+      break;
+    }
   }
-  MrcPathOptions opt;
-  opt.active_count = profile.active_count;
-  opt.ev_min_active = profile.ev_min_active;
-  return std::make_unique<MrcPathPolicy>(std::move(evs), num_ports, proto, rng, events, opt);
+  // Slots are built in the EV set's order, so the explicit list's wire EVs
+  // line up with them.
+  if (!profile.explicit_evs.empty()) p->set_wire_evs(profile.wire_evs);
+  return p;
 }
 
 }  // namespace mrc::core::path

@@ -95,6 +95,15 @@ class PathPolicy {
   // --- the EV set ---
   size_t size() const { return slots_.size(); }
   const EvSlot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
+  /// Puts slot i's EV on a packet: its compact value and, when the profile
+  /// expanded it, its wire EV (Transmit::wire_ev).
+  void stamp(Transmit& tx, int i) const {
+    tx.entropy = slots_[static_cast<size_t>(i)].value;
+    tx.wire_ev = wire_ ? &(*wire_)[static_cast<size_t>(i)] : nullptr;
+  }
+  /// Gives the slots their wire EVs (index-parallel to the EV set the
+  /// policy was built with; null for none).
+  void set_wire_evs(std::shared_ptr<const std::vector<WireEv>> w) { wire_ = std::move(w); }
   /// Slot i's losses and probe state.
   const EvHealth& health(int i) const { return health_[static_cast<size_t>(i)]; }
   /// Slot holding EV `value`, or kNone.
@@ -190,6 +199,7 @@ class PathPolicy {
 
   std::vector<EvSlot> slots_;
   std::vector<EvHealth> health_;  ///< parallel to slots_
+  std::shared_ptr<const std::vector<WireEv>> wire_;  ///< parallel to slots_, or null
   uint32_t num_ports_;
   uint32_t port_mask_;
   ProtocolConfig proto_;

@@ -73,6 +73,35 @@ struct PolicyTest : ::testing::Test {
 
 // ------------------------------------------------------------------ GEN mode
 
+TEST_F(PolicyTest, StampPutsTheSlotsCompactAndWireEvOnThePacket) {
+  EvProfile p = two_active_two_backups();
+  auto wires = std::make_shared<std::vector<WireEv>>(4);
+  for (size_t i = 0; i < 4; ++i) {
+    (*wires)[i].bits = 128;
+    (*wires)[i].bytes[15] = static_cast<uint8_t>(0xA0 + i);
+  }
+  p.wire_evs = wires;
+  auto pp = make(p, 1);
+  for (int i = 0; i < 4; ++i) {
+    Transmit tx;
+    pp->stamp(tx, i);
+    EXPECT_EQ(tx.entropy, pp->slot(i).value);
+    ASSERT_NE(tx.wire_ev, nullptr);
+    EXPECT_EQ(tx.wire_ev, &(*wires)[static_cast<size_t>(i)]) << "shared, not copied";
+  }
+  // Without wire EVs (UDP / STEV profiles) a packet carries none.
+  auto plain = make(two_active_two_backups(), 1);
+  Transmit tx;
+  plain->stamp(tx, 1);
+  EXPECT_EQ(tx.entropy, 11u);
+  EXPECT_EQ(tx.wire_ev, nullptr);
+  // One wire EV per explicit EV, or the profile is refused.
+  p.wire_evs = std::make_shared<std::vector<WireEv>>(3);
+  std::string why;
+  EXPECT_FALSE(p.validate(1, &why).ok());
+  EXPECT_NE(why.find("wire_evs"), std::string::npos) << why;
+}
+
 TEST_F(PolicyTest, GenSplitsEvsAndActiveSetEquallyAcrossPorts) {
   EvProfile p;
   p.ev_count = 64;
