@@ -335,7 +335,7 @@ struct mrc_ctl_ep_req {
   uint16_t req_id;                 /**< unique among outstanding requests */
   union ibv_gid sgid;              /**< all zero, or the GID of req_ev.port */
   union ibv_gid dgid;              /**< the destination device (any of its GIDs) */
-  uint32_t ev_fmt_mode;            /**< MRC_CTL_EV_FMT_UDP or _STEV in the software device */
+  uint32_t ev_fmt_mode;            /**< MRC_CTL_EV_FMT_UDP or _STEV; _SRV6 on a MRC_SOFT_EV_SRV6 device (req_ev = the destination address) */
   struct mrc_ctl_ev req_ev;        /**< the wire EV and the 1-based port it leaves on */
   struct {
     uint32_t port_status;          /**< PORT_STATUS_UPDATE: bit N = port N (1-based) up */

@@ -36,6 +36,13 @@ enum mrc_soft_ev_mode {
   MRC_SOFT_EV_UDP = 0,
   /** STEV: the UDP source port as above and, on IPv6, also the flow label. */
   MRC_SOFT_EV_STEV = 1,
+  /** SRv6 (IPv6 planes, needs CAP_NET_RAW): QPs on a controller EV profile
+   *  of an SRv6 format send IPv6-in-IPv6 to each EV's expanded destination
+   *  address (locator + uSIDs) through a raw socket, the compact EV in the
+   *  inner UDP source port; the destination host decapsulates. Everything
+   *  else leaves as in MRC_SOFT_EV_UDP. Enables the controller's SRv6 format
+   *  mode and GEN EV profiles (mrc_ctl.h). */
+  MRC_SOFT_EV_SRV6 = 2,
 };
 
 struct mrc_soft_device_attr {
@@ -120,6 +127,8 @@ struct mrc_soft_stats {
   uint64_t tx_bytes;          /**< UDP payload bytes sent */
   uint64_t tx_datagrams;      /**< send calls' datagrams (a GSO burst is one) */
   uint64_t tx_eagain;         /**< sends deferred because a socket buffer was full */
+  uint64_t tx_errors;         /**< packets the kernel refused with an error (SRv6: EMSGSIZE for a link MTU
+                                   below path_mtu + ~150, no route to a carrier); lost like drops */
   uint64_t rx_packets;        /**< MRC packets received (each GRO segment counts) */
   uint64_t rx_bytes;
   uint64_t rx_icrc_errors;    /**< dropped: ICRC mismatch (corrupt) */

@@ -33,9 +33,12 @@ const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
 constexpr uint32_t kMaxProfiles = 16;
 
 // What the software device supports: it puts the EV in the UDP source port
-// (16 bits, STEV adds only the kernel's flow-label hash of it), sends every
-// EV from a socket bound at open, and so cannot generate arrays (GEN EVs
-// would have no socket).
+// (16 bits, STEV adds only the kernel's flow-label hash of it). In udp and
+// stev modes it sends every EV from a socket bound at open, and so cannot
+// generate arrays (GEN EVs would have no socket). In srv6 mode a profile of
+// an SRv6 format sends through the raw socket, so any 16-bit compact EV
+// works and GEN arrays too; its wire EV is the outer destination address
+// (128 bits: no SRH segment).
 ctl::Limits device_limits(const rt::Device& d) {
   ctl::Limits l;
   l.num_ports = d.num_planes();
@@ -49,6 +52,13 @@ ctl::Limits device_limits(const rt::Device& d) {
   l.fmt_mode_mask = ctl::fmt_mode::kUdp | ctl::fmt_mode::kStev;
   l.ev_mode_mask = ctl::ev_mode::kAuto | ctl::ev_mode::kExp;
   l.cc_algorithms = {core::kCcNscc};
+  if (d.config().ev_mode == rt::EvWire::srv6) {
+    l.fmt_mode_mask |= ctl::fmt_mode::kSrv6;
+    l.ev_mode_mask |= ctl::ev_mode::kGen;
+    l.wire_max_width = 128;
+    l.ev_max_count_profile = 4096;
+    l.ev_max_count = l.ev_max_count_profile * kMaxProfiles;
+  }
   return l;
 }
 
@@ -72,6 +82,11 @@ ctl::Controller& controller(SoftDevice& dev) {
       q = d->rt->default_ev_profile();
       q.ev_min_active = std::min(p.ev_min_active, q.active_count);
       q.event_on_good = q.event_on_assumed_bad = true;
+    } else if (p.wire_evs) {
+      // SRv6: sent through the raw socket, the compact EV in the inner
+      // source port (ev_max_width keeps it to 16 bits).
+      for (const core::EvEntry& e : p.explicit_evs)
+        if (e.value > 0xFFFF) return Errc::invalid_argument;
     } else {
       for (const core::EvEntry& e : p.explicit_evs)
         if (e.value > 0xFFFF || !d->rt->ev_sendable(e.port, e.value)) return Errc::invalid_argument;
@@ -551,13 +566,29 @@ int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_t
     const mrc_ctl_ep_req& q = reqs[i];
     for (uint32_t j = 0; j < i; ++j)
       if (reqs[j].req_id == q.req_id) return EINVAL;  // answers could not be told apart
-    if (q.ev_fmt_mode != MRC_CTL_EV_FMT_UDP && q.ev_fmt_mode != MRC_CTL_EV_FMT_STEV) return EINVAL;
     if (q.req_ev.port < 1 || q.req_ev.port > planes) return EINVAL;
-    // The wire EV is the UDP source port: the first 16 bits, the rest zero.
-    for (size_t b = 2; b < sizeof q.req_ev.value; ++b)
-      if (q.req_ev.value[b] != 0) return EINVAL;
-    const uint32_t ev = uint32_t{q.req_ev.value[0]} << 8 | q.req_ev.value[1];
-    if (!rd.ev_sendable(q.req_ev.port - 1u, ev)) return EINVAL;
+    std::optional<core::WireEv> wire_ev;
+    uint32_t ev;
+    if (q.ev_fmt_mode == MRC_CTL_EV_FMT_SRV6) {
+      // The wire EV is the SRv6 destination address (the first 16 bytes;
+      // this device sends no SRH segment, so the rest is zero). The inner
+      // source port is the plane's first EV.
+      if (rd.config().ev_mode != rt::EvWire::srv6) return EINVAL;
+      for (size_t b = 16; b < sizeof q.req_ev.value; ++b)
+        if (q.req_ev.value[b] != 0) return EINVAL;
+      core::WireEv w;
+      std::copy_n(q.req_ev.value, 16, w.bytes.begin());
+      w.bits = 128;
+      wire_ev = w;
+      ev = rd.config().ev_port_base + (q.req_ev.port - 1u) * rd.config().evs_per_plane;
+    } else {
+      if (q.ev_fmt_mode != MRC_CTL_EV_FMT_UDP && q.ev_fmt_mode != MRC_CTL_EV_FMT_STEV) return EINVAL;
+      // The wire EV is the UDP source port: the first 16 bits, the rest zero.
+      for (size_t b = 2; b < sizeof q.req_ev.value; ++b)
+        if (q.req_ev.value[b] != 0) return EINVAL;
+      ev = uint32_t{q.req_ev.value[0]} << 8 | q.req_ev.value[1];
+      if (!rd.ev_sendable(q.req_ev.port - 1u, ev)) return EINVAL;
+    }
     // The source GID, if given, must be the address of the port it leaves from.
     static constexpr ibv_gid kZero{};
     if (std::memcmp(q.sgid.raw, kZero.raw, sizeof kZero.raw) != 0 &&
@@ -566,8 +597,8 @@ int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_t
     auto peer = rd.peer_id(api::gid_to_addr(q.dgid));
     if (!peer) return EINVAL;
     if (port_status && (q.port_status_update.port_status & ~phy_mask)) return EINVAL;
-    out[i] = rt::Device::EpRequest{port_status, q.req_id, *peer, q.req_ev.port - 1u, ev,
-                                   q.port_status_update.port_status >> 1};
+    out[i] = rt::Device::EpRequest{port_status, q.req_id,     *peer, q.req_ev.port - 1u, ev,
+                                   q.port_status_update.port_status >> 1, wire_ev};
   }
 
   // Long enough for any real answer; keeps the deadline arithmetic finite.

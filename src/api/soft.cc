@@ -98,9 +98,12 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
     cfg.planes.emplace_back(attr->plane_addrs[i]);
   }
   if (attr->udp_port) cfg.udp_port = attr->udp_port;
-  cfg.ev_mode = attr->ev_mode == MRC_SOFT_EV_STEV ? mrc::rt::EvWire::stev : mrc::rt::EvWire::udp;
-  if (attr->ev_mode != MRC_SOFT_EV_UDP && attr->ev_mode != MRC_SOFT_EV_STEV) {
-    std::fprintf(stderr, "mrc_soft_open_device: ev_mode: must be MRC_SOFT_EV_UDP or MRC_SOFT_EV_STEV\n");
+  cfg.ev_mode = attr->ev_mode == MRC_SOFT_EV_STEV   ? mrc::rt::EvWire::stev
+                : attr->ev_mode == MRC_SOFT_EV_SRV6 ? mrc::rt::EvWire::srv6
+                                                    : mrc::rt::EvWire::udp;
+  if (attr->ev_mode != MRC_SOFT_EV_UDP && attr->ev_mode != MRC_SOFT_EV_STEV && attr->ev_mode != MRC_SOFT_EV_SRV6) {
+    std::fprintf(stderr,
+                 "mrc_soft_open_device: ev_mode: must be MRC_SOFT_EV_UDP, MRC_SOFT_EV_STEV or MRC_SOFT_EV_SRV6\n");
     errno = EINVAL;
     return nullptr;
   }
@@ -294,6 +297,7 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->tx_bytes = s.tx_bytes;
   out->tx_datagrams = s.tx_datagrams;
   out->tx_eagain = s.tx_eagain;
+  out->tx_errors = s.tx_errors;
   out->rx_packets = s.rx_packets;
   out->rx_bytes = s.rx_bytes;
   out->rx_icrc_errors = s.rx_icrc_errors;

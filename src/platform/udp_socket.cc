@@ -178,6 +178,19 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
   return s;
 }
 
+Result<UdpSocket> UdpSocket::open_raw_ipv6(const UdpSocketOptions& o) {
+  UdpSocket s;
+  s.fd_.reset(::socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW));
+  if (!s.fd_.valid()) return record_os_error(errno, "socket(AF_INET6, SOCK_RAW, IPPROTO_RAW)");
+  // The family is what send_batch() checks destinations against; the raw
+  // socket is bound to no address (the header names the source).
+  s.local_ = SockAddr::ipv6_any(0);
+  s.tx_ = std::make_unique<TxScratch>();
+  if (o.sndbuf_bytes > 0)
+    if (Status st = s.set_sndbuf(o.sndbuf_bytes); !st) return st.error();
+  return s;
+}
+
 Status UdpSocket::set_rcvbuf(int bytes) {
   if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) == 0) return {};
   return set_int(fd(), SOL_SOCKET, SO_RCVBUF, bytes, "setsockopt(SO_RCVBUF)");

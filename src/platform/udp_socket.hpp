@@ -204,6 +204,16 @@ class UdpSocket {
   /// first option that failed; last_error_message() has the errno and call.
   static Result<UdpSocket> open(const SockAddr& local, const UdpSocketOptions& opts = {});
 
+  /// Opens a non-blocking raw IPv6 socket that sends whole IPv6 packets
+  /// the caller built, header included (IPPROTO_RAW, which implies
+  /// IPV6_HDRINCL): send_batch() then takes, per datagram, the packet from
+  /// its first IPv6 header on, and `dest` is the address the kernel routes
+  /// it by (the packet's outer destination, port 0). No GSO, no TOS or flow
+  /// label control messages (the header carries them), and nothing is ever
+  /// received on it. The software device sends SRv6 (IPv6-in-IPv6) frames
+  /// through one. Only the buffer size options apply. Errors: permission
+  /// without CAP_NET_RAW, not_supported without IPv6.
+  static Result<UdpSocket> open_raw_ipv6(const UdpSocketOptions& opts = {});
   int fd() const { return fd_.get(); }
   bool valid() const { return fd_.valid(); }
   AddrFamily family() const { return local_.family(); }

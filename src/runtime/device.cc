@@ -86,6 +86,8 @@ Status DeviceConfig::validate(std::string* why) const {
     return reject(why, "engines: must be 1, 2, 4, 8 or 16 (QPs are sharded by the low bits of their QPN)");
   if (ev_mode == EvWire::stev && fam == platform::AddrFamily::ipv4)
     return reject(why, "ev_mode: stev needs IPv6 plane addresses (the flow label)");
+  if (ev_mode == EvWire::srv6 && fam == platform::AddrFamily::ipv4)
+    return reject(why, "ev_mode: srv6 needs IPv6 plane addresses (IPv6-in-IPv6 frames)");
   if (cc != core::kCcFixed && cc != core::kCcNscc)
     return reject(why, "cc: must be \"fixed\" or \"uet-1.0-nscc\"");
   if (cc == core::kCcFixed && fixed_window_bytes < 4096)
@@ -127,6 +129,11 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // kernel derives the label from the port hash).
   d->fmt_.stev.sport_bits = 16;
   d->fmt_.stev.flow_label_bits = 0;
+  // SRv6: the compact EV in the inner source port only, as above; the
+  // receiving side sees a plain IPv6 datagram after decapsulation (fmt_).
+  d->srv6_fmt_ = d->fmt_;
+  d->srv6_fmt_.mode = wire::EvMode::srv6;
+  d->srv6_fmt_.ip = wire::IpVersion::v6;
 
   core::EndpointConfig& ec = d->ep_cfg_;
   ec.seed = cfg.seed ? cfg.seed : os_random_u64();
@@ -231,6 +238,18 @@ Status Device::open_engine(Engine& e, std::string* why) {
       }
       e.tx[p].push_back(std::move(*tx));
     }
+  }
+  if (cfg_.ev_mode == EvWire::srv6) {
+    platform::UdpSocketOptions so;
+    so.sndbuf_bytes = buf;
+    auto raw = platform::UdpSocket::open_raw_ipv6(so);
+    if (!raw) {
+      if (why)
+        *why = "ev_mode srv6: raw IPv6 socket: " + platform::last_error_message() +
+               " (srv6 mode needs CAP_NET_RAW: run as root or grant the capability)";
+      return raw.error();
+    }
+    e.raw = std::move(*raw);
   }
   return {};
 }
@@ -508,7 +527,9 @@ Status Device::set_port_admin(uint32_t plane, bool up) {
 }
 
 Status Device::send_ep_request(const EpRequest& r, Duration timeout) {
-  if (r.plane >= num_planes() || !ev_sendable(r.plane, r.ev)) return Errc::invalid_argument;
+  if (r.plane >= num_planes()) return Errc::invalid_argument;
+  if (r.wire_ev ? (cfg_.ev_mode != EvWire::srv6 || r.ev > 0xFFFF) : !ev_sendable(r.plane, r.ev))
+    return Errc::invalid_argument;
   // Answers come to QP 2, which the receive steering maps to this engine.
   Engine& e = engine_of(core::kEndpointOpsQpn);
   Status s;
@@ -518,6 +539,7 @@ Status Device::send_ep_request(const EpRequest& r, Duration timeout) {
     const auto port = static_cast<uint8_t>(r.plane);
     s = r.port_status ? e.ep->send_port_status(now, r.req_id, r.peer, port, r.ev, r.up_mask, timeout)
                       : e.ep->send_ev_probe(now, r.req_id, r.peer, port, r.ev, timeout);
+    if (s && r.wire_ev) e.ep_wire[r.req_id] = *r.wire_ev;
   }
   kick(e);
   return s;
@@ -571,6 +593,7 @@ DeviceStats Device::stats() {
     s.tx_bytes += t.tx_bytes;
     s.tx_datagrams += t.tx_datagrams;
     s.tx_eagain += t.tx_eagain;
+    s.tx_errors += t.tx_errors;
     s.rx_packets += t.rx_packets;
     s.rx_bytes += t.rx_bytes;
     s.rx_icrc_errors += t.rx_icrc_errors;
@@ -799,6 +822,20 @@ void Device::note_port_status(Engine& e, const core::RxMeta& meta, std::span<con
   e.port_status_in.push_back(Engine::PeerPortStatus{meta.peer, mask});
 }
 
+// An SRv6 endpoint request takes the wire EV it was sent with: the request
+// id is the BTH PSN of a QP 2 endpoint request. The copy in the slot lives
+// until the send (the map entry may go with its ProbeResult sooner).
+void Device::attach_ep_wire(Engine& e, TxSlot& s) {
+  const std::span<const uint8_t> hdr(s.hdr.data(), s.tx.header_len);
+  if (hdr.size() < wire::Bth::kSize || hdr[0] != static_cast<uint8_t>(wire::Opcode::endpoint_request)) return;
+  wire::Parsed p;
+  if (!wire::parse_into(hdr, p) || p.h.bth.dest_qp != core::kEndpointOpsQpn) return;
+  auto it = e.ep_wire.find(static_cast<uint16_t>(p.h.bth.psn));
+  if (it == e.ep_wire.end()) return;
+  s.wire_copy = it->second;
+  s.tx.wire_ev = &s.wire_copy;
+}
+
 // Polls up to a batch of packets from the engine's core into slots; ports
 // are always offered (the kernel queues what the socket buffer holds).
 // Called holding peers_mu_ (shared) and the engine's mutex.
@@ -814,6 +851,7 @@ size_t Device::poll_transmits(Engine& e, Time now) {
     const Peer& peer = peers_[s.tx.peer - 1];
     s.dest = peer.planes[s.tx.port];
     s.dst_ip = peer.ips[s.tx.port];
+    if (!e.ep_wire.empty() && s.tx.wire_ev == nullptr) attach_ep_wire(e, s);
     if (s.tx.gather != nullptr) {
       // The packet straddles gather elements: one contiguous copy, so the
       // ICRC and the send see one payload (rare: only at element edges).
@@ -836,13 +874,29 @@ size_t Device::poll_transmits(Engine& e, Time now) {
 // each is a datagram. The ICRC is computed here, outside the engine lock.
 void Device::send_slots(Engine& e, size_t n) {
   platform::IoSlice iov[platform::UdpSocket::kMaxIovPerDatagram];
-  uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0;
+  uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0, errors = 0;
   // Packets of one EV go together: several QPs (or retransmissions) in a
   // batch interleave, which would cut every GSO burst short. The sort is
   // stable, so each EV's packets keep the order the core gave them; order
   // across EVs means nothing (they take different paths anyway).
   std::array<uint16_t, kTxBatch> order;
   for (size_t k = 0; k < n; ++k) order[k] = static_cast<uint16_t>(k);
+  if (cfg_.ev_mode == EvWire::srv6) {
+    // Packets with a wire EV go encapsulated through the raw socket; the
+    // rest (no SRv6 profile) through the EV sockets below.
+    auto* mid = std::stable_partition(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
+                                      [&](uint16_t k) { return e.slots[k].tx.wire_ev == nullptr; });
+    const size_t plain = static_cast<size_t>(mid - order.begin());
+    if (plain < n) {
+      const SendCount c = send_srv6(e, std::span<const uint16_t>(mid, n - plain));
+      sent_pkts += c.packets;
+      sent_bytes += c.bytes;
+      datagrams += c.packets;
+      refused += c.refused;
+      errors += c.errors;
+    }
+    n = plain;
+  }
   if (cfg_.burst > 1) {
     auto key = [&](uint16_t k) {
       const core::Transmit& t = e.slots[k].tx;
@@ -917,6 +971,66 @@ void Device::send_slots(Engine& e, size_t n) {
   e.st.tx_bytes += sent_bytes;
   e.st.tx_datagrams += datagrams;
   e.st.tx_eagain += refused;
+  e.st.tx_errors += errors;
+}
+
+Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) {
+  constexpr size_t kSlices = 4;  // outer+inner+UDP headers, transport headers, payload, ICRC
+  std::array<platform::TxDatagram, platform::UdpSocket::kMaxBatch> dgs;
+  std::array<platform::IoSlice, platform::UdpSocket::kMaxBatch * kSlices> iov;
+  SendCount c;
+  size_t i = 0;
+  while (i < order.size()) {
+    size_t k = 0;
+    for (; k < dgs.size() && i + k < order.size(); ++k) {
+      TxSlot& s = e.slots[order[i + k]];
+      const core::Transmit& t = s.tx;
+      const core::WireEv& w = *t.wire_ev;
+      wire::FrameFields f;
+      f.src = planes_[t.port].ip;
+      f.dst = s.dst_ip;
+      std::copy_n(w.bytes.begin(), 16, f.srv6_carrier.begin());
+      f.ev = t.entropy & 0xFFFF;  // the controller's limits keep compact SRv6 EVs to 16 bits
+      const std::span<const uint8_t> transport(s.hdr.data(), t.header_len);
+      const std::span<const uint8_t> payload(s.payload, t.payload_len);
+      const auto built = wire::build_frame(srv6_fmt_, f, transport, payload, s.net);
+      // A frame that cannot be built (it cannot happen with the limits the
+      // controller enforces) is lost like a dropped packet.
+      const size_t hl = built ? built->header_len : 0;
+      wire::put_icrc(built ? built->icrc : 0, s.icrc.data());
+      s.carrier = platform::SockAddr::ipv6(f.srv6_carrier, 0);
+      platform::IoSlice* v = &iov[k * kSlices];
+      size_t m = 0;
+      v[m++] = platform::IoSlice{s.net.data(), hl};
+      v[m++] = platform::IoSlice{s.hdr.data(), t.header_len};
+      if (t.payload_len) v[m++] = platform::IoSlice{s.payload, t.payload_len};
+      v[m++] = platform::IoSlice{s.icrc.data(), wire::kIcrcBytes};
+      dgs[k] = platform::TxDatagram{};
+      dgs[k].dest = &s.carrier;
+      dgs[k].iov = std::span<const platform::IoSlice>(v, m);
+    }
+    // Send what the kernel takes; a refused or failed frame is lost as if
+    // the network dropped it (the protocol recovers it).
+    size_t done = 0;
+    while (done < k) {
+      auto r = e.raw.send_batch(std::span<const platform::TxDatagram>(dgs.data() + done, k - done));
+      if (!r) {
+        ++c.errors;  // this frame failed (too big for the link, no route to its carrier): skip it
+        ++done;
+        continue;
+      }
+      if (*r == 0) break;  // the socket buffer is full
+      for (size_t d = done; d < done + *r; ++d) {
+        const core::Transmit& t = e.slots[order[i + d]].tx;
+        c.bytes += size_t{t.header_len} + t.payload_len + wire::kIcrcBytes;
+      }
+      c.packets += *r;
+      done += *r;
+    }
+    c.refused += k - done;
+    i += k;
+  }
+  return c;
 }
 
 // Moves the core's completions and events out (under the engine lock).
@@ -927,6 +1041,7 @@ void Device::collect_events(Engine& e) {
       for (size_t i = 0; i < k; ++i) e.staged.push_back(StagedCompletion{wcs[i], serial});
   }
   while (auto ev = e.ep->poll_event()) {
+    if (auto* pr = std::get_if<core::ProbeResult>(&*ev)) e.ep_wire.erase(pr->req_id);
     // Every engine's core reports a local port change; the device reports
     // it once (engine 0's), not once per engine.
     if (auto* pe = std::get_if<core::PortEvent>(&*ev); pe && pe->peer == 0 && e.index != 0) continue;

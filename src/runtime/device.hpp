@@ -65,6 +65,18 @@ namespace mrc::rt {
 enum class EvWire : uint8_t {
   udp,   ///< UDP source port (IPv4 or IPv6)
   stev,  ///< UDP source port, and the IPv6 flow label by the kernel's auto_flowlabels hash of it
+  /// SRv6 (reference 4.1): a packet whose EV has a wire EV (a QP on a
+  /// controller EV profile of an SRv6 format, core::EvProfile::wire_evs)
+  /// leaves IPv6-in-IPv6 through a raw socket: the outer destination is
+  /// the wire EV's address (locator + uSIDs, which the fabric's switches
+  /// shift), the inner header carries the plane addresses and the UDP
+  /// source port the compact EV, so the responder can reflect it. The
+  /// destination decapsulates (e.g. a seg6local End.DT6 route) and the
+  /// inner packet reaches the UDP socket as in udp mode, its UDP checksum
+  /// and ICRC intact (both cover the inner header, which no switch
+  /// rewrites). Packets without a wire EV (profile 0, endpoint requests)
+  /// leave as in udp mode. IPv6 only; needs CAP_NET_RAW.
+  srv6,
 };
 
 struct DeviceConfig {
@@ -111,6 +123,11 @@ struct DeviceStats {
   uint64_t tx_bytes = 0;
   uint64_t tx_datagrams = 0;
   uint64_t tx_eagain = 0;
+  /// Packets the kernel refused with an error, lost like network drops.
+  /// In srv6 mode: EMSGSIZE when a link's MTU is below path_mtu plus the
+  /// headers (about 150 bytes with both IPv6 headers; use jumbo frames),
+  /// ENETUNREACH when a carrier has no route.
+  uint64_t tx_errors = 0;
   uint64_t rx_packets = 0;
   uint64_t rx_bytes = 0;
   uint64_t rx_icrc_errors = 0;
@@ -227,7 +244,8 @@ class Device {
   Status set_cc_profile(uint64_t id, const core::CcProfile& p, std::string* why = nullptr);
   /// True if EV `value` on plane `plane` (0-based) has a sending socket: the
   /// device sends each EV from a socket bound at open to its source port,
-  /// ev_port_base + plane x evs_per_plane + i.
+  /// ev_port_base + plane x evs_per_plane + i. (EvWire::srv6 frames need no
+  /// socket per EV: any 16-bit value with a wire EV can be sent.)
   bool ev_sendable(uint32_t plane, uint32_t value) const;
   /// DENY (or allow again) EV `value` on QP `qpn` (core::Endpoint::set_ev_denied).
   Status set_ev_denied(uint32_t qpn, uint32_t value, bool denied);
@@ -254,6 +272,10 @@ class Device {
     uint32_t plane = 0;
     uint32_t ev = 0;
     uint32_t up_mask = 0;
+    /// EvWire::srv6: the request leaves IPv6-in-IPv6 to this wire EV's
+    /// address (an SRv6 probe names its whole path; reference 4.1), `ev`
+    /// being only the inner source port (any value). Unset: as in udp mode.
+    std::optional<core::WireEv> wire_ev;
   };
   /// Sends it from the engine that receives QP 2 traffic (where its answer
   /// arrives); a core::ProbeResult event reports the answer or, after
@@ -288,6 +310,11 @@ class Device {
     const uint8_t* payload = nullptr;         ///< contiguous payload (user memory or bounce)
     platform::SockAddr dest;                  ///< the peer's address on tx.port (copied under the lock)
     wire::IpAddress dst_ip{};
+    /// EvWire::srv6 packets with a wire EV: the outer and inner IPv6 and
+    /// UDP headers, and the outer destination (the wire EV's address).
+    std::array<uint8_t, wire::kMaxFrameHeaderBytes> net;
+    platform::SockAddr carrier;
+    core::WireEv wire_copy;                   ///< an endpoint request's wire EV (tx.wire_ev points here)
   };
   struct StagedCompletion {
     core::WorkCompletion wc;
@@ -302,6 +329,7 @@ class Device {
     std::unique_ptr<core::Endpoint> ep;
     std::vector<platform::UdpSocket> rx;      ///< per plane, in the plane's reuseport group
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
+    platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
     std::vector<TxSlot> slots;
     platform::RxBatch rx_batch{64, 65536};
     platform::Epoll epoll;
@@ -319,6 +347,9 @@ class Device {
       uint32_t mask;
     };
     std::vector<PeerPortStatus> port_status_in;
+    /// EvWire::srv6: wire EVs of this engine's outstanding endpoint
+    /// requests, by request id; dropped when their ProbeResult is collected.
+    std::unordered_map<uint16_t, core::WireEv> ep_wire;
     DeviceStats st;
     std::thread thread;
   };
@@ -344,7 +375,15 @@ class Device {
   void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
   void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
+  void attach_ep_wire(Engine& e, TxSlot& s);
   void send_slots(Engine& e, size_t n);
+  /// EvWire::srv6: sends slots order[0, n) (each with a wire EV) as
+  /// IPv6-in-IPv6 frames through the engine's raw socket. Counts what the
+  /// kernel took, refused (full buffer) and failed in `sent`.
+  struct SendCount {
+    uint64_t packets = 0, bytes = 0, refused = 0, errors = 0;
+  };
+  SendCount send_srv6(Engine& e, std::span<const uint16_t> order);
   void collect_events(Engine& e);
   void publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
   void kick(Engine& e);
@@ -354,7 +393,8 @@ class Device {
   DeviceConfig cfg_;
   core::EndpointConfig ep_cfg_;
   core::EvProfile default_evp_;
-  wire::FrameFormat fmt_;
+  wire::FrameFormat fmt_;                      ///< what the UDP sockets send and receive (udp / stev)
+  wire::FrameFormat srv6_fmt_;                 ///< EvWire::srv6 frames (send only)
   platform::MonotonicClock clock_;
   std::vector<Plane> planes_;
   std::vector<std::unique_ptr<Engine>> engines_;

@@ -92,7 +92,7 @@ class Ctl {
     a.plane_addrs = addrs.data();
     a.num_planes = static_cast<int>(addrs.size());
     a.udp_port = o.udp_port;
-    a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : MRC_SOFT_EV_UDP;
+    a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : o.ev_mode == "srv6" ? MRC_SOFT_EV_SRV6 : MRC_SOFT_EV_UDP;
     a.evs_per_plane = o.evs;
     a.num_engines = o.engines;
     a.seed = o.seed;
@@ -441,9 +441,9 @@ int main(int argc, char** argv) {
   app.get_formatter()->column_width(34);
   app.add_option("--planes", o.planes, "local plane addresses ADDR[,ADDR...] (1..32)")->delimiter(',')->required();
   app.add_option("--udp-port", o.udp_port, "UDP port MRC is received on")->default_val(4791)->check(CLI::Range(1, 65535));
-  app.add_option("--ev-mode", o.ev_mode, "where the EV goes: udp or stev")
+  app.add_option("--ev-mode", o.ev_mode, "where the EV goes: udp, stev or srv6 (SRv6 profiles; needs CAP_NET_RAW)")
       ->default_val("udp")
-      ->check(CLI::IsMember({"udp", "stev"}));
+      ->check(CLI::IsMember({"udp", "stev", "srv6"}));
   app.add_option("--evs", o.evs, "EVs (source ports) per plane")->default_val(16)->check(CLI::Range(1, 1024));
   app.add_option("--engines", o.engines, "progress engine threads of the device")->default_val(1)->check(CLI::Range(1, 16));
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");

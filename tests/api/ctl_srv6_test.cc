@@ -1,0 +1,274 @@
+// The controller's SRv6 profiles on a software device in SRv6 mode
+// (MRC_SOFT_EV_SRV6), end to end through mrc.h / mrc_ctl.h and the
+// kernel's SRv6 data plane (tests/unit/runtime/srv6_netns.hpp): an SRv6
+// format profile (locator + two uSIDs) and a GEN EV profile whose one
+// varying field picks the first uSID. The device generates the array, the
+// controller expands each EV into its carrier once, the QP sprays over
+// them, and the receiving namespace (which drops plain MRC datagrams)
+// shows both carriers carried the data. An SRv6 probe names its whole
+// path. The namespace tests need root, ip and nft, and skip without; the
+// capability checks run anywhere (loopback 127.0.62.x).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../unit/runtime/srv6_netns.hpp"
+#include "mrc/mrc.h"
+#include "mrc/mrc_ctl.h"
+#include "mrc/mrc_soft.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mrc::test_support::in_netns;
+using mrc::test_support::Srv6Net;
+constexpr size_t kBytes = 1 << 20;
+
+struct Node {
+  ibv_context* dev = nullptr;
+  mrc_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  mrc_cq* cq = nullptr;
+  std::vector<uint8_t> mem;
+  ibv_mr* mr = nullptr;
+  mrc_qp* qp = nullptr;
+
+  void open(const char* plane, mrc_soft_ev_mode mode, uint16_t udp_port = 0) {
+    const char* planes[] = {plane};
+    mrc_soft_device_attr a{};
+    a.plane_addrs = planes;
+    a.num_planes = 1;
+    a.udp_port = udp_port;
+    a.ev_mode = mode;
+    a.evs_per_plane = 4;
+    a.seed = 9;
+    dev = mrc_soft_open_device(&a);
+    ASSERT_NE(dev, nullptr) << std::strerror(errno);
+    ctx = mrc_create_context(dev, nullptr);
+    ASSERT_NE(ctx, nullptr);
+  }
+  void resources() {
+    pd = mrc_soft_alloc_pd(dev);
+    ASSERT_NE(pd, nullptr);
+    cq = mrc_create_cq(ctx, 256, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    mem.assign(kBytes, 0);
+    mr = mrc_soft_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ASSERT_NE(mr, nullptr);
+    mrc_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.pd = pd;
+    ia.cap.max_send_wr = 16;
+    ia.cap.max_recv_wr = 16;
+    ia.cap.max_send_sge = 1;
+    qp = mrc_create_qp(ctx, &ia);
+    ASSERT_NE(qp, nullptr);
+  }
+  void close() {
+    if (qp) {
+      EXPECT_EQ(mrc_destroy_qp(qp), 0);
+    }
+    if (mr) {
+      EXPECT_EQ(mrc_soft_dereg_mr(mr), 0);
+    }
+    if (cq) {
+      EXPECT_EQ(mrc_destroy_cq(cq), 0);
+    }
+    if (pd) {
+      EXPECT_EQ(mrc_soft_dealloc_pd(pd), 0);
+    }
+    if (ctx) {
+      EXPECT_EQ(mrc_destroy_context(ctx), 0);
+    }
+    if (dev) {
+      EXPECT_EQ(mrc_soft_close_device(dev), 0);
+    }
+    *this = Node{};
+  }
+  ibv_gid gid() const {
+    ibv_gid g;
+    EXPECT_EQ(mrc_soft_query_gid(dev, 0, &g), 0);
+    return g;
+  }
+};
+
+// Takes `q` to RTS towards `peer_qpn` at `peer`, on EV profile `ev_profile`.
+void to_rts(mrc_qp* q, const ibv_gid& peer, uint32_t peer_qpn, uint64_t ev_profile) {
+  mrc_qp_attr m{};
+  m.wimm.max_wimm = m.wimm.max_wimm_dest = 64;
+  m.mpr.mpr = m.mpr.mpr_dest = 8;
+  m.retry.linear_cnt = 7;
+  m.retry.exp_cnt = MRC_QP_RETRY_EXP_INFINITE;
+  m.timeout = 14;
+  m.profile.ev_profile_id = ev_profile;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_QP_EV_PROFILE_ID : 0), 0);
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = peer;
+  a.dest_qp_num = peer_qpn;
+  a.rq_psn = 5;
+  a.path_mtu = IBV_MTU_4096;
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST),
+            0);
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 5;
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
+                          MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT),
+            0);
+}
+
+// Format profile 1: SRv6, locator (32) + two uSIDs (16 + 16); the rest of
+// the address is zero (end of carrier).
+int make_srv6_format(mrc_context* ctx) {
+  mrc_ctl_ev_field widths[3] = {{32, 0, 0, 0, 0}, {16, 0, 0, 0, 0}, {16, 0, 0, 0, 0}};
+  mrc_ctl_ev_fmt_profile_attr f{};
+  f.state = MRC_CTL_PROFILE_OFFLINE;
+  f.mode = MRC_CTL_EV_FMT_SRV6;
+  f.fields_op.op = MRC_CTL_MODIFY_FIELDS;
+  f.fields_op.fields = widths;
+  f.fields_op.count = 3;
+  if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE | MRC_CTL_EV_FMT_OP))
+    return rc;
+  f = mrc_ctl_ev_fmt_profile_attr{};
+  f.state = MRC_CTL_PROFILE_ONLINE;
+  return mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_STATE);
+}
+
+// EV profile 1, GEN over format 1: locator fc00:0000 (fixed), first uSID
+// 0x0001 or 0x0002 (two compact bits into mask 0x0003, values 1..2), second
+// uSID 0x00d0 (fixed: the decapsulating one). Two EVs, so both paths.
+int make_gen_profile(mrc_context* ctx, mrc_ctl_profile_state to) {
+  mrc_ctl_ev_field fields[3] = {
+      {32, 0xfc000000, 0, 0, 0},
+      {16, 0, 1, 2, 0x0003},
+      {16, 0x00d0, 0, 0, 0},
+  };
+  mrc_ctl_ev_profile_attr p{};
+  p.state = to;
+  p.ev_mode = MRC_CTL_EV_MODE_GEN;
+  p.ev_fmt_profile_id = 1;
+  p.ev_count = 2;
+  p.ev_min_active = 1;
+  p.ev_event_mask = MRC_CTL_EV_STATE_GOOD | MRC_CTL_EV_STATE_ASSUMED_BAD;
+  p.ev_fields_op.op = MRC_CTL_MODIFY_FIELDS;
+  p.ev_fields_op.fields = fields;
+  p.ev_fields_op.count = 3;
+  return mrc_ctl_modify_ev_profile(ctx, 1, &p,
+                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+                                       MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
+                                       MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
+}
+
+TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
+  Node n;
+  n.open("127.0.62.1", MRC_SOFT_EV_UDP, 24801);
+  mrc_ctl_device_attr d{};
+  ASSERT_EQ(mrc_ctl_query_device(n.dev, &d), 0);
+  EXPECT_EQ(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
+  EXPECT_EQ(d.ev.ev_mode_mask & MRC_CTL_EV_MODE_GEN, 0u);
+  EXPECT_NE(make_srv6_format(n.ctx), 0);
+  n.close();
+}
+
+TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) {
+  Srv6Net net({0x0001, 0x0002});
+  if (!net.skip().empty()) GTEST_SKIP() << net.skip();
+  Node a, b;
+  ASSERT_TRUE(in_netns(net.a(), [&] { a.open("fd00:5::1", MRC_SOFT_EV_SRV6); }));
+  ASSERT_TRUE(in_netns(net.b(), [&] { b.open("fd00:5::2", MRC_SOFT_EV_UDP); }));
+  ASSERT_TRUE(a.dev && b.dev);
+
+  mrc_ctl_device_attr d{};
+  ASSERT_EQ(mrc_ctl_query_device(a.dev, &d), 0);
+  EXPECT_NE(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
+  EXPECT_NE(d.ev.ev_mode_mask & MRC_CTL_EV_MODE_GEN, 0u);
+  ASSERT_EQ(make_srv6_format(a.ctx), 0);
+  ASSERT_EQ(make_gen_profile(a.ctx, MRC_CTL_PROFILE_OFFLINE), 0);
+
+  // The generated array: two distinct compact EVs within [1, 2].
+  mrc_ctl_ev_op_entry entries[4]{};
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  q.ev_op.entries = entries;
+  q.ev_op.entry_count = 4;
+  ASSERT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  ASSERT_EQ(q.ev_op.entry_count, 2u);
+  const uint8_t v0 = entries[0].ev.value[0] >> 6, v1 = entries[1].ev.value[0] >> 6;
+  EXPECT_NE(v0, v1);
+  EXPECT_TRUE(v0 >= 1 && v0 <= 2 && v1 >= 1 && v1 <= 2) << int(v0) << " " << int(v1);
+
+  mrc_ctl_ev_profile_attr on{};
+  on.state = MRC_CTL_PROFILE_ONLINE;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(a.ctx, 1, &on, MRC_CTL_EV_PROFILE_STATE), 0);
+
+  ASSERT_TRUE(in_netns(net.a(), [&] { a.resources(); }));
+  ASSERT_TRUE(in_netns(net.b(), [&] { b.resources(); }));
+  const ibv_gid ga = a.gid(), gb = b.gid();
+  ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb, &gb, 1), 0);
+  ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga, &ga, 1), 0);
+  to_rts(a.qp, gb, mrc_get_qpn(b.qp), 1);
+  to_rts(b.qp, ga, mrc_get_qpn(a.qp), 0);
+
+  for (size_t i = 0; i < kBytes; ++i) a.mem[i] = static_cast<uint8_t>(i * 7 + 3);
+  ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), static_cast<uint32_t>(kBytes), a.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.mem.data());
+  wr.wr.rdma.rkey = b.mr->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(mrc_post_send(a.qp, &wr, &bad), 0);
+  ibv_wc wc{};
+  int k = 0;
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  while (k == 0 && Clock::now() < end) k = mrc_poll_cq(a.cq, 1, &wc);
+  ASSERT_EQ(k, 1) << "the WRITE did not complete";
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), kBytes));
+
+  // Every packet (256 of 4 KiB at least) came encapsulated, over both paths.
+  auto c = net.counters();
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_GT(c[0], 0u) << "carrier fc00:0:1:d0:: unused";
+  EXPECT_GT(c[1], 0u) << "carrier fc00:0:2:d0:: unused";
+  EXPECT_GE(c[0] + c[1], 256u);
+
+  // An SRv6 probe names its whole path: one goes out through uSID 0x0002.
+  mrc_ctl_ep_req r{};
+  r.req_id = 41;
+  r.dgid = gb;
+  r.ev_fmt_mode = MRC_CTL_EV_FMT_SRV6;
+  const auto carrier = mrc::test_support::srv6_test_carrier(0x0002);
+  std::copy(carrier.begin(), carrier.end(), r.req_ev.value);
+  r.req_ev.port = 1;
+  mrc_ctl_ep_rsp rsp{};
+  uint32_t n_rsp = 0;
+  const uint64_t before = c[1];
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, 2'000'000'000ull, &rsp, &n_rsp), 0);
+  ASSERT_EQ(n_rsp, 1u);
+  EXPECT_EQ(rsp.req_id, 41);
+  EXPECT_EQ(rsp.port, 1);
+  EXPECT_GT(rsp.rtt_ns, 0u);
+  c = net.counters();
+  EXPECT_EQ(c[1], before + 1) << "the probe did not take its carrier";
+  EXPECT_EQ(c[2], 0u) << "plain MRC datagrams reached the receiver";
+  // An SRv6 probe on a non-SRv6 device is refused.
+  r.dgid = ga;
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(b.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, 1000, &rsp, &n_rsp), EINVAL);
+
+  a.close();
+  b.close();
+}
+
+}  // namespace
