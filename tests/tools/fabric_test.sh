@@ -25,7 +25,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-step() { echo "--- $*"; }
+step() { echo "--- [${SECONDS}s] $*"; }
 count_ns() { ip netns list | awk '{print $1}' | grep -c "^$prefix-" || true; }
 
 # One counter of a link from `status`: LINK as "a:dev -- b:dev", COL one of
@@ -44,8 +44,14 @@ delta() {  # before after link col
 }
 ping_ok() { ip netns exec "$prefix-$1" ping -6 -c 1 -W 2 -q "$2" >/dev/null 2>&1; }
 # After a loss or a flap the neighbour entry may have failed: the first echo
-# can fail while it is resolved again, so any reply of 6 counts.
-ping_some() { ip netns exec "$prefix-$1" ping -6 -c 6 -i 0.5 -W 2 -q "$2" >/dev/null 2>&1; }
+# can fail while it is resolved again, so the first of 6 tries that answers counts.
+ping_some() {
+  local n
+  for n in 1 2 3 4 5 6; do
+    ip netns exec "$prefix-$1" ping -6 -c 1 -W 0.5 -q "$2" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
 udp_burst() {  # host dst n: n datagrams, each from a new socket (a new source port)
   ip netns exec "$prefix-$1" bash -c "for i in \$(seq $3); do echo x >/dev/udp/$2/9000; done" 2>/dev/null || true
 }
@@ -134,7 +140,7 @@ srv6_probe() {
     via "$(addr 0 "$p" | sed 's/1$/fe/')" dev "p$p"
   snap s0
   local replies
-  replies="$(ip netns exec "$prefix-h0" ping -6 -c 10 -i 0.02 -W 1 -s 200 "$(addr 3 "$p")" 2>/dev/null |
+  replies="$(ip netns exec "$prefix-h0" ping -6 -c 10 -i 0.02 -W 0.5 -s 200 "$(addr 3 "$p")" 2>/dev/null |
     awk '/packets transmitted/ { print $4 }')"
   snap s1
   printf 'replies %s' "${replies:-0}"
@@ -161,6 +167,55 @@ for p in 0 1; do
     [[ "$(set -- $r; echo "$2")" == 10 ]] || fail "plane $p T1 $j: replies missing: $r"
   done
 done
+
+# What the software device does in SRv6 mode: an IPv6-in-IPv6 frame written
+# whole to a raw socket (outer DA = the carrier, inner = the hosts' plane
+# addresses, then UDP). With checksum offload off the receiver verifies the
+# UDP checksum: one over the inner header arrives, one computed over the
+# carrier (the shifted address) is dropped, as on real hardware. Python only
+# builds the bytes; skipped where there is no python3.
+if command -v python3 >/dev/null; then
+  step "SRv6 mode: raw IPv6-in-IPv6 frames to a UDP socket, checksums verified"
+  cat >"$tmp/raw.py" <<'PY'
+import socket, struct, sys
+role, src, dst, carrier, mode = sys.argv[1:6]
+a6 = lambda a: socket.inet_pton(socket.AF_INET6, a)
+if role == "recv":
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind((dst, 4791)); s.settimeout(2)
+    with open(carrier, "w") as f: f.write("ready\n")
+    try: print(s.recvfrom(64)[0].decode())
+    except socket.timeout: print("nothing")
+    sys.exit(0)
+data = b"mrc-fabric"
+ulen = 8 + len(data)
+def csum(b):
+    b += b"\0" * (len(b) % 2)
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while t >> 16: t = (t & 0xFFFF) + (t >> 16)
+    return (~t & 0xFFFF) or 0xFFFF
+over = dst if mode == "inner" else carrier
+c = csum(a6(src) + a6(over) + struct.pack("!I3xB", ulen, 17) + struct.pack("!HHHH", 50000, 4791, ulen, 0) + data)
+inner = struct.pack("!IHBB", 0x60000000, ulen, 17, 64) + a6(src) + a6(dst) + struct.pack("!HHHH", 50000, 4791, ulen, c) + data
+outer = struct.pack("!IHBB", 0x60000000, len(inner), 41, 64) + a6(src) + a6(carrier) + inner
+socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW).sendto(outer, (carrier, 0))
+PY
+  for mode in inner carrier; do
+    carrier="$(F carriers h1 h2 | awk '$1 == 1 && $2 == 0 { print $6 }')"
+    rm -f "$tmp/ready"
+    ip netns exec "$prefix-h2" python3 "$tmp/raw.py" recv - "$(addr 2 1)" "$tmp/ready" - >"$tmp/got" &
+    rpid=$!
+    for _ in $(seq 50); do [[ -s "$tmp/ready" ]] && break; sleep 0.05; done
+    ip netns exec "$prefix-h1" python3 "$tmp/raw.py" send "$(addr 1 1)" "$(addr 2 1)" "$carrier" "$mode"
+    wait "$rpid"
+    got="$(cat "$tmp/got")"
+    if [[ "$mode" == inner ]]; then
+      [[ "$got" == mrc-fabric ]] || fail "a raw SRv6 frame h1 -> h2 (plane 1) did not reach the UDP socket: '$got'"
+    else
+      [[ "$got" == nothing ]] || fail "a UDP checksum over the carrier was accepted: checksums are not verified"
+    fi
+  done
+fi
 
 step "SRv6 mode: a dead T0-T1 link and a dead T1"
 F link down p0-t0-0 p0-t1-1 >/dev/null
@@ -195,7 +250,7 @@ done
 
 step "loss and flap"
 F loss h1 p0-t0-0 100 >/dev/null
-! ping_ok h1 "$(addr 2 0)" || fail "100% loss on h1's plane-0 link let a ping through"
+! ip netns exec "$prefix-h1" ping -6 -c 2 -i 0.2 -W 0.5 -q "$(addr 2 0)" >/dev/null 2>&1 || fail "100% loss on h1's plane-0 link let a ping through"
 ping_ok h1 "$(addr 2 1)" || fail "loss on plane 0 broke plane 1"
 F loss h1 p0-t0-0 0 >/dev/null
 ping_some h1 "$(addr 2 0)" || fail "loss 0 did not restore h1's plane-0 link"
