@@ -71,10 +71,14 @@ set -e
 step "carriers (no fabric needed)"
 F carriers h0 h3 >"$tmp/carriers"
 grep -q '^0 *0 *p0 *fd68::1 *fd68:0:3::1 *fd73:6900:1:801:2:1802::$' "$tmp/carriers" || fail "carrier h0->h3 plane 0 T1 0: $(cat "$tmp/carriers")"
-grep -q '^1 *1 *p1 *fd68:1::1 *fd68:1:3::1 *fd73:6901:2001:2802:2002:3802::$' "$tmp/carriers" || fail "carrier h0->h3 plane 1 T1 1"
+grep -q '^1 *1 *p1 *fd68:1::1 *fd68:1:3::1 *fd73:6901:1:802:2:1802::$' "$tmp/carriers" || fail "carrier h0->h3 plane 1 T1 1"
 [[ $(grep -c fd73 "$tmp/carriers") == 4 ]] || fail "expected 4 paths (2 planes x 2 T1)"
 F carriers h0 h3 --json | grep '"paths":\[{"plane":0,"port":1,"t1":0,"dev":"p0","src_addr":"fd68::1","dst_addr":"fd68:0:3::1","carrier":"fd73:6900:1:801:2:1802::"' >/dev/null ||
   fail "carriers --json"
+F ev-profile h0 h3 >"$tmp/ev.toml"
+grep -q '^mode = "srv6"$' "$tmp/ev.toml" && grep -q '^count = 4$' "$tmp/ev.toml" ||
+  fail "ev-profile: $(cat "$tmp/ev.toml")"
+grep -q '{ port = 2, value = 6 },  # fd73:6901:1:802:2:1802::' "$tmp/ev.toml" || fail "ev-profile plane 1 T1 1"
 
 # ---------------------------------------------------------------- ECMP
 step "ECMP mode: up twice"
