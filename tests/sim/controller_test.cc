@@ -271,6 +271,38 @@ TEST(SimController, AnExplicitProfileKeepsTheQpsOnItsPlanes) {
   EXPECT_GE(r.flows[0].slowdown(), 1.8);
 }
 
+// A GEN profile: the core's controller generates the array (values within
+// the fields' min/max, distinct, ports in turn) and the QPs use it.
+TEST(SimController, AGeneratedProfileGivesEveryQpTheControllersArray) {
+  ControllerPlan plan;
+  plan.formats.push_back(CtlFormatSpec{1, core::ctl::fmt_mode::kSrv6, {32, 16}, true});
+  CtlEvProfileSpec g;
+  g.id = 4;
+  g.mode = core::ctl::ev_mode::kGen;
+  g.format = 1;
+  g.count = 12;
+  g.min_active = 4;
+  g.fields = {core::ctl::Field{32, 0xCAFE0000, 0, 0, 0}, core::ctl::Field{16, 0, 0, 255, 0xFF}};
+  plan.ev_profiles.push_back(g);
+  plan.ev_profile = 4;
+  Scenario sc = one_flow(17);
+  sc.controller = plan;
+  std::vector<core::EvInfo> evs;
+  std::vector<uint64_t> tx;
+  sc.at_end = [&](Time, const Cluster& c) {
+    evs = host0_evs(c);
+    tx = c.nic(0).tx_payload_bytes();
+  };
+  const RunResult r = run_scenario(sc, transport("mrc"));
+  ASSERT_TRUE(r.completed);
+  ASSERT_EQ(evs.size(), 12u);
+  for (uint32_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(std::count_if(evs.begin(), evs.end(), [&](const core::EvInfo& e) { return e.port == p; }), 3);
+    EXPECT_GT(tx[p], 0u);
+  }
+  for (const auto& e : evs) EXPECT_LE(e.value, 255u) << "within the field's min/max";
+}
+
 // The profile's event mask chooses the EV events recorded: with a lossy
 // link EVs retire (the counter says so) but only a mask with ASSUMED_BAD
 // shows them.
