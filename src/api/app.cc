@@ -161,7 +161,7 @@ void route_event(SoftDevice& dev, const core::Event& e) {
     ev.event_type = IBV_EVENT_CQ_ERR;
     push_async(cq->ctx, ev);
   } else if (auto* p = std::get_if<core::PortEvent>(&e)) {
-    if (p->peer != 0) return;  // a peer's planes: the controller's business
+    if (!p->local) return;  // a peer's planes: the controller's business
     for (mrc_context* ctx : dev.ctxs)
       for (uint32_t port = 0; port < dev.rt->num_planes(); ++port) {
         mrc_async_event ev{};

@@ -505,7 +505,7 @@ void Endpoint::set_port_up(Time now, uint8_t port, bool up) {
     q->on_port_mask(now, local_up_ & peer_port_mask(q->peer()));
     refresh(*q);
   }
-  push_event(PortEvent{0, local_up_});
+  push_event(PortEvent{0, local_up_, true});
   port_status_left_ = cfg_.protocol.port_status_repeats;
   queue_port_status(now);
 }

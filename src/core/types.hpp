@@ -266,8 +266,11 @@ struct EvEvent {
 
 /// A peer reported its port status (reference 4.7), or a local port changed.
 struct PortEvent {
-  uint64_t peer = 0;  ///< 0 for a local port change
+  uint64_t peer = 0;  ///< the reporting peer; 0 for a local port change
   uint32_t up_mask = 0;
+  /// A local port change (Endpoint::set_port_up), not a peer's report: a
+  /// driver whose peer addresses include 0 tells the two apart here.
+  bool local = false;
 };
 
 /// An endpoint EV probe (Endpoint::send_ev_probe) or a controller's

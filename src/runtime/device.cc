@@ -1044,7 +1044,7 @@ void Device::collect_events(Engine& e) {
     if (auto* pr = std::get_if<core::ProbeResult>(&*ev)) e.ep_wire.erase(pr->req_id);
     // Every engine's core reports a local port change; the device reports
     // it once (engine 0's), not once per engine.
-    if (auto* pe = std::get_if<core::PortEvent>(&*ev); pe && pe->peer == 0 && e.index != 0) continue;
+    if (auto* pe = std::get_if<core::PortEvent>(&*ev); pe && pe->local && e.index != 0) continue;
     e.events_out.push_back(*ev);
   }
 }

@@ -334,5 +334,124 @@ TEST(ConfigFile, MissingFileIsNotFound) {
   EXPECT_EQ(why, "/nonexistent/x.toml: cannot open the scenario file");
 }
 
+// Controller profiles in mrcctl's shape ([[format]], [[ev_profile]],
+// [[cc_profile]]) and [controller] saying which the MRC QPs use.
+constexpr const char* kProfiles = R"(
+[[format]]
+id = 1
+mode = "srv6"
+fields = [32, 16]
+
+[[ev_profile]]
+id = 2
+mode = "exp"
+format = 1
+count = 4
+min_active = 2
+events = ["good"]
+fields = [{ width = 32, init = 0xcafe0000 }, { width = 16, mask = 0xffff, max = 0xffff }]
+evs = [{ port = 1, value = 0 }, { port = 1, value = 1 }, { port = 2, value = 256 }, { port = 2, value = 257 }]
+
+[[ev_profile]]
+id = 3
+mode = "auto"
+count = 16
+min_active = 4
+events = ["good", "assumed_bad"]
+
+[[cc_profile]]
+id = 1
+algorithm = "uet-1.0-nscc"
+max_cwnd_bytes = 65536
+
+[controller]
+ev_profile = 2
+cc_profile = 1
+hosts = [0, 5]
+)";
+
+TEST(ConfigFile, ControllerProfilesInMrcctlsShape) {
+  SimOptions o;
+  o.planes = 4;
+  o.hosts = 8;
+  o.t0_down = o.t0_up = o.t1 = 4;
+  std::string why;
+  ASSERT_TRUE(load(kProfiles, &o, &why)) << why;
+  const ControllerPlan& p = o.controller;
+  ASSERT_EQ(p.formats.size(), 1u);
+  EXPECT_EQ(p.formats[0].mode, core::ctl::fmt_mode::kSrv6);
+  EXPECT_EQ(p.formats[0].widths, (std::vector<uint32_t>{32, 16}));
+  ASSERT_EQ(p.ev_profiles.size(), 2u);
+  EXPECT_EQ(p.ev_profiles[0].mode, core::ctl::ev_mode::kExp);
+  EXPECT_EQ(p.ev_profiles[0].min_active, 2u);
+  EXPECT_EQ(p.ev_profiles[0].event_mask, core::ctl::ev_state::kGood);
+  EXPECT_EQ(p.ev_profiles[0].fields[0].init_val, 0xcafe0000u);
+  EXPECT_EQ(p.ev_profiles[0].evs[2], (std::pair<uint8_t, uint64_t>{2, 256}));
+  EXPECT_EQ(p.ev_profiles[1].mode, core::ctl::ev_mode::kAuto);
+  EXPECT_EQ(p.ev_profiles[1].count, 16u);
+  ASSERT_EQ(p.cc_profiles.size(), 1u);
+  EXPECT_EQ(p.cc_profiles[0].config.max_cwnd, 65536u);
+  EXPECT_EQ(p.ev_profile, 2u);
+  EXPECT_EQ(p.cc_profile, 1u);
+  EXPECT_EQ(p.hosts, (std::vector<uint32_t>{0, 5}));
+  auto r = resolve(o, &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->scenario.controller.ev_profile, 2u);
+  EXPECT_NE(describe(o, *r).find("  controller  mrc QPs of hosts 0, 5: EV profile 2 (exp, 4 EVs, min_active 2, events "
+                                 "good), CC profile 1 (uet-1.0-nscc)\n"),
+            std::string::npos)
+      << describe(o, *r);
+}
+
+TEST(ConfigFile, ControllerTomlResolves) {
+  SimOptions o;
+  std::string why;
+  ASSERT_TRUE(load_config_file(std::string(MRC_SOURCE_DIR) + "/examples/scenarios/controller.toml", &o, &why)) << why;
+  auto r = resolve(o, &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->scenario.controller.ev_profile, 1u);
+  EXPECT_EQ(r->scenario.controller.cc_profile, 1u);
+  ASSERT_EQ(r->scenario.failures.size(), 2u);
+  EXPECT_EQ(r->scenario.failures[0].kind, FailureSpec::Kind::port_disable);
+  EXPECT_EQ(r->scenario.failures[1].kind, FailureSpec::Kind::deny);
+}
+
+TEST(ConfigFile, BadControllerProfilesNameTheLineAndField) {
+  // mrcctl's reader: line and field.
+  EXPECT_EQ(load_error("[[ev_profile]]\nid = 1\nmode = \"gen\"\nformat = 1\ncount = 4\nevents = [\"bad\"]\n"
+                       "fields = [{ width = 8, mask = 0xff, max = 0xff }]\n"),
+            "t.toml:6: ev_profile[0].events[0]: must be \"good\" or \"assumed_bad\"");
+  EXPECT_EQ(load_error("[[ev_profile]]\nid = 1\nmode = \"auto\"\ncout = 4\n"),
+            "t.toml:4: ev_profile[0].cout: unknown key");
+  EXPECT_EQ(load_error("[[cc_profile]]\nid = 1\nalgorithm = \"dcqcn\"\n"),
+            "t.toml:3: cc_profile[0].algorithm: must be \"uet-1.0-nscc\" or \"none\"");
+  // [controller]: its keys.
+  EXPECT_EQ(load_error("[controller]\nev_profil = 1\n"),
+            "t.toml:2: [controller] unknown key 'ev_profil' (did you mean 'ev_profile'?)");
+  EXPECT_EQ(load_error("[controller]\nev_profile = \"1\"\n"),
+            "t.toml:2: [controller] 'ev_profile' must be a profile id 1..16 (0 = none), not a string (e.g. ev_profile "
+            "= 1)");
+  EXPECT_EQ(load_error("[controller]\nhosts = [1, -2]\n"),
+            "t.toml:2: [controller] hosts: each must be a host number >= 0 (e.g. hosts = [0, 5])");
+  // What only the core controller knows, at resolution: its errno and the profile's step.
+  SimOptions o;
+  o.planes = 4;
+  o.hosts = 8;
+  o.t0_down = o.t0_up = o.t1 = 4;
+  std::string why;
+  ASSERT_TRUE(load("[[ev_profile]]\nid = 1\nmode = \"auto\"\ncount = 5000\n[controller]\nev_profile = 1\n", &o,
+                   &why))
+      << why;
+  EXPECT_FALSE(resolve(o, &why));
+  EXPECT_EQ(why, "controller profiles: ev_profile 1: going offline (mode, count): refused (E2BIG: too_big)");
+  SimOptions p;
+  p.planes = 4;
+  p.hosts = 8;
+  p.t0_down = p.t0_up = p.t1 = 4;
+  ASSERT_TRUE(load("[[ev_profile]]\nid = 1\nmode = \"auto\"\n[controller]\nev_profile = 2\n", &p, &why)) << why;
+  EXPECT_FALSE(resolve(p, &why));
+  EXPECT_EQ(why.rfind("controller profiles: controller.ev_profile: 2 is not an online EV profile", 0), 0u) << why;
+}
+
 }  // namespace
 }  // namespace mrc::sim::tool

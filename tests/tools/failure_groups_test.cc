@@ -154,5 +154,56 @@ TEST(FailureGroups, FailuresTimedFromATrainingStep) {
   EXPECT_NE(why.find("needs a step number K"), std::string::npos) << why;
 }
 
+// Controller actions from the scenario file: a port disabled and enabled
+// again on a host, and an EV denied and allowed; the JSON lists the actions
+// and the port events they cause.
+TEST(FailureGroups, ControllerActionsFromTheFileAppearInTheJson) {
+  SimOptions o = small();
+  o.bytes = 4 << 20;  // about 90 us: every action happens while the flows run
+  std::string why;
+  ASSERT_TRUE(load_config_text("[[failure]]\nkind = \"port-disable\"\nhost = 5\nport = 2\nat = \"20us\"\n"
+                               "for = \"30us\"\n"
+                               "[[failure]]\nspec = \"deny:host=1,ev=3,at=10us\"\n"
+                               "[[failure]]\nkind = \"allow\"\nhost = 1\nev = 3\nat = \"40us\"\n",
+                               "t.toml", &o, &why))
+      << why;
+  EXPECT_EQ(o.failures, (std::vector<std::string>{"port-disable:host=5,port=2,at=20us,for=30us",
+                                                  "deny:host=1,ev=3,at=10us", "allow:host=1,ev=3,at=40us"}));
+  auto run = resolve(o, &why);
+  ASSERT_TRUE(run) << why;
+  const RunResult r = run_scenario(run->scenario, run->transports[0]);
+  ASSERT_TRUE(r.completed);
+  const auto j = nlohmann::json::parse(results_json({r}, 1));
+  const auto& run0 = j["runs"][0];
+  std::vector<std::string> actions;
+  for (const auto& a : run0["failures"]) actions.push_back(a["action"]);
+  EXPECT_EQ(actions, (std::vector<std::string>{"deny:host=1,ev=3,at=10us", "port-disable:host=5,port=2,at=20us,for=30us",
+                                               "allow:host=1,ev=3,at=40us",
+                                               "end of port-disable:host=5,port=2,at=20us,for=30us"}));
+  // Host 5 itself: plane 2 down at 20 us, up again at 50 us.
+  std::vector<nlohmann::json> local;
+  for (const auto& p : run0["port_events"])
+    if (p["host"] == 5 && p.contains("local")) local.push_back(p);
+  ASSERT_EQ(local.size(), 2u);
+  EXPECT_EQ(local[0]["t_us"], 20.0);
+  EXPECT_EQ(local[0]["planes_up"], nlohmann::json::array({0, 1, 3}));
+  EXPECT_EQ(local[1]["t_us"], 50.0);
+  EXPECT_EQ(local[1]["planes_up"], nlohmann::json::array({0, 1, 2, 3}));
+  // Its peers hear it from host 5.
+  bool heard = false;
+  for (const auto& p : run0["port_events"])
+    heard = heard || (p.contains("peer") && p["peer"] == 5 && p["planes_up"] == nlohmann::json::array({0, 1, 3}));
+  EXPECT_TRUE(heard);
+
+  // A port the NIC does not have, and a group, are refused.
+  o.failures = {"port-enable:host=5,port=4,at=1us"};
+  EXPECT_FALSE(resolve(o, &why));
+  EXPECT_EQ(why, "failure 'port-enable:host=5,port=4,at=1us': port=4: the NIC has ports 0..3 (one per plane)");
+  SimOptions q;
+  EXPECT_FALSE(load_config_text("[[failure]]\nkind = \"port-disable\"\nhost = 1\nport = \"*\"\nat = \"1ms\"\n",
+                                "t.toml", &q, &why));
+  EXPECT_EQ(why, "t.toml:4: [[failure]] 1: 'port' must be an integer >= 0, not a string (e.g. port = 1)");
+}
+
 }  // namespace
 }  // namespace mrc::sim::tool

@@ -1,7 +1,8 @@
 // mrcctl: its TOML reader (messages naming file, line and field; compact EV
 // encoding) and the binary over real software devices on loopback
 // 127.0.6.x: apply / deny / port / show with --json, a bad file's exact
-// message and exit status, and probes between two mrcctl processes.
+// message and exit status, and probes between two mrcctl processes; watch
+// on 127.0.61.x.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -236,6 +237,52 @@ TEST(Mrcctl, ProbesBetweenTwoProcessesPrintRtts) {
   EXPECT_EQ(slurp(r.err), "mrcctl: probe 127.0.6.59: 0 of 1 answered within 50 ms\n");
   kill(server.pid, SIGTERM);
   wait_exit(server);
+}
+
+TEST(Mrcctl, WatchReportsTheEventAnAllowCausesAndStopsAtItsCount) {
+  // An EV profile that reports GOOD: DENIED is the controller's own state
+  // (no event), allowing the EV again is a change to GOOD (one event). The
+  // watch's queue exists before the first command, so it sees it.
+  std::string text = kGood;
+  const std::string bad_only = "events = [\"assumed_bad\"]";
+  text.replace(text.find(bad_only), bad_only.size(), "events = [\"good\"]");
+  const std::string path = write_file("watch", text);
+  Proc r;
+  ASSERT_EQ(run({"--json", "--planes", "127.0.61.1,127.0.61.2", "--udp-port", "24799", "apply", path, "deny", "2",
+                 "2:49169", "allow", "2", "2:49169", "watch", "--count", "1", "--seconds", "15"},
+                "watch", r),
+            0)
+      << slurp(r.err);
+  const auto j = nlohmann::json::parse(slurp(r.out));
+  const nlohmann::json event = {{"profile", 2}, {"port", 2}, {"value", 49169}, {"state", "good"}, {"drop_count", 0}};
+  EXPECT_EQ(j["watch"], nlohmann::json::array({event}));
+
+  // Text output: one line per event.
+  ASSERT_EQ(run({"--planes", "127.0.61.3,127.0.61.4", "--udp-port", "24799", "apply", path, "deny", "2", "2:49169",
+                 "allow", "2", "2:49169", "watch", "--count", "1", "--seconds", "15"},
+                "watch_text", r),
+            0)
+      << slurp(r.err);
+  EXPECT_NE(slurp(r.out).find("event profile 2 EV 2:49169 good (dropped before: 0)\n"), std::string::npos)
+      << slurp(r.out);
+}
+
+TEST(Mrcctl, WatchWithoutTheEventsItCountsOnExits1AfterItsTime) {
+  // The profile reports only ASSUMED_BAD: allowing an EV again is not reported.
+  const std::string path = write_file("watch_none", kGood);
+  Proc r;
+  EXPECT_EQ(run({"--json", "--planes", "127.0.61.5,127.0.61.6", "--udp-port", "24799", "apply", path, "deny", "2",
+                 "2:49169", "allow", "2", "2:49169", "watch", "--count", "1", "--seconds", "0.2"},
+                "watch_none", r),
+            1);
+  EXPECT_EQ(slurp(r.err), "mrcctl: watch: 0 of 1 events within 0.2 s\n");
+  // Without --count a watch is a timed observation: no events is no failure.
+  EXPECT_EQ(run({"--planes", "127.0.61.7,127.0.61.8", "--udp-port", "24799", "apply", path, "watch", "--seconds",
+                 "0.1"},
+                "watch_timed", r),
+            0)
+      << slurp(r.err);
+  EXPECT_EQ(slurp(r.out), "applied " + path + "\n");
 }
 
 }  // namespace

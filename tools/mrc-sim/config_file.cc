@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "mrc-sim/settings.hpp"
+#include "mrcctl/ctl_file_toml.hpp"
 #include "sim/scenario/failures.hpp"
 
 namespace mrc::sim::tool {
@@ -25,12 +26,15 @@ struct Section {
 
 // Failure keys in the order parse_failure's text form writes them, so a
 // failure given as keys reads like the same failure given as `spec`.
-const std::vector<std::string> kFailureKeys = {"kind", "tier", "plane", "a",   "b",     "index",  "host", "ev",
+const std::vector<std::string> kFailureKeys = {"kind", "tier", "plane", "a",   "b",     "index",  "host", "ev",   "port",
                                                "p",    "gbps", "at",    "for", "until", "period", "duty"};
 const std::vector<std::string> kFailureTimeKeys = {"at", "for", "until", "period"};
-const std::vector<std::string> kFailureIntKeys = {"plane", "a", "b", "index", "host", "ev"};
+const std::vector<std::string> kFailureIntKeys = {"plane", "a", "b", "index", "host", "ev", "port"};
+/// Keys that name one thing: no "*" group.
+const std::vector<std::string> kFailureSingleKeys = {"host", "ev", "port"};
 const std::vector<std::string> kFailureNumberKeys = {"p", "gbps", "duty"};
-const std::vector<std::string> kFailureKinds = {"link-down", "link-flap", "switch-down", "loss", "rate", "deny"};
+const std::vector<std::string> kFailureKinds = {"link-down", "link-flap", "switch-down", "loss", "rate",
+                                                "deny",      "allow",     "port-disable", "port-enable"};
 
 /// The settings table (settings.hpp) grouped by section, in its order.
 std::vector<Section> sections(SimOptions& o) {
@@ -65,10 +69,21 @@ class Loader {
     for (const auto& s : secs)
       if (std::string(s.name).find('.') == std::string::npos) section_names.push_back(s.name);
     section_names.push_back("failure");
+    for (const char* s : {"controller", "format", "ev_profile", "cc_profile"}) section_names.push_back(s);
+    bool profiles = false;
     for (auto&& [k, v] : root) {
       const std::string key(k.str());
       if (key == "failure") {
         if (!load_failures(v)) return false;
+        continue;
+      }
+      if (key == "format" || key == "ev_profile" || key == "cc_profile") {
+        profiles = true;  // read below, by mrcctl's reader
+        continue;
+      }
+      if (key == "controller") {
+        if (!v.is_table()) return error(v.source(), "'controller' must be a section: [controller]");
+        if (!load_controller(*v.as_table())) return false;
         continue;
       }
       const Section* sec = find_section(secs, key);
@@ -86,6 +101,7 @@ class Loader {
       if (!v.is_table()) return error(v.source(), fmt::format("'{}' must be a section: [{}]", key, key));
       if (!load_section(secs, *sec, *v.as_table())) return false;
     }
+    if (profiles && !load_profiles(root)) return false;
     return true;
   }
 
@@ -100,7 +116,9 @@ class Loader {
 
   static std::string sections_list(const std::vector<std::string>& names) {
     std::vector<std::string> shown;
-    for (const auto& n : names) shown.push_back(n == "failure" ? "[[failure]]" : "[" + n + "]");
+    for (const auto& n : names)
+      shown.push_back(n == "failure" || n == "format" || n == "ev_profile" || n == "cc_profile" ? "[[" + n + "]]"
+                                                                                                 : "[" + n + "]");
     return fmt::format("sections: {}", fmt::join(shown, ", "));
   }
 
@@ -232,6 +250,81 @@ class Loader {
         f.target);
   }
 
+  /// [controller]: which profiles the MRC QPs use, and on which hosts.
+  bool load_controller(const toml::table& t) {
+    ControllerPlan& plan = o_->controller;
+    const std::vector<std::string> keys = {"ev_profile", "cc_profile", "hosts"};
+    for (auto&& [k, v] : t) {
+      const std::string key(k.str());
+      if (key == "ev_profile" || key == "cc_profile") {
+        if (!v.is_integer() || v.as_integer()->get() < 0 || v.as_integer()->get() > 16)
+          return error(v.source(), fmt::format("[controller] '{}' must be a profile id 1..16 (0 = none), not {} "
+                                               "(e.g. {} = 1)",
+                                               key, v.is_integer() ? fmt::format("{}", v.as_integer()->get())
+                                                                   : std::string(type_name(v)),
+                                               key));
+        (key == "ev_profile" ? plan.ev_profile : plan.cc_profile) = static_cast<uint64_t>(v.as_integer()->get());
+      } else if (key == "hosts") {
+        const toml::array* a = v.as_array();
+        if (!a) return error(v.source(), "[controller] 'hosts' must be an array of host numbers (e.g. hosts = [0, 5])");
+        plan.hosts.clear();
+        for (const toml::node& e : *a) {
+          if (!e.is_integer() || e.as_integer()->get() < 0)
+            return error(e.source(), "[controller] hosts: each must be a host number >= 0 (e.g. hosts = [0, 5])");
+          plan.hosts.push_back(static_cast<uint32_t>(e.as_integer()->get()));
+        }
+      } else {
+        std::string hint = did_you_mean(key, keys);
+        if (hint.empty()) hint = fmt::format(" (keys: {})", fmt::join(keys, ", "));
+        return error(k.source(), fmt::format("[controller] unknown key '{}'{}", key, hint));
+      }
+    }
+    return true;
+  }
+
+  /// [[format]], [[ev_profile]], [[cc_profile]]: mrcctl's controller file
+  /// tables, read by its reader (messages "file:line: ev_profile[0].count:
+  /// ..."), into the plan in the core's terms (the C API's bit values are
+  /// the core's).
+  bool load_profiles(const toml::table& root) {
+    mrcctl::CtlFile cf;
+    std::string msg;
+    if (!mrcctl::read_ctl_tables(root, path_, cf, msg)) {
+      why_ = msg;
+      return false;
+    }
+    ControllerPlan& plan = o_->controller;
+    plan.formats.clear();
+    plan.ev_profiles.clear();
+    plan.cc_profiles.clear();
+    for (const auto& f : cf.formats) plan.formats.push_back(CtlFormatSpec{f.id, f.mode, f.widths, f.online});
+    for (const auto& p : cf.ev_profiles) {
+      CtlEvProfileSpec s;
+      s.id = p.id;
+      s.mode = p.mode;
+      s.format = p.format;
+      s.count = p.count;
+      s.min_active = p.min_active;
+      s.event_mask = p.event_mask;
+      for (const auto& f : p.fields) s.fields.push_back(core::ctl::Field{f.width, f.init, f.min, f.max, f.mask});
+      for (const auto& e : p.evs) s.evs.emplace_back(e.port, e.value);
+      s.online = p.online;
+      plan.ev_profiles.push_back(std::move(s));
+    }
+    for (const auto& c : cf.cc_profiles) {
+      CtlCcProfileSpec s;
+      s.id = c.id;
+      s.nscc = c.nscc;
+      // As mrc_ctl_nscc_config's fields reach the core (src/api/ctl.cc).
+      s.config.base_rtt = Duration::ns(c.base_rtt_ns);
+      s.config.target_delay = Duration::ns(c.target_qdelay_ns);
+      s.config.max_cwnd = c.max_cwnd_bytes;
+      s.online = c.online;
+      plan.cc_profiles.push_back(s);
+    }
+    return true;
+  }
+
   bool load_failures(const toml::node& v) {
     if (!v.is_array_of_tables())
       return error(v.source(), "'failure' must be an array of tables: write each failure as [[failure]]");
@@ -299,11 +392,11 @@ class Loader {
                                                 where, key, key));
         value = v->as_string()->get();
       } else if (is(kFailureIntKeys)) {
-        const bool all = v->is_string() && v->as_string()->get() == "*" && key != "host" && key != "ev";
+        const bool single = is(kFailureSingleKeys);
+        const bool all = v->is_string() && v->as_string()->get() == "*" && !single;
         if (!all && (!v->is_integer() || v->as_integer()->get() < 0))
           return error(v->source(), fmt::format("{}: '{}' must be an integer >= 0{}, not {} (e.g. {} = 1)", where, key,
-                                                key == "host" || key == "ev" ? "" : " or \"*\" (all)", type_name(*v),
-                                                key));
+                                                single ? "" : " or \"*\" (all)", type_name(*v), key));
         value = all ? "*" : fmt::format("{}", v->as_integer()->get());
       } else if (is(kFailureNumberKeys)) {
         if (v->is_integer()) value = fmt::format("{}", v->as_integer()->get());

@@ -15,6 +15,12 @@
 //                     mrc_retry_count, roce_retry_count, mtu, base_rtt_us,
 //                     default_failures
 //   [output]          json, csv, svg, quiet, series, plot_from_us, plot_to_us
+//   [[format]], [[ev_profile]], [[cc_profile]]
+//                     controller profiles, in mrcctl's shape and read by its
+//                     reader (tools/mrcctl/ctl_file.hpp), into
+//                     SimOptions::controller
+//   [controller]      ev_profile, cc_profile: the profiles the MRC QPs use;
+//                     hosts: on which hosts (default every host)
 //
 // The keys, their flags and the values they accept are the table in
 // settings.hpp; docs/mrc-sim.md documents every key; examples/scenarios/
@@ -41,8 +47,11 @@ namespace mrc::sim::tool {
 ///   topo.toml:3: [topology] 'hosts' must be an integer, not a string (e.g. hosts = 64)
 /// for TOML syntax errors, unknown sections or keys, values of the wrong
 /// type, out of range or not among the allowed choices, and failures that
-/// parse_failure() rejects. Whether the settings fit together (the topology,
-/// failures naming existing links) is checked later, by resolve().
+/// parse_failure() rejects; errors in the profile tables are mrcctl's
+/// reader's ("t.toml:6: ev_profile[0].events[0]: must be ..."). Whether the
+/// settings fit together (the topology, failures naming existing links, the
+/// profiles as the core's controller takes them) is checked later, by
+/// resolve().
 Status load_config_file(const std::string& path, SimOptions* o, std::string* why);
 
 /// Same as load_config_file() on TOML `text`; `path` names it in messages

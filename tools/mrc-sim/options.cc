@@ -255,6 +255,12 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     // on this fabric, as the runner derives the protocol's, unless given.
     topo.base_rtt = o.base_rtt_us > 0 ? from_units(o.base_rtt_us, 1e6) : probe_fabric.max_one_way_latency() * 2;
   }
+  if (!o.controller.empty() || o.controller.ev_profile != 0 || o.controller.cc_profile != 0 ||
+      !o.controller.hosts.empty()) {
+    if (Status s = validate_controller_plan(o.controller, topo.num_planes(), topo.hosts, &msg); !s)
+      return fail(Errc::invalid_argument, "controller profiles: " + msg);
+    sc.controller = o.controller;
+  }
   if (o.base_rtt_us > 0) {
     sc.derive_base_rtt = false;
     sc.protocol.base_rtt = topo.base_rtt;
@@ -391,6 +397,26 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
   for (const auto& f : sc.failures) append(out, "  failure     {}\n", f.text);
   for (size_t i = 0; i < run.transports.size(); ++i)
     append(out, "  {}  {}\n", i == 0 ? "transports" : "          ", transport_text(o, sc, run.transports[i]));
+  if (const ControllerPlan& c = sc.controller; !c.empty()) {
+    // Which profiles the MRC QPs use where (controller_plan.hpp).
+    std::string hosts = "every host";
+    if (!c.hosts.empty()) hosts = fmt::format("hosts {}", fmt::join(c.hosts, ", "));
+    std::string ev = "own EV sets", cc = "own congestion control";
+    for (const auto& p : c.ev_profiles)
+      if (p.id == c.ev_profile) {
+        const char* mode = p.mode == core::ctl::ev_mode::kAuto ? "auto" : p.mode == core::ctl::ev_mode::kExp ? "exp"
+                                                                                                             : "gen";
+        std::vector<std::string> events;
+        if (p.event_mask & core::ctl::ev_state::kGood) events.push_back("good");
+        if (p.event_mask & core::ctl::ev_state::kAssumedBad) events.push_back("assumed_bad");
+        ev = fmt::format("EV profile {} ({}, {} EVs, min_active {}, events {})", p.id, mode,
+                         p.count ? fmt::format("{}", p.count) : std::string("the simulator's"), p.min_active,
+                         events.empty() ? std::string("none") : fmt::format("{}", fmt::join(events, "+")));
+      }
+    for (const auto& p : c.cc_profiles)
+      if (p.id == c.cc_profile) cc = fmt::format("CC profile {} ({})", p.id, p.nscc ? core::kCcNscc : "none");
+    append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
+  }
   append(out, "  seed        {}\n", o.seed);
   return out;
 }

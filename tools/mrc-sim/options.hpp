@@ -45,6 +45,9 @@ struct SimOptions {
   uint32_t fan_in = 8;             ///< fan_in: incast senders
   bool victim = false;             ///< victim: incast victim flow
   std::string cm_file;             ///< cm: connection matrix file (workload cm)
+  // [[format]], [[ev_profile]], [[cc_profile]] and [controller] (file only):
+  // the controller profiles of the MRC transports (controller_plan.hpp)
+  ControllerPlan controller;
   // [[failure]]
   std::vector<std::string> failures;  ///< parse_failure() texts; empty = defaults (if default_failures)
   // [run]

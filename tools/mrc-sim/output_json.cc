@@ -67,6 +67,18 @@ json run_json(const RunResult& r) {
                    {"drops", e.drop_count}});
   }
   j["ev_events"] = evs;
+  json ports = json::array();
+  for (const auto& p : r.port_events) {
+    json o = {{"t_us", p.at.to_us()}, {"host", p.host}};
+    if (p.local) o["local"] = true;
+    else o["peer"] = p.peer;
+    json up = json::array();
+    for (uint32_t b = 0; b < 32; ++b)
+      if (p.up_mask >> b & 1u) up.push_back(b);
+    o["planes_up"] = up;
+    ports.push_back(o);
+  }
+  j["port_events"] = ports;
   json fl = json::array();
   for (const auto& [t, s] : r.failure_log) fl.push_back({{"t_us", t.to_us()}, {"action", s}});
   j["failures"] = fl;

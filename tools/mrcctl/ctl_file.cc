@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "mrc/mrc_ctl.h"
+#include "mrcctl/ctl_file_toml.hpp"
 
 namespace mrcctl {
 
@@ -251,8 +252,17 @@ bool parse_ctl_file(const std::string& text, const std::string& name, CtlFile& o
     return false;
   }
   Reader r{name, {}};
-  const bool ok = r.known_keys(root, "file", {"format", "ev_profile", "cc_profile"}) &&
-                  read_all(r, root, "format", out.formats, read_format) &&
+  if (!r.known_keys(root, "file", {"format", "ev_profile", "cc_profile"})) {
+    why = r.why;
+    return false;
+  }
+  return read_ctl_tables(root, name, out, why);
+}
+
+bool read_ctl_tables(const toml::table& root, const std::string& name, CtlFile& out, std::string& why) {
+  out = CtlFile{};
+  Reader r{name, {}};
+  const bool ok = read_all(r, root, "format", out.formats, read_format) &&
                   read_all(r, root, "ev_profile", out.ev_profiles, read_ev_profile) &&
                   read_all(r, root, "cc_profile", out.cc_profiles, read_cc_profile);
   if (!ok) why = r.why;

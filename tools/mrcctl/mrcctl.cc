@@ -251,16 +251,26 @@ class Ctl {
   }
 
   // ---------------------------------------------------------------- watch
-  std::optional<Failure> watch(double seconds, bool json_out, json& out) {
-    if (!evq_) {
-      evq_ = mrc_ctl_create_ev_event_cq(ctx_, 4096, nullptr, nullptr, 0);
-      if (!evq_) return Failure{"mrc_ctl_create_ev_event_cq: " + errno_text(errno)};
-    }
+  /// Creates the EV event queue; events of EV state changes from then on
+  /// are kept for watch() (main calls it before the first command when a
+  /// watch follows, so the watch sees what the commands before it caused).
+  std::optional<Failure> open_events() {
+    if (evq_) return std::nullopt;
+    evq_ = mrc_ctl_create_ev_event_cq(ctx_, 4096, nullptr, nullptr, 0);
+    if (!evq_) return Failure{"mrc_ctl_create_ev_event_cq: " + errno_text(errno)};
+    return std::nullopt;
+  }
+
+  /// Prints EV events for `seconds`, or until `count` events (0: no limit)
+  /// have come; fewer than `count` in that time is a failure (exit 1).
+  std::optional<Failure> watch(double seconds, uint64_t count, bool json_out, json& out) {
+    if (auto f = open_events()) return f;
     out = json::array();
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     mrc_ctl_ev_event evs[64];
-    while (std::chrono::steady_clock::now() < end) {
-      const int n = mrc_ctl_poll_ev_event(evq_, 64, evs);
+    while (std::chrono::steady_clock::now() < end && (count == 0 || out.size() < count)) {
+      const int want = count == 0 ? 64 : static_cast<int>(std::min<uint64_t>(64, count - out.size()));
+      const int n = mrc_ctl_poll_ev_event(evq_, want, evs);
       if (n < 0) return Failure{"mrc_ctl_poll_ev_event: " + errno_text(-n)};
       for (int i = 0; i < n; ++i) {
         const auto bits = compact_bits_of(evs[i].profile_id).value_or(0);
@@ -278,6 +288,8 @@ class Ctl {
       }
       if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    if (count != 0 && out.size() < count)
+      return Failure{fmt::format("watch: {} of {} events within {} s", out.size(), count, seconds)};
     return std::nullopt;
   }
 
@@ -464,8 +476,13 @@ int main(int argc, char** argv) {
   allow->add_option("profile", allow_profile, "EV profile id")->required();
   allow->add_option("evs", allow_evs, "EVs as PORT:VALUE (compact EV)")->required();
   double watch_s = 10;
+  uint64_t watch_n = 0;
   auto* watch = app.add_subcommand("watch", "print EV events (and answer other devices' probes) for a while");
-  watch->add_option("--seconds", watch_s, "how long")->default_val(10)->check(CLI::Range(0.0, 1e6));
+  watch->add_option("--seconds", watch_s, "how long at most")->default_val(10)->check(CLI::Range(0.0, 1e6));
+  watch->add_option("--count", watch_n, "stop after this many events (0 = none: watch for --seconds); fewer "
+                                        "within --seconds exits 1")
+      ->default_val(0)
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32));
   std::string dest;
   std::vector<std::string> probe_evs;
   uint64_t probe_ms = 1000;
@@ -518,6 +535,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "mrcctl: {}\n", f->msg);
     return f->code == 1 ? 1 : f->code;
   }
+  // The queue exists before the first command, so a watch also reports the
+  // events the commands before it caused (e.g. "deny ... allow ... watch").
+  if (watch->parsed())
+    if (auto f = ctl.open_events()) {
+      fmt::print(stderr, "mrcctl: {}\n", f->msg);
+      return 1;
+    }
   json result = json::object();
   int code = 0;
   for (CLI::App* sub : app.get_subcommands()) {
@@ -540,7 +564,7 @@ int main(int argc, char** argv) {
           fmt::print("ev_profile {} EV {}:{} {}\n", e["profile"].get<uint64_t>(), e["port"].get<int>(),
                      e["value"].get<uint64_t>(), e["state"].get<std::string>());
     } else if (sub == watch) {
-      f = ctl.watch(watch_s, o.json, j);
+      f = ctl.watch(watch_s, watch_n, o.json, j);
     } else if (sub == probe) {
       std::vector<std::pair<uint8_t, uint32_t>> evs;
       for (const auto& [p, v] : probe_list) evs.emplace_back(p, static_cast<uint32_t>(v));

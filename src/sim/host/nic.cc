@@ -58,8 +58,15 @@ uint32_t Nic::idle_ports() const {
 }
 
 void Nic::carrier_changed(uint32_t plane) {
-  ep_->set_port_up(sim_.now(), static_cast<uint8_t>(plane), fabric_.host_port_up(host_, plane));
+  ep_->set_port_up(sim_.now(), static_cast<uint8_t>(plane), fabric_.host_port_up(host_, plane) && port_enabled(plane));
   kick();
+}
+
+void Nic::set_port_admin(uint32_t plane, bool enabled) {
+  if (plane >= in_flight_.size()) return;
+  if (enabled) admin_down_ &= ~(1u << plane);
+  else admin_down_ |= 1u << plane;
+  carrier_changed(plane);  // the core's port state: carrier and administrative state
 }
 
 void Nic::send_on_idle_ports() {
@@ -144,6 +151,13 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
 }
 
 void Nic::receive(Simulator& sim, Packet* p, int in_port) {
+  if (!port_enabled(static_cast<uint32_t>(in_port))) {
+    // A disabled port is down (reference 4.9): what the peers sent before
+    // they heard of it is lost, as on a port whose link went down.
+    ++rx_admin_drops_;
+    sim.free_packet(p);
+    return;
+  }
   core::RxMeta m;
   m.port = static_cast<uint8_t>(in_port);
   m.peer = p->src;

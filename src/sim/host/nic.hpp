@@ -41,6 +41,18 @@ class Nic final : public Node {
   void kick();
   /// The NIC-T0 link of `plane` changed state (carrier up/down): tells the core.
   void carrier_changed(uint32_t plane);
+  /// The controller enables or disables port `plane` administratively
+  /// (reference 4.7, 6.3.2: mrc_ctl_modify_port). A disabled port is down
+  /// for the core whatever its carrier (core::Endpoint::set_port_up: its
+  /// EVs leave service on every QP and the peers are told with
+  /// PORT_STATUS_UPDATE), sends nothing, and drops what still arrives on it
+  /// (rx_admin_drops). Enabling restores the carrier's state. Idempotent;
+  /// a plane the NIC does not have is ignored.
+  void set_port_admin(uint32_t plane, bool enabled);
+  /// True unless the controller disabled port `plane`.
+  bool port_enabled(uint32_t plane) const { return plane >= 32 || !(admin_down_ >> plane & 1u); }
+  /// Packets that arrived on an administratively disabled port and were dropped.
+  uint64_t rx_admin_drops() const { return rx_admin_drops_; }
 
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int in_port) override;
@@ -83,6 +95,8 @@ class Nic final : public Node {
   uint64_t timer_gen_ = 0;
   uint8_t hdr_[wire::kMaxHeaderBytes];
   uint64_t next_packet_id_ = 0;
+  uint32_t admin_down_ = 0;  ///< bit p: port p disabled by the controller
+  uint64_t rx_admin_drops_ = 0;
 };
 
 }  // namespace mrc::sim

@@ -158,11 +158,21 @@ Result<FailureSpec> parse_failure(const std::string& text, std::string* why) {
     kv.erase(it);
     if (!take_u("plane", &f.sw.plane, false, &f.all_planes) || !take_u("index", &f.sw.index, true, &f.all_a))
       return fail("switch-down needs index=I (and plane=P)");
-  } else if (kind == "deny") {
-    f.kind = FailureSpec::Kind::deny;
-    if (!take_u("host", &f.host, true) || !take_u("ev", &f.ev, true)) return fail("deny needs host=H ev=V");
+  } else if (kind == "deny" || kind == "allow") {
+    f.kind = kind == "deny" ? FailureSpec::Kind::deny : FailureSpec::Kind::allow;
+    if (!take_u("host", &f.host, true)) return fail(kind + " needs host=H (a host number)");
+    if (!take_u("ev", &f.ev, true)) return fail(kind + " needs ev=V (an EV value)");
+    if (f.kind == FailureSpec::Kind::allow && f.duration != Duration::infinite())
+      return fail("allow takes no for= (deny with for= allows the EV again at the end)");
+  } else if (kind == "port-disable" || kind == "port-enable") {
+    f.kind = kind == "port-disable" ? FailureSpec::Kind::port_disable : FailureSpec::Kind::port_enable;
+    if (!take_u("host", &f.host, true)) return fail(kind + " needs host=H (a host number)");
+    if (!take_u("port", &f.port, true)) return fail(kind + " needs port=P (the NIC port = plane, 0-based)");
+    if (f.kind == FailureSpec::Kind::port_enable && f.duration != Duration::infinite())
+      return fail("port-enable takes no for= (port-disable with for= enables the port again at the end)");
   } else {
-    return fail("unknown kind '" + kind + "' (link-down, link-flap, switch-down, loss, rate, deny)");
+    return fail("unknown kind '" + kind +
+                "' (link-down, link-flap, switch-down, loss, rate, deny, allow, port-disable, port-enable)");
   }
   if (!kv.empty()) return fail("unknown key '" + kv.begin()->first + "'");
   return f;
@@ -180,7 +190,7 @@ std::vector<uint32_t> range_or(bool all, uint32_t n, uint32_t one) {
 
 std::vector<LinkRef> failure_links(const FailureSpec& f, const Fabric& fabric) {
   using K = FailureSpec::Kind;
-  if (f.kind == K::switch_down || f.kind == K::deny) return {};
+  if (f.kind == K::switch_down || f.is_controller_action()) return {};
   if (!f.is_group()) return {f.link};
   const TopologyShape& s = fabric.shape();
   uint32_t a_count = s.hosts, b_count = 1, lanes = 1;
@@ -233,9 +243,17 @@ Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fa
       switch (f.kind) {
         case FailureSpec::Kind::switch_down: s = fabric.check(f.sw, &detail); break;
         case FailureSpec::Kind::deny:
+        case FailureSpec::Kind::allow:
+        case FailureSpec::Kind::port_disable:
+        case FailureSpec::Kind::port_enable:
           if (f.host >= fabric.hosts()) {
-            detail =
-                "host " + std::to_string(f.host) + " does not exist (" + std::to_string(fabric.hosts()) + " hosts)";
+            detail = "host=" + std::to_string(f.host) + ": the host does not exist (" +
+                     std::to_string(fabric.hosts()) + " hosts)";
+            s = Errc::invalid_argument;
+          } else if ((f.kind == FailureSpec::Kind::port_disable || f.kind == FailureSpec::Kind::port_enable) &&
+                     f.port >= fabric.planes()) {
+            detail = "port=" + std::to_string(f.port) + ": the NIC has ports 0.." + std::to_string(fabric.planes() - 1) +
+                     " (one per plane)";
             s = Errc::invalid_argument;
           }
           break;
@@ -336,11 +354,20 @@ void FailureSchedule::apply(size_t i, bool begin) {
                                                                                    : fabric_.config().host_link_bps)));
       break;
     case FailureSpec::Kind::deny:
-      if (begin && f.host < cluster_.hosts()) {
+    case FailureSpec::Kind::allow:
+      if (f.host < cluster_.hosts()) {
+        // deny: DENIED at the start, GOOD again at the end of for=; allow: GOOD.
+        const bool denied = f.kind == FailureSpec::Kind::deny && begin;
         core::Endpoint& ep = cluster_.nic(f.host).ep();
-        for (uint32_t qpn : ep.qp_numbers()) (void)ep.set_ev_denied(sim_.now(), qpn, f.ev, true);
+        // A QP that does not hold the EV refuses (not_found): nothing to do there.
+        for (uint32_t qpn : ep.qp_numbers()) (void)ep.set_ev_denied(sim_.now(), qpn, f.ev, denied);
         cluster_.nic(f.host).kick();
       }
+      break;
+    case FailureSpec::Kind::port_disable:
+    case FailureSpec::Kind::port_enable:
+      if (f.host < cluster_.hosts())
+        cluster_.nic(f.host).set_port_admin(f.port, f.kind == FailureSpec::Kind::port_enable || !begin);
       break;
   }
 }

@@ -9,7 +9,18 @@
 //   switch-down tier=t0|t1|t2 plane=P index=I at=T [for=D]         (for= is a reboot)
 //   loss        link keys, p=0.2 at=T [for=D]                       (gray failure)
 //   rate        link keys, gbps=R at=T [for=D]                      (degraded link)
-//   deny        host=H ev=V at=T                                    (controller DENY of EV V on H's QPs)
+//   deny        host=H ev=V at=T [for=D]                            (controller DENY of EV V on H's QPs;
+//                                                                    for= allows it again at the end)
+//   allow       host=H ev=V at=T                                    (controller sets EV V GOOD again)
+//   port-disable host=H port=P at=T [for=D]                         (controller disables NIC port P = plane P)
+//   port-enable host=H port=P at=T                                  (controller enables it again)
+// The controller actions (deny, allow, port-*) act through the core on
+// the QPs that exist at that time: DENY/allow with
+// core::Endpoint::set_ev_denied on each of H's QPs; a port's
+// administrative state with Nic::set_port_admin, which takes the port out
+// of service in the core (core::Endpoint::set_port_up: its EVs leave
+// service on every QP and the peers are told with PORT_STATUS_UPDATE, so
+// they stop sending into that plane towards H at once).
 // Groups: "*" for plane, a or b (links) or for plane or index (switches)
 // stands for every value, e.g. every link of host 5 (tier=host,plane=*,a=5),
 // every T0-T1 link of plane 2 (tier=t0t1,plane=2,a=*,b=*) or T1 3 of every
@@ -35,7 +46,17 @@ namespace mrc::sim {
 class Cluster;
 
 struct FailureSpec {
-  enum class Kind : uint8_t { link_down, link_flap, switch_down, loss, rate, deny } kind = Kind::link_down;
+  enum class Kind : uint8_t {
+    link_down,
+    link_flap,
+    switch_down,
+    loss,
+    rate,
+    deny,
+    allow,
+    port_disable,
+    port_enable
+  } kind = Kind::link_down;
   LinkRef link;
   SwitchRef sw;
   Time at;
@@ -47,6 +68,7 @@ struct FailureSpec {
   uint64_t rate_bps = 0;
   uint32_t host = 0;
   uint32_t ev = 0;
+  uint32_t port = 0;  ///< port-disable / port-enable: the NIC port (plane), 0-based
   /// Group specs: "*" was given for the plane, for a (links) or index
   /// (switches), for b (links).
   bool all_planes = false;
@@ -57,6 +79,10 @@ struct FailureSpec {
   int32_t at_step = -1;
   std::string text;                          ///< as given, for output
   bool is_group() const { return all_planes || all_a || all_b; }
+  /// A controller action on one host (deny, allow, port-disable, port-enable).
+  bool is_controller_action() const {
+    return kind == Kind::deny || kind == Kind::allow || kind == Kind::port_disable || kind == Kind::port_enable;
+  }
 };
 
 /// Parses one failure string; the error names the key and what is wrong.
@@ -67,7 +93,7 @@ Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fa
 
 /// The links a link failure applies to in `fabric`: its one link, or every
 /// existing link of a group (all parallel lanes included); empty when
-/// nothing matches. Empty for switch and deny failures.
+/// nothing matches. Empty for switch failures and controller actions.
 std::vector<LinkRef> failure_links(const FailureSpec& f, const Fabric& fabric);
 /// The switches a switch-down applies to (one, or every existing switch of a
 /// group); empty for other kinds.

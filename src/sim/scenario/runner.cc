@@ -1,6 +1,8 @@
 #include "sim/scenario/runner.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <string>
@@ -12,8 +14,9 @@ namespace {
 /// Samples delivered throughput and fabric queueing at a fixed interval.
 class Sampler final : public Node {
  public:
-  Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out)
-      : sim_(sim), c_(c), f_(f), every_(every), out_(out) {}
+  Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out,
+          std::function<void(Time, const Cluster&)> hook)
+      : sim_(sim), c_(c), f_(f), every_(every), out_(out), hook_(std::move(hook)) {}
   /// Also records per-host, per-plane and per-flow rows into `r` (flows:
   /// the (src, dst) of each, whose receivers count per source).
   void detail(RunResult* r, bool hosts, bool planes, std::vector<std::pair<uint32_t, uint32_t>> flows) {
@@ -47,6 +50,7 @@ class Sampler final : public Node {
     out_->push_back(Sample{now, gbps(rx - last_), f_.total_queued_bytes()});
     last_ = rx;
     if (r_) sample_detail();
+    if (hook_) hook_(now, c_);
   }
 
   /// One row per enabled detail: deltas of the NICs' counters since the last sample.
@@ -82,6 +86,7 @@ class Sampler final : public Node {
   Fabric& f_;
   Duration every_;
   std::vector<Sample>* out_;
+  std::function<void(Time, const Cluster&)> hook_;
   uint64_t last_ = 0;
   Time last_at_;        ///< time of the last sample (the run's start before the first)
   Duration interval_;   ///< length of the sample being taken
@@ -160,14 +165,26 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     ec.protocol.reorder_allowance = ec.protocol.base_rtt / 2;
   }
   Cluster cluster(sim, fabric, ec, spec);
+  if (!sc.controller.empty() && spec.transport == core::Transport::mrc) {
+    std::string why;
+    if (Status s = cluster.use_controller(sc.controller, &why); !s) {
+      // validate_controller_plan() accepted it: a programming error.
+      std::fprintf(stderr, "mrc-sim: controller profiles refused: %s\n", why.c_str());
+      std::abort();
+    }
+  }
   cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
     if (r.ev_events.size() >= 100000) return;
     r.ev_events.emplace_back(sim.now(), e);
     r.ev_event_hosts.push_back(host);
   };
+  cluster.on_port_event = [&](uint32_t host, const core::PortEvent& e) {
+    if (r.port_events.size() >= 100000) return;
+    r.port_events.push_back(RunResult::PortRecord{sim.now(), host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
+  };
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
-  Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series);
+  Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series, sc.on_sample);
   if (sc.series_hosts || sc.series_planes || sc.series_flows) {
     std::vector<std::pair<uint32_t, uint32_t>> pairs;
     if (sc.series_flows)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/fabric/fabric.hpp"
+#include "sim/scenario/controller_plan.hpp"
 #include "sim/scenario/failures.hpp"
 #include "sim/workload/cluster.hpp"
 #include "sim/workload/workload.hpp"
@@ -40,6 +41,9 @@ struct Scenario {
   bool victim = false;               ///< incast: add a victim flow
   std::vector<FlowSpec> flows;       ///< matrix workload (or any explicit flow list)
   std::vector<FailureSpec> failures;
+  /// Controller profiles of the MRC transports' QPs (controller_plan.hpp);
+  /// empty: the transport's own EV sets and congestion control.
+  ControllerPlan controller;
   uint64_t seed = 1;
   Duration time_limit = Duration::ms(200);
   Duration sample_every = Duration::us(20);
@@ -59,6 +63,10 @@ struct Scenario {
   /// Called once at the end of the run, before teardown (diagnostics: the
   /// state of QPs that did not finish).
   std::function<void(Time now, const Cluster& cluster)> at_end;
+  /// Called at every sample (every sample_every of simulated time), after
+  /// the sample is taken: tests read NIC and QP counters over time here.
+  /// Must not change the simulation.
+  std::function<void(Time now, const Cluster& cluster)> on_sample;
 };
 
 struct Sample {
@@ -102,6 +110,17 @@ struct RunResult {
   std::vector<std::pair<Time, std::string>> failure_log;
   std::vector<std::pair<Time, core::EvEvent>> ev_events;  ///< capped at 100k
   std::vector<uint32_t> ev_event_hosts;  ///< the host (NIC) of each of ev_events
+  /// Port-status changes (Cluster::on_port_event), capped at 100k: at
+  /// `host`, its own ports (`local`) or peer `peer`'s ports as its
+  /// PORT_STATUS_UPDATE gave them; up_mask bit p = plane p up.
+  struct PortRecord {
+    Time at;
+    uint32_t host = 0;
+    bool local = true;
+    uint32_t peer = 0;
+    uint32_t up_mask = 0;
+  };
+  std::vector<PortRecord> port_events;
 };
 
 /// The flows a flow workload of `sc` runs (permutation, incast, all-to-all:

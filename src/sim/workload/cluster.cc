@@ -46,20 +46,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
   core::Endpoint& a = nics_[src]->ep();
   core::Endpoint& b = nics_[dst]->ep();
   auto make_profile = [&](core::Endpoint& e, uint32_t from, uint32_t to) {
-    core::EvProfile p;
-    p.policy = spec_.policy;
-    p.explicit_evs = fabric_.make_evs(from, to, spec_.evs_per_plane, rng_);
-    if (spec_.pin_t0_uplink >= 0) pin(from, p.explicit_evs);
-    if (spec_.transport == core::Transport::roce_rc) {
-      // A RoCE QP lives on one NIC port: QP `lane` of a pair uses plane
-      // lane % planes (one QP per port, as a collective library opens them),
-      // and its single path within the plane is an ECMP-style hash pick.
-      const uint8_t plane = static_cast<uint8_t>(lane % fabric_.planes());
-      std::erase_if(p.explicit_evs, [plane](const core::EvEntry& ev) { return ev.port != plane; });
-    }
-    p.active_count = std::min<uint32_t>(spec_.active_per_plane * fabric_.planes(),
-                                        static_cast<uint32_t>(p.explicit_evs.size()));
-    p.ev_min_active = std::max<uint32_t>(1, p.active_count * spec_.ev_min_active_pct / 100);
+    const core::EvProfile p = ev_profile_for(from, to, lane);
     const uint64_t id = next_profile_++;  // one EV profile per QP: its EV set is its own
     std::string why;
     if (Status s = e.set_ev_profile(id, p, &why); !s) {
@@ -109,6 +96,81 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
   bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
   bring_up(b, qb, pb, src, qa, psn_b, psn_a);
   return qps_.emplace(key, QpInfo{qa, qb}).first->second;
+}
+
+core::EvProfile Cluster::ev_profile_for(uint32_t from, uint32_t to, uint32_t lane) {
+  const HostCtl* hc = from < ctl_.size() && ctl_[from].ev_profile != 0 ? &ctl_[from] : nullptr;
+  if (hc && !hc->auto_mode) {
+    // EXP / GEN: the controller's array, as the core's controller hands it
+    // to QPs (validated when the plan was applied).
+    core::EvProfile p = hc->ctl->to_endpoint_profile(hc->ev_profile, core::EvProfile{}).value();
+    p.policy = spec_.policy;
+    if (spec_.pin_t0_uplink >= 0) pin(from, p.explicit_evs);
+    return p;
+  }
+  uint32_t per_plane = spec_.evs_per_plane, active_per_plane = spec_.active_per_plane;
+  if (hc && hc->count_per_qp != 0) {  // AUTO with a count: that many of the simulator's EVs
+    per_plane = std::max<uint32_t>(1, hc->count_per_qp / fabric_.planes());
+    active_per_plane = std::max<uint32_t>(1, per_plane / 2);
+  }
+  core::EvProfile p;
+  p.policy = spec_.policy;
+  p.explicit_evs = fabric_.make_evs(from, to, per_plane, rng_);
+  if (spec_.pin_t0_uplink >= 0) pin(from, p.explicit_evs);
+  if (spec_.transport == core::Transport::roce_rc) {
+    // A RoCE QP lives on one NIC port: QP `lane` of a pair uses plane
+    // lane % planes (one QP per port, as a collective library opens them),
+    // and its single path within the plane is an ECMP-style hash pick.
+    const uint8_t plane = static_cast<uint8_t>(lane % fabric_.planes());
+    std::erase_if(p.explicit_evs, [plane](const core::EvEntry& ev) { return ev.port != plane; });
+  }
+  p.active_count =
+      std::min<uint32_t>(active_per_plane * fabric_.planes(), static_cast<uint32_t>(p.explicit_evs.size()));
+  p.ev_min_active = std::max<uint32_t>(1, p.active_count * spec_.ev_min_active_pct / 100);
+  // AUTO: the device's own set with the profile's ev_min_active.
+  if (hc) p = hc->ctl->to_endpoint_profile(hc->ev_profile, p).value();
+  return p;
+}
+
+Status Cluster::use_controller(const ControllerPlan& plan, std::string* why) {
+  ctl_.clear();
+  ctl_.resize(nics_.size());
+  for (uint32_t h = 0; h < nics_.size(); ++h) {
+    if (!plan.applies_to(h)) continue;
+    HostCtl& hc = ctl_[h];
+    hc.ctl = std::make_unique<core::ctl::Controller>(controller_limits(fabric_.planes()), sim_.rng_for(0x2000 + h));
+    if (Status s = apply_controller_plan(*hc.ctl, plan, why); !s) return s;
+    if (plan.ev_profile != 0) {
+      using namespace core::ctl;
+      EvProfileAttr q;
+      if (Status s = hc.ctl->query_ev_profile(plan.ev_profile, q, ev_attr::kMode | ev_attr::kCount | ev_attr::kEventMask);
+          !s)
+        return s;
+      hc.ev_profile = plan.ev_profile;
+      hc.auto_mode = q.ev_mode == ev_mode::kAuto;
+      hc.count_per_qp = hc.auto_mode ? q.ev_count : 0;
+      hc.event_mask = q.event_mask;
+      auto p = hc.ctl->to_endpoint_profile(plan.ev_profile, core::EvProfile{});
+      if (!p) return p.error();
+    }
+    if (plan.cc_profile != 0) {
+      auto cc = hc.ctl->to_endpoint_cc_profile(plan.cc_profile);
+      if (!cc) return cc.error();
+      if (Status s = nics_[h]->ep().set_cc_profile(1, *cc, why); !s) return s;
+    }
+  }
+  return {};
+}
+
+bool Cluster::reported(uint32_t h, const core::EvEvent& e) const {
+  if (h >= ctl_.size() || ctl_[h].ev_profile == 0) return true;
+  // The controller's own DENY / allow is always recorded; the rest as the
+  // profile's event mask (reference 4.10: GOOD, ASSUMED_BAD) selects. A
+  // held demotion is an ASSUMED_BAD that did not happen.
+  if (e.from == core::EvState::denied || e.to == core::EvState::denied) return true;
+  const uint32_t bit = e.held || e.to == core::EvState::assumed_bad ? core::ctl::ev_state::kAssumedBad
+                                                                     : core::ctl::ev_state::kGood;
+  return (ctl_[h].event_mask & bit) != 0;
 }
 
 // TransportSpec::pin_t0_uplink: each plane's first active_per_plane EVs on
@@ -193,7 +255,9 @@ void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
   } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {
     if (ev->to == core::EvState::assumed_bad) ++evs_retired_;
     if (ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good) ++evs_resurrected_;
-    if (on_ev_event) on_ev_event(h, *ev);
+    if (on_ev_event && reported(h, *ev)) on_ev_event(h, *ev);
+  } else if (auto* pe = std::get_if<core::PortEvent>(&e)) {
+    if (on_port_event) on_port_event(h, *pe);
   }
 }
 

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/ctl/profiles.hpp"
 #include "core/qp.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
 #include "sim/host/nic.hpp"
+#include "sim/scenario/controller_plan.hpp"
 
 namespace mrc::sim {
 
@@ -64,8 +66,23 @@ class Cluster {
   Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t);
   ~Cluster();
 
+  /// Gives the hosts `plan` names a controller each (core::ctl::Controller
+  /// with controller_limits(), seeded per host) configured with the plan,
+  /// before any QP exists: their QPs take their EV set, ev_min_active and
+  /// congestion control from the plan's profiles and their EV events are
+  /// filtered by its event mask (controller_plan.hpp says how). For MRC
+  /// transports; call once, right after construction. Errors are the
+  /// controller's (validate_controller_plan() checks a plan beforehand);
+  /// `why` says which.
+  Status use_controller(const ControllerPlan& plan, std::string* why = nullptr);
+  /// Host `h`'s controller; nullptr without one.
+  const core::ctl::Controller* controller(uint32_t h) const {
+    return h < ctl_.size() ? ctl_[h].ctl.get() : nullptr;
+  }
+
   uint32_t hosts() const { return static_cast<uint32_t>(nics_.size()); }
   Nic& nic(uint32_t h) { return *nics_[h]; }
+  const Nic& nic(uint32_t h) const { return *nics_[h]; }
   const TransportSpec& transport() const { return spec_; }
 
   /// WRITE `bytes` from `src` to `dst` (QP `lane` of that pair, created on
@@ -82,6 +99,10 @@ class Cluster {
   uint64_t evs_resurrected() const { return evs_resurrected_; }
   /// Time series hook: called for every EV event (time, host, event).
   std::function<void(uint32_t host, const core::EvEvent&)> on_ev_event;
+  /// Called for every port-status change a NIC's core reports: its own
+  /// ports (peer 0: carrier or the controller's port state) or a peer's
+  /// PORT_STATUS_UPDATE (peer = that host).
+  std::function<void(uint32_t host, const core::PortEvent&)> on_port_event;
 
   /// Calls f(src, dst, lane, endpoint, qpn) for the sending QP of every
   /// connection the workload opened (query it with endpoint.query_qp).
@@ -144,7 +165,18 @@ class Cluster {
     uint32_t local = 0;   ///< QPN at src
     uint32_t remote = 0;  ///< QPN at dst
   };
+  /// A host's controller and what its QPs take from it (use_controller).
+  struct HostCtl {
+    std::unique_ptr<core::ctl::Controller> ctl;
+    uint64_t ev_profile = 0;     ///< 0: the transport's own EV set
+    bool auto_mode = false;      ///< an AUTO profile: the simulator's EVs, count_per_qp of them
+    uint32_t count_per_qp = 0;   ///< AUTO: EVs per QP (0 = evs_per_plane per plane)
+    uint32_t event_mask = 0;     ///< ev_state bits of the EV events recorded
+  };
   const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
+  core::EvProfile ev_profile_for(uint32_t from, uint32_t to, uint32_t lane);
+  /// False if host h's EV profile asks not to report this event.
+  bool reported(uint32_t h, const core::EvEvent& e) const;
   void pin(uint32_t src, std::vector<core::EvEntry>& evs) const;
   void on_nic_event(Nic& nic, const core::Event& e);
   void on_nic_completion(Nic& nic, const core::WorkCompletion& wc);
@@ -163,6 +195,7 @@ class Cluster {
   uint64_t qp_failures_ = 0;
   uint64_t evs_retired_ = 0;
   uint64_t evs_resurrected_ = 0;
+  std::vector<HostCtl> ctl_;  ///< per host; empty without use_controller()
   Prng rng_;
 };
 
