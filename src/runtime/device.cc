@@ -91,6 +91,7 @@ Status DeviceConfig::validate(std::string* why) const {
   if (cc == core::kCcFixed && fixed_window_bytes < 4096)
     return reject(why, "fixed_window_bytes: must be >= 4096");
   if (socket_buffer_bytes < 65536) return reject(why, "socket_buffer_bytes: must be >= 65536");
+  if (pcap_path.find('\0') != std::string::npos) return reject(why, "pcap_path: contains a NUL byte");
   return {};
 }
 
@@ -127,6 +128,13 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // kernel derives the label from the port hash).
   d->fmt_.stev.sport_bits = 16;
   d->fmt_.stev.flow_label_bits = 0;
+  if (!cfg.pcap_path.empty()) {
+    platform::PcapOptions po;
+    po.max_packets = cfg.pcap_max_packets;
+    auto w = platform::PcapWriter::open(cfg.pcap_path, po, why);
+    if (!w) return w.error();
+    d->pcap_ = std::move(*w);
+  }
 
   core::EndpointConfig& ec = d->ep_cfg_;
   ec.seed = cfg.seed ? cfg.seed : os_random_u64();
@@ -598,6 +606,10 @@ DeviceStats Device::stats() {
     for (uint32_t qpn : e->ep->qp_numbers())
       if (auto q = e->ep->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
   }
+  if (pcap_) {
+    s.pcap_packets = pcap_->packets();
+    s.pcap_dropped = pcap_->dropped() + pcap_failed_.load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -771,6 +783,11 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(seg.data());
     const size_t body = seg.size() - wire::kIcrcBytes;
+    if (pcap_) [[unlikely]] {
+      wire::FrameFields cf = f;
+      if (d.tos_valid) cf.traffic_class = d.tos;
+      capture(cf, std::span<const uint8_t>(bytes, body), {}, std::span<const uint8_t>(bytes + body, wire::kIcrcBytes));
+    }
     auto crc = wire::datagram_icrc(fmt_, f, std::span<const uint8_t>(bytes, body), {});
     if (!crc || *crc != wire::get_icrc(bytes + body)) {
       ++e.st.rx_icrc_errors;
@@ -902,6 +919,17 @@ void Device::send_slots(Engine& e, size_t n) {
     dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(seg_bytes) : 0;
     auto r = sock.send_batch({&dg, 1});
     if (r && *r == 1) {
+      if (pcap_) [[unlikely]] {
+        for (size_t k = i; k < j; ++k) {
+          const TxSlot& s = slot(k);
+          wire::FrameFields f;
+          f.src = planes_[plane].ip;
+          f.dst = s.dst_ip;
+          f.ev = sport;
+          capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
+                  std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
+        }
+      }
       sent_pkts += j - i;
       sent_bytes += total;
       ++datagrams;
@@ -917,6 +945,22 @@ void Device::send_slots(Engine& e, size_t n) {
   e.st.tx_bytes += sent_bytes;
   e.st.tx_datagrams += datagrams;
   e.st.tx_eagain += refused;
+}
+
+// The frame the kernel sent or received, rebuilt around the MRC bytes for
+// the capture file. Engines call it concurrently; the writer serializes.
+void Device::capture(const wire::FrameFields& f, std::span<const uint8_t> transport,
+                     std::span<const uint8_t> payload, std::span<const uint8_t> icrc) {
+  std::array<uint8_t, wire::kMaxFrameHeaderBytes> net;
+  auto built = wire::build_frame(fmt_, f, transport, payload, net);
+  if (!built) {
+    pcap_failed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::span<const uint8_t> parts[] = {std::span<const uint8_t>(net.data(), built->header_len), transport,
+                                            payload, icrc};
+  if (Status st = pcap_->write(platform::realtime_ns(), parts); !st && st.error() != Errc::too_big)
+    pcap_failed_.fetch_add(1, std::memory_order_relaxed);  // the bound is counted by the writer
 }
 
 // Moves the core's completions and events out (under the engine lock).
