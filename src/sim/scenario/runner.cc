@@ -165,6 +165,11 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     r.ev_events.emplace_back(sim.now(), e);
     r.ev_event_hosts.push_back(host);
   };
+  if (sc.packet_tap)
+    for (uint32_t h = 0; h < cluster.hosts(); ++h)
+      cluster.nic(h).on_transmit = [&sim, &tap = sc.packet_tap](const Nic& nic, const Packet& p) {
+        tap(sim.now(), nic.host(), p);
+      };
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
   Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series);

@@ -59,6 +59,10 @@ struct Scenario {
   /// Called once at the end of the run, before teardown (diagnostics: the
   /// state of QPs that did not finish).
   std::function<void(Time now, const Cluster& cluster)> at_end;
+  /// Called for every packet as it leaves a host's NIC (Nic::on_transmit),
+  /// at simulated time `now`; for packet captures. Must not change the
+  /// simulation. Empty = no tap (nothing is called per packet).
+  std::function<void(Time now, uint32_t host, const Packet& p)> packet_tap;
 };
 
 struct Sample {
