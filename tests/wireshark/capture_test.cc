@@ -141,6 +141,13 @@ TEST(DeviceCapture, ShortTransferIsCapturedWholeAndDecodes) {
   std::remove(pb.c_str());
 }
 
+TEST(DeviceCapture, AFileThatCannotBeCreatedFailsOpen) {
+  std::string why;
+  auto d = rt::Device::open(loopback_config("127.0.60.3", "/nonexistent-mrc-dir/x.pcap"), &why);
+  EXPECT_EQ(d.error(), Errc::not_found);
+  EXPECT_NE(why.find("/nonexistent-mrc-dir/x.pcap"), std::string::npos) << why;
+}
+
 sim::Scenario small_scenario(sim::Routing routing) {
   sim::Scenario sc;
   sim::TopologyConfig& t = sc.topology;
