@@ -76,16 +76,17 @@ inline std::vector<std::vector<std::string>> tshark_fields(const std::string& ts
                     " -T fields -E separator=/t -E occurrence=a -E aggregator=,";
   for (const auto& f : fields) cmd += " -e " + f;
   if (!filter.empty()) cmd += " -Y '" + filter + "'";
-  cmd += " 2>/tmp/mrc_ws_tshark_stderr_" + std::to_string(getpid());
+  const std::string err = ::testing::TempDir() + "mrc_ws_tshark_stderr_" + std::to_string(getpid());
+  cmd += " 2>'" + err + "'";
   int status = 0;
   const std::string out = run(cmd, &status);
   std::vector<std::vector<std::string>> rows;
   if (status != 0) {
     int st2 = 0;
-    ADD_FAILURE() << "tshark failed (" << status << "): " << cmd << "\n"
-                  << run("cat /tmp/mrc_ws_tshark_stderr_" + std::to_string(getpid()), &st2);
-    return rows;
+    ADD_FAILURE() << "tshark failed (" << status << "): " << cmd << "\n" << run("cat '" + err + "'", &st2);
   }
+  std::remove(err.c_str());
+  if (status != 0) return rows;
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
