@@ -52,6 +52,15 @@ std::vector<Record> read_pcap(const std::string& path) {
   return out;
 }
 
+/// Removes the files it names when the test ends, however it ends (a skip
+/// returns early).
+struct RemoveAtEnd {
+  std::vector<std::string> paths;
+  ~RemoveAtEnd() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+};
+
 rt::DeviceConfig loopback_config(const std::string& addr, const std::string& pcap) {
   rt::DeviceConfig c;
   c.planes = {addr};
@@ -62,6 +71,7 @@ rt::DeviceConfig loopback_config(const std::string& addr, const std::string& pca
 
 TEST(DeviceCapture, ShortTransferIsCapturedWholeAndDecodes) {
   const std::string pa = temp_pcap("client"), pb = temp_pcap("server");
+  const RemoveAtEnd cleanup{{pa, pb}};
   constexpr uint32_t kBytes = 256 << 10;
   constexpr uint32_t kPsnA = 1000;
   uint64_t rkey_b = 0, va_b = 0;
@@ -137,8 +147,6 @@ TEST(DeviceCapture, ShortTransferIsCapturedWholeAndDecodes) {
     EXPECT_EQ(*psns.begin(), kPsnA);
     EXPECT_EQ(*psns.rbegin(), kPsnA + kBytes / 4096 - 1);
   }
-  std::remove(pa.c_str());
-  std::remove(pb.c_str());
 }
 
 TEST(DeviceCapture, AFileThatCannotBeCreatedFailsOpen) {
@@ -170,6 +178,7 @@ TEST(SimCapture, EveryPacketLeavingANicDecodes) {
   for (const sim::Routing routing : {sim::Routing::srv6, sim::Routing::ecmp}) {
     SCOPED_TRACE(routing == sim::Routing::srv6 ? "srv6" : "ecmp");
     const std::string path = temp_pcap(routing == sim::Routing::srv6 ? "srv6" : "ecmp");
+    const RemoveAtEnd cleanup{{path}};
     sim::Scenario sc = small_scenario(routing);
     std::vector<uint8_t> frame;
     uint64_t packets = 0, data = 0;
@@ -214,7 +223,6 @@ TEST(SimCapture, EveryPacketLeavingANicDecodes) {
     EXPECT_TRUE(bad.empty()) << bad.size() << " frames with errors, first " << bad[0][0];
     const auto writes = tshark_fields(*tshark, path, {"frame.number"}, "mrc.reth.va", opts);
     EXPECT_EQ(writes.size(), data);
-    std::remove(path.c_str());
   }
 }
 
