@@ -11,6 +11,7 @@ pkgs=(
   libibverbs-dev             # verbs types (ibv_send_wr, ibv_wc, ...) for the OCP C API
   libisal-dev                # ISA-L's PCLMULQDQ CRC-32 for the ICRC (MRC_WITH_ISAL)
   iproute2 ethtool nftables iputils-ping  # tools/fabric and its test (namespace Clos)
+  tshark                     # tests/wireshark: tools/wireshark/mrc.lua under Debian's tshark
 )
 
 missing=()
@@ -25,5 +26,8 @@ echo "deps: installing ${missing[*]}" >&2
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common (pulled in by tshark) asks whether non-root users may
+# capture; answer no beforehand so the install never waits for a person.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

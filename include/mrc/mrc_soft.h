@@ -78,6 +78,13 @@ struct mrc_soft_device_attr {
   uint64_t seed;
   /** Socket buffer sizes in bytes; 0 = 8 MiB. */
   uint32_t socket_buffer_bytes;
+  /** Capture file: NULL = no capture; else every MRC packet sent and
+   *  received is written to this file (created or truncated) as a whole
+   *  IP packet, in pcap format (nanosecond timestamps, LINKTYPE_RAW), for
+   *  Wireshark with tools/wireshark/mrc.lua (docs/wireshark.md). At most
+   *  1,000,000 packets are written. Open fails with the file's errno
+   *  (ENOENT, EACCES, ...) if it cannot be created. */
+  const char *pcap_path;
 };
 
 /**

@@ -13,6 +13,7 @@
 #include "api/objects.hpp"
 #include "api/translate.hpp"
 #include "mrc/mrc_soft.h"
+#include "platform/os_error.hpp"
 
 namespace mrc::api {
 
@@ -115,10 +116,17 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   cfg.app_progress = attr->engines_only == 0;
   cfg.seed = attr->seed;
   if (attr->socket_buffer_bytes) cfg.socket_buffer_bytes = attr->socket_buffer_bytes;
+  if (attr->pcap_path) cfg.pcap_path = attr->pcap_path;
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {
     std::fprintf(stderr, "mrc_soft_open_device: %s\n", why.c_str());
+    // The capture file's own errno (the writer records it) says more than
+    // an address error would.
+    if (why.rfind("pcap:", 0) == 0 && mrc::platform::last_error().errno_value != 0) {
+      errno = mrc::platform::last_error().errno_value;
+      return nullptr;
+    }
     switch (rt.error()) {
       case mrc::Errc::busy: errno = EADDRINUSE; break;
       case mrc::Errc::not_found: errno = EADDRNOTAVAIL; break;

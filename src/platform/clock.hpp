@@ -5,6 +5,8 @@
 // and does not count suspend time.
 #pragma once
 
+#include <cstdint>
+
 #include "util/time.hpp"
 
 namespace mrc::platform {
@@ -13,6 +15,11 @@ namespace mrc::platform {
 /// (roughly boot). Never fails on Linux. Resolution is 1 ns; cost is a vDSO
 /// call (~20 ns).
 Time monotonic_now();
+
+/// CLOCK_REALTIME now, as nanoseconds since the Unix epoch (wall-clock
+/// time, which may jump; for timestamps people read, such as capture files,
+/// never for protocol timing). Never fails on Linux.
+uint64_t realtime_ns();
 
 /// CPU time consumed so far by the calling thread (CLOCK_THREAD_CPUTIME_ID),
 /// user + system. For benchmarks and per-thread load reports.

@@ -93,6 +93,7 @@ Status DeviceConfig::validate(std::string* why) const {
   if (cc == core::kCcFixed && fixed_window_bytes < 4096)
     return reject(why, "fixed_window_bytes: must be >= 4096");
   if (socket_buffer_bytes < 65536) return reject(why, "socket_buffer_bytes: must be >= 65536");
+  if (pcap_path.find('\0') != std::string::npos) return reject(why, "pcap_path: contains a NUL byte");
   return {};
 }
 
@@ -134,6 +135,13 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   d->srv6_fmt_ = d->fmt_;
   d->srv6_fmt_.mode = wire::EvMode::srv6;
   d->srv6_fmt_.ip = wire::IpVersion::v6;
+  if (!cfg.pcap_path.empty()) {
+    platform::PcapOptions po;
+    po.max_packets = cfg.pcap_max_packets;
+    auto w = platform::PcapWriter::open(cfg.pcap_path, po, why);
+    if (!w) return w.error();
+    d->pcap_ = std::move(*w);
+  }
 
   core::EndpointConfig& ec = d->ep_cfg_;
   ec.seed = cfg.seed ? cfg.seed : os_random_u64();
@@ -621,6 +629,10 @@ DeviceStats Device::stats() {
     for (uint32_t qpn : e->ep->qp_numbers())
       if (auto q = e->ep->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
   }
+  if (pcap_) {
+    s.pcap_packets = pcap_->packets();
+    s.pcap_dropped = pcap_->dropped() + pcap_failed_.load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -794,6 +806,11 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(seg.data());
     const size_t body = seg.size() - wire::kIcrcBytes;
+    if (pcap_) [[unlikely]] {
+      wire::FrameFields cf = f;
+      if (d.tos_valid) cf.traffic_class = d.tos;
+      capture(cf, std::span<const uint8_t>(bytes, body), {}, std::span<const uint8_t>(bytes + body, wire::kIcrcBytes));
+    }
     auto crc = wire::datagram_icrc(fmt_, f, std::span<const uint8_t>(bytes, body), {});
     if (!crc || *crc != wire::get_icrc(bytes + body)) {
       ++e.st.rx_icrc_errors;
@@ -956,6 +973,17 @@ void Device::send_slots(Engine& e, size_t n) {
     dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(seg_bytes) : 0;
     auto r = sock.send_batch({&dg, 1});
     if (r && *r == 1) {
+      if (pcap_) [[unlikely]] {
+        for (size_t k = i; k < j; ++k) {
+          const TxSlot& s = slot(k);
+          wire::FrameFields f;
+          f.src = planes_[plane].ip;
+          f.dst = s.dst_ip;
+          f.ev = sport;
+          capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
+                  std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
+        }
+      }
       sent_pkts += j - i;
       sent_bytes += total;
       ++datagrams;
@@ -997,6 +1025,7 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
       // A frame that cannot be built (it cannot happen with the limits the
       // controller enforces) is lost like a dropped packet.
       const size_t hl = built ? built->header_len : 0;
+      s.net_len = static_cast<uint16_t>(hl);
       wire::put_icrc(built ? built->icrc : 0, s.icrc.data());
       s.carrier = platform::SockAddr::ipv6(f.srv6_carrier, 0);
       platform::IoSlice* v = &iov[k * kSlices];
@@ -1021,8 +1050,14 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
       }
       if (*r == 0) break;  // the socket buffer is full
       for (size_t d = done; d < done + *r; ++d) {
-        const core::Transmit& t = e.slots[order[i + d]].tx;
+        const TxSlot& s = e.slots[order[i + d]];
+        const core::Transmit& t = s.tx;
         c.bytes += size_t{t.header_len} + t.payload_len + wire::kIcrcBytes;
+        // The frame exactly as sent, outer and inner headers included.
+        if (pcap_) [[unlikely]]
+          capture_frame(std::span<const uint8_t>(s.net.data(), s.net_len),
+                        std::span<const uint8_t>(s.hdr.data(), t.header_len),
+                        std::span<const uint8_t>(s.payload, t.payload_len), s.icrc);
       }
       c.packets += *r;
       done += *r;
@@ -1031,6 +1066,26 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
     i += k;
   }
   return c;
+}
+
+// The frame the kernel sent or received, rebuilt around the MRC bytes for
+// the capture file. Engines call it concurrently; the writer serializes.
+void Device::capture(const wire::FrameFields& f, std::span<const uint8_t> transport,
+                     std::span<const uint8_t> payload, std::span<const uint8_t> icrc) {
+  std::array<uint8_t, wire::kMaxFrameHeaderBytes> net;
+  auto built = wire::build_frame(fmt_, f, transport, payload, net);
+  if (!built) {
+    pcap_failed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  capture_frame(std::span<const uint8_t>(net.data(), built->header_len), transport, payload, icrc);
+}
+
+void Device::capture_frame(std::span<const uint8_t> net, std::span<const uint8_t> transport,
+                           std::span<const uint8_t> payload, std::span<const uint8_t> icrc) {
+  const std::span<const uint8_t> parts[] = {net, transport, payload, icrc};
+  if (Status st = pcap_->write(platform::realtime_ns(), parts); !st && st.error() != Errc::too_big)
+    pcap_failed_.fetch_add(1, std::memory_order_relaxed);  // the bound is counted by the writer
 }
 
 // Moves the core's completions and events out (under the engine lock).

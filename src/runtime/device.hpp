@@ -53,6 +53,7 @@
 #include "core/endpoint.hpp"
 #include "platform/clock.hpp"
 #include "platform/epoll.hpp"
+#include "platform/pcap_writer.hpp"
 #include "platform/sock_addr.hpp"
 #include "platform/udp_socket.hpp"
 #include "runtime/spsc_ring.hpp"
@@ -112,6 +113,20 @@ struct DeviceConfig {
   uint64_t fixed_window_bytes = 4u << 20;
   /// Protocol timing for a software path (RTTs of tens of microseconds).
   core::ProtocolConfig protocol = default_protocol();
+  /// Packet capture (docs/software-device.md, "Packet capture"): if set,
+  /// every MRC packet the device sends, and every one it receives from a
+  /// known peer on an enabled plane (corrupt ones included), is written to
+  /// this file as a whole IP packet (classic pcap, LINKTYPE_RAW, wall-clock
+  /// nanosecond timestamps). The device sends over UDP sockets, so the IP
+  /// and UDP headers are rebuilt with wire::build_frame() as the kernel
+  /// writes them (the IPv4 identification as 0); the ICRC is the one on the
+  /// wire. The file is created (truncated) at open; Device::open() fails
+  /// with the file's error if it cannot be. Empty = no capture (one branch
+  /// per packet).
+  std::string pcap_path;
+  /// Packets written to pcap_path at most; later ones are counted in
+  /// DeviceStats::pcap_dropped, not written. 0 = no limit.
+  uint64_t pcap_max_packets = 1'000'000;
 
   static core::ProtocolConfig default_protocol();
   /// Checks every field; `why` names the field and the fix.
@@ -137,6 +152,8 @@ struct DeviceStats {
   uint64_t engine_iterations = 0;
   uint64_t engine_sleeps = 0;
   uint64_t retransmissions = 0;   ///< over the QPs that exist now
+  uint64_t pcap_packets = 0;      ///< packets written to DeviceConfig::pcap_path
+  uint64_t pcap_dropped = 0;      ///< packets not captured: pcap_max_packets reached, or a write failed
   core::EndpointStats core;
 };
 
@@ -313,6 +330,7 @@ class Device {
     /// EvWire::srv6 packets with a wire EV: the outer and inner IPv6 and
     /// UDP headers, and the outer destination (the wire EV's address).
     std::array<uint8_t, wire::kMaxFrameHeaderBytes> net;
+    uint16_t net_len = 0;
     platform::SockAddr carrier;
     core::WireEv wire_copy;                   ///< an endpoint request's wire EV (tx.wire_ev points here)
   };
@@ -373,6 +391,13 @@ class Device {
   /// Applies the port-status updates `from` received in every other engine.
   void forward_port_status(Engine& from);
   void handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagram& d, Time now);
+  /// Writes one packet to the capture file (pcap_ is set): the IP and UDP
+  /// headers `f` describes, then `transport` ‖ `payload` ‖ `icrc`.
+  void capture(const wire::FrameFields& f, std::span<const uint8_t> transport, std::span<const uint8_t> payload,
+               std::span<const uint8_t> icrc);
+  /// Writes one frame whose IP and UDP headers are given (`net`).
+  void capture_frame(std::span<const uint8_t> net, std::span<const uint8_t> transport,
+                     std::span<const uint8_t> payload, std::span<const uint8_t> icrc);
   void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
   void attach_ep_wire(Engine& e, TxSlot& s);
@@ -396,6 +421,8 @@ class Device {
   wire::FrameFormat fmt_;                      ///< what the UDP sockets send and receive (udp / stev)
   wire::FrameFormat srv6_fmt_;                 ///< EvWire::srv6 frames (send only)
   platform::MonotonicClock clock_;
+  std::unique_ptr<platform::PcapWriter> pcap_;  ///< DeviceConfig::pcap_path; null = no capture
+  std::atomic<uint64_t> pcap_failed_{0};        ///< captures refused for another reason than the bound
   std::vector<Plane> planes_;
   std::vector<std::unique_ptr<Engine>> engines_;
   std::atomic<uint32_t> next_engine_{0};

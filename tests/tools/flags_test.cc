@@ -117,6 +117,10 @@ const BadFlag kBadFlags[] = {
     {"--plot-from-us", "1e11", "a number from 0 to 10000000000"},
     {"--plot-to-us", "-5", "a number from 0 to 10000000000"},
     {"--plot-to-us", "nan", "a number from 0 to 10000000000"},
+    {"--pcap-host", "-1", "an integer from 0 to 1048575"},
+    {"--pcap-host", "1048576", "an integer from 0 to 1048575"},
+    {"--pcap-max-packets", "0", "an integer from 1 to 100000000"},
+    {"--pcap-max-packets", "many", "an integer from 1 to 100000000"},
     {"--pin-t0-uplink", "-1", "an integer from 0 to 1023"},
     {"--pin-t0-uplink", "1024", "an integer from 0 to 1023"},
     {"--pin-t0-uplink", "up", "an integer from 0 to 1023"},
@@ -219,6 +223,38 @@ TEST(Flags, SettingsThatDoNotFitTogetherAreRefusedByResolve) {
     EXPECT_FALSE(resolve(p.o, &why)) << c.message;
     EXPECT_EQ(why.rfind(c.message, 0), 0u) << why;
   }
+}
+
+}  // namespace
+}  // namespace mrc::sim::tool
+
+namespace mrc::sim::tool {
+namespace {
+
+TEST(Flags, PcapSettingsAreCheckedAndNameTheirFiles) {
+  std::string why;
+  Parsed p = parse({"--pcap-host", "3"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  EXPECT_FALSE(resolve(p.o, &why));
+  EXPECT_NE(why.find("need pcap"), std::string::npos) << why;
+  p = parse({"--pcap", "x.pcap", "--pcap-host", "64"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  EXPECT_FALSE(resolve(p.o, &why));
+  EXPECT_NE(why.find("pcap_host: 64 is not a host (0 to 63)"), std::string::npos) << why;
+  // Two transports (the default): one file each.
+  p = parse({"--pcap", "dir/x.pcap", "--pcap-host", "63", "--pcap-max-packets", "5"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  auto r = resolve(p.o, &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(pcap_file_for(p.o, "mrc"), "dir/x.mrc.pcap");
+  EXPECT_EQ(pcap_file_for(p.o, "roce"), "dir/x.roce.pcap");
+  EXPECT_NE(describe(p.o, *r).find("capture     dir/x.mrc.pcap, dir/x.roce.pcap: packets leaving host 63's NIC, at "
+                                   "most 5 per file"),
+            std::string::npos)
+      << describe(p.o, *r);
+  p = parse({"--pcap", "y", "--transports", "mrc"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  EXPECT_EQ(pcap_file_for(p.o, "mrc"), "y");
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 #include "mrc-sim/options.hpp"
 #include "mrc-sim/output.hpp"
 #include "mrc-sim/progress.hpp"
+#include "platform/os_error.hpp"
+#include "platform/pcap_writer.hpp"
+#include "sim/host/capture.hpp"
 
 using namespace mrc;
 using namespace mrc::sim;
@@ -52,14 +55,52 @@ int main(int argc, char** argv) {
   const bool tty = isatty(2) && !o.quiet;
   ProgressBar bar(stderr);
   if (tty) run.scenario.progress = [&bar](const Progress& p) { bar.update(p); };
+  bool ok = true;
+  std::vector<std::string> captured;  // what the capture wrote, said after the table
   for (const auto& t : run.transports) {
+    // --pcap: every packet leaving a NIC (or --pcap-host's), serialized
+    // with the real codec (sim/host/capture.hpp), stamped with simulated time.
+    std::unique_ptr<platform::PcapWriter> pcap;
+    uint64_t unframed = 0;
+    if (!o.pcap.empty()) {
+      platform::PcapOptions po;
+      po.max_packets = o.pcap_max_packets;
+      auto w = platform::PcapWriter::open(pcap_file_for(o, t.name), po, &why);
+      if (!w) {
+        fmt::print(stderr, "mrc-sim: {}\n", why);
+        return 1;
+      }
+      pcap = std::move(*w);
+      run.scenario.packet_tap = [&pcap, &unframed, host = o.pcap_host, max = o.pcap_max_packets,
+                                  frame = std::vector<uint8_t>()](
+                                    Time now, uint32_t h, const Packet& p) mutable {
+        if ((host != kAllHosts && h != host) || pcap->packets() >= max) return;
+        if (!frame_packet(p, frame)) {
+          ++unframed;
+          return;
+        }
+        (void)pcap->write(static_cast<uint64_t>(now.ps() / 1000), frame);
+      };
+    }
     if (tty) bar.begin(t.name);
     results.push_back(run_scenario(run.scenario, t));
     if (tty) bar.finish(results.back().completed);
+    if (pcap) {
+      const uint64_t n = pcap->packets();
+      if (Status s = pcap->close(); !s) {
+        fmt::print(stderr, "mrc-sim: pcap: writing {} failed: {}\n", pcap->path(), platform::last_error_message());
+        ok = false;
+      }
+      captured.push_back(fmt::format("wrote {} ({} packets{}{})", pcap->path(), n,
+                                     n >= o.pcap_max_packets ? ", --pcap-max-packets reached" : "",
+                                     unframed ? fmt::format(", {} not serializable", unframed) : ""));
+      run.scenario.packet_tap = nullptr;
+    }
   }
   fmt::print("{}", summary_table(results));
+  if (!captured.empty()) fmt::print("\n");
+  for (const auto& c : captured) fmt::print("{}\n", c);
 
-  bool ok = true;
   if (!o.json_out.empty() || !o.csv_dir.empty() || !o.svg_dir.empty()) fmt::print("\n");
   if (!o.json_out.empty()) {
     if (Status s = write_file("", o.json_out, results_json(results, o.seed), &why); !s) {

@@ -280,6 +280,12 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
                             "evs_per_plane to {} or less)",
                             o.evs_per_plane, topo.num_planes(), uint64_t{o.evs_per_plane} * topo.num_planes(),
                             kMaxEvsPerQp, kMaxEvsPerQp / topo.num_planes()));
+  // A capture (main.cc) names hosts by index.
+  if (o.pcap.empty() && (o.pcap_host != kAllHosts || o.pcap_max_packets != SimOptions{}.pcap_max_packets))
+    return fail(Errc::invalid_argument, "pcap_host and pcap_max_packets need pcap (the capture file)");
+  if (o.pcap_host != kAllHosts && o.pcap_host >= topo.hosts)
+    return fail(Errc::invalid_argument,
+                fmt::format("pcap_host: {} is not a host (0 to {})", o.pcap_host, topo.hosts - 1));
   // Pinning (Cluster::pin) names a T0 uplink through the EV, which only
   // SRv6 source routing honours; with pin_only, each plane needs an EV on
   // that uplink, and make_evs() names every uplink once per t0_up EVs.
@@ -418,7 +424,21 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
   }
   append(out, "  seed        {}\n", o.seed);
+  if (!o.pcap.empty()) {
+    std::string files;
+    for (const auto& t : run.transports) files += (files.empty() ? "" : ", ") + pcap_file_for(o, t.name);
+    append(out, "  capture     {}: packets leaving {}, at most {} per file\n", files,
+           o.pcap_host == kAllHosts ? std::string("every host NIC") : fmt::format("host {}'s NIC", o.pcap_host),
+           o.pcap_max_packets);
+  }
   return out;
+}
+
+std::string pcap_file_for(const SimOptions& o, const std::string& transport) {
+  if (o.transports.size() <= 1) return o.pcap;
+  std::string stem = o.pcap;
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".pcap") == 0) stem.resize(stem.size() - 5);
+  return stem + "." + transport + ".pcap";
 }
 
 }  // namespace mrc::sim::tool

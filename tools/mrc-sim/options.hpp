@@ -14,6 +14,8 @@ namespace mrc::sim::tool {
 
 /// SimOptions::pin_t0_uplink when no pinning is asked for (the key left out).
 inline constexpr uint32_t kNoPin = UINT32_MAX;
+/// SimOptions::pcap_host when every host is captured (the key left out).
+inline constexpr uint32_t kAllHosts = UINT32_MAX;
 
 /// Everything mrc-sim can be told. The defaults are the default scenario
 /// (README, docs/mrc-sim.md). Each field is one flag and one key of the
@@ -80,6 +82,11 @@ struct SimOptions {
   std::vector<std::string> series;
   double plot_from_us = 0;  ///< plot_from_us: throughput.svg's time axis starts here
   double plot_to_us = 0;    ///< plot_to_us: ... and ends here; 0 = the end of the run
+  /// pcap: capture file of every packet leaving a host NIC (one file per
+  /// transport when several run: NAME.<transport>.pcap); empty = none.
+  std::string pcap;
+  uint32_t pcap_host = kAllHosts;      ///< pcap_host: capture only this host's NIC; kAllHosts = every host
+  uint64_t pcap_max_packets = 100000;  ///< pcap_max_packets: packets written per file at most
   /// --config: the scenario file these options were loaded from (flag only).
   std::string config_file;
 };
@@ -106,6 +113,11 @@ struct ResolvedRun {
   Scenario scenario;
   std::vector<TransportSpec> transports;
 };
+
+/// The capture file of transport `transport` (SimOptions::pcap): the name
+/// as given when one transport runs, else NAME.<transport>.pcap (the name
+/// without a trailing ".pcap", then the transport, then ".pcap").
+std::string pcap_file_for(const SimOptions& o, const std::string& transport);
 
 /// Turns options into a runnable scenario: builds and validates the
 /// topology (TopologyConfig::validate), parses and validates the failures

@@ -178,6 +178,15 @@ std::vector<Setting> settings(SimOptions& o) {
        number(0, kMaxTimeMs * 1e3)},
       {"output", "plot_to_us", "--plot-to-us", "throughput.svg: the time axis ends here, us", &o.plot_to_us,
        number(0, kMaxTimeMs * 1e3, false, "0 = the end of the run")},
+      {"output", "pcap", "--pcap",
+       "capture every packet leaving a host NIC to this pcap file, simulated time as timestamps (several "
+       "transports: one file each, FILE.<transport>.pcap); open it with tools/wireshark/mrc.lua",
+       &o.pcap, any()},
+      {"output", "pcap_host", "--pcap-host", "with --pcap: capture only the packets this host sends", &o.pcap_host,
+       integer(0, kMaxHosts - 1, "left out = every host")},
+      {"output", "pcap_max_packets", "--pcap-max-packets",
+       "with --pcap: packets written per file at most (a long run cannot fill the disk)", &o.pcap_max_packets,
+       integer(1, 100'000'000)},
   };
 }
 

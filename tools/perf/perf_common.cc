@@ -165,6 +165,10 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                             "device engines never sleep (lowest latency; one core per engine)");
   app.add_flag("!--no-busy-poll", o.busy_poll, "device engines sleep in epoll when idle (default)")->excludes(busy);
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
+  app.add_option("--pcap", o.pcap,
+                 "write every MRC packet this side sends and receives to FILE (pcap; open it in Wireshark with "
+                 "tools/wireshark/mrc.lua, docs/wireshark.md)")
+      ->type_name("FILE");
   app.add_option("--qp-timeout", o.qp_timeout, "QP ACK timeout: 1.024 us * 2^N")
       ->default_val(14)
       ->check(CLI::Range(1, 24));
@@ -997,7 +1001,7 @@ std::string format_banner(std::string_view title, const std::vector<KeyValue>& c
 std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32_t max_inline) {
   const bool bw = o.tool == Tool::write_bw;
   std::string verify = o.verify == VerifyMode::on ? "ON" : o.verify == VerifyMode::off ? "OFF" : "ON (<= 64 MiB)";
-  return {
+  std::vector<KeyValue> rows = {
       {"Dual-port", "OFF"},
       {"Device", "mrc_soft (UDP)"},
       {"Number of qps", std::to_string(bw ? o.num_qps : 1)},
@@ -1025,6 +1029,8 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"UDP port", std::to_string(o.udp_port)},
       {"Seed", o.seed == 0 ? std::string("random") : std::to_string(o.seed)},
   };
+  if (!o.pcap.empty()) rows.push_back({"Capture", o.pcap});
+  return rows;
 }
 
 std::string gid_perftest(const Gid& gid) {
@@ -1225,6 +1231,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["seed"] = o.seed;
   c["qp_timeout"] = o.qp_timeout;
   c["retry_exp"] = o.retry_exp;
+  if (!o.pcap.empty()) c["pcap"] = o.pcap;
   impl_->doc["config"] = std::move(c);
 }
 

@@ -84,6 +84,8 @@ struct Options {
   uint64_t seed = 0;
   uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever
+  /// --pcap: capture file of this side's device (DeviceConfig::pcap_path); empty = none.
+  std::string pcap;
 
   /// Test-shape flags the user typed (long names without dashes): a server
   /// checks these against the client's Params; the others it takes over.

@@ -55,6 +55,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.num_engines = o.engines;
   a.busy_poll = o.busy_poll ? 1 : 0;
   a.seed = o.seed;
+  a.pcap_path = o.pcap.empty() ? nullptr : o.pcap.c_str();
   dev_ = mrc_soft_open_device(&a);
   if (dev_ == nullptr) {
     const int err = errno;
@@ -65,6 +66,8 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
                          o.udp_port);
     else if (err == EADDRNOTAVAIL)
       hint = ": an address is not configured on this host (see `ip addr`); give --planes";
+    else if (!o.pcap.empty() && (err == ENOENT || err == EACCES || err == EPERM || err == EROFS))
+      hint = fmt::format(": cannot create the capture file {} (--pcap)", o.pcap);
     else if (err == EINVAL)
       hint = ": a device attribute was refused (see the message above)";
     throw PerfError(fmt::format("cannot open the software device on planes {} (UDP port {}): {}{}", join(planes_),

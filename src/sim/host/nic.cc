@@ -144,7 +144,10 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
   const uint32_t port = static_cast<uint32_t>(tag);
   Packet* p = in_flight_[port];
   in_flight_[port] = nullptr;
-  if (p) fabric_.inject(p);
+  if (p) {
+    if (on_transmit) on_transmit(*this, *p);
+    fabric_.inject(p);
+  }
   send_on_idle_ports();
   arm_timer();
   drain_events();

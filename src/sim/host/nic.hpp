@@ -33,6 +33,10 @@ class Nic final : public Node {
   std::function<void(Nic&, const core::WorkCompletion&)> on_completion_sink;
   /// Called for every other event the core produces, in order.
   std::function<void(Nic&, const core::Event&)> on_event_sink;
+  /// Called for every packet as its last bit leaves the NIC (before the
+  /// fabric sees it), for captures (sim/host/capture.hpp). Must not change
+  /// the simulation; the packet is only valid during the call.
+  std::function<void(const Nic&, const Packet&)> on_transmit;
   /// The NIC's completion queue: every QP on it names this CQ.
   uint32_t cq() const { return cq_; }
 

@@ -182,6 +182,11 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     if (r.port_events.size() >= 100000) return;
     r.port_events.push_back(RunResult::PortRecord{sim.now(), host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
   };
+  if (sc.packet_tap)
+    for (uint32_t h = 0; h < cluster.hosts(); ++h)
+      cluster.nic(h).on_transmit = [&sim, &tap = sc.packet_tap](const Nic& nic, const Packet& p) {
+        tap(sim.now(), nic.host(), p);
+      };
   FailureSchedule sched(sim, fabric, cluster, sc.failures);
   sched.start();
   Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series, sc.on_sample);

@@ -67,6 +67,10 @@ struct Scenario {
   /// the sample is taken: tests read NIC and QP counters over time here.
   /// Must not change the simulation.
   std::function<void(Time now, const Cluster& cluster)> on_sample;
+  /// Called for every packet as it leaves a host's NIC (Nic::on_transmit),
+  /// at simulated time `now`; for packet captures. Must not change the
+  /// simulation. Empty = no tap (nothing is called per packet).
+  std::function<void(Time now, uint32_t host, const Packet& p)> packet_tap;
 };
 
 struct Sample {

@@ -7,7 +7,10 @@
 // without them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -49,7 +52,10 @@ TEST(DeviceSrv6, WritesTravelEncapsulatedOverEveryCarrierAndArriveIntact) {
   Srv6Net net({0xb1, 0xc1});
   if (!net.skip().empty()) GTEST_SKIP() << net.skip();
   Endpoint a, b;
-  a.dev = open_in(net.a(), srv6_config("fd00:5::1"));
+  DeviceConfig ca = srv6_config("fd00:5::1");
+  const std::string pcap = ::testing::TempDir() + "mrc-srv6-" + std::to_string(::getpid()) + ".pcap";
+  ca.pcap_path = pcap;
+  a.dev = open_in(net.a(), ca);
   b.dev = open_in(net.b(), srv6_config("fd00:5::2"));
   ASSERT_TRUE(a.dev && b.dev);
 
@@ -105,6 +111,24 @@ TEST(DeviceSrv6, WritesTravelEncapsulatedOverEveryCarrierAndArriveIntact) {
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (a.dev->stats().tx_errors == 0 && Clock::now() < deadline) std::this_thread::yield();
   EXPECT_GT(a.dev->stats().tx_errors, 0u);
+
+  // The capture holds the frames as sent: outer IPv6 (next header 41) to a
+  // carrier. Records start after the 24-byte file header, 16 bytes each.
+  a.dev.reset();  // flushes and closes the capture file
+  {
+    std::ifstream f(pcap, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t off = 24, encapsulated = 0;
+    while (off + 16 + 40 <= bytes.size()) {
+      const uint32_t incl = uint32_t{bytes[off + 8]} | uint32_t{bytes[off + 9]} << 8 | uint32_t{bytes[off + 10]} << 16 |
+                            uint32_t{bytes[off + 11]} << 24;
+      const uint8_t* ip = &bytes[off + 16];
+      if (ip[6] == 41 && ip[24] == 0xfc && ip[25] == 0x00) ++encapsulated;
+      off += 16 + incl;
+    }
+    EXPECT_GE(encapsulated, 256u) << pcap;
+  }
+  std::remove(pcap.c_str());
 }
 
 }  // namespace
