@@ -75,8 +75,10 @@ struct ProtocolConfig {
   /// retires a healthy path. false = reference 3.11: every untrimmed loss
   /// makes its EV ASSUMED_BAD.
   bool loss_confirm = true;
-  /// How long a confirming probe may take (0 = three base RTTs: probes and
-  /// their answers travel in the control class, ahead of data queues).
+  /// How long a confirming probe may take at least (0 = 1.5 base RTTs:
+  /// probes and their answers travel in the control class, ahead of data
+  /// queues). The wait grows to 1.5 times the slowest recent probe answer
+  /// where answers take longer (a fabric that queues probes with data).
   Duration loss_confirm_wait{};
   /// Consecutive good probes that bring an ASSUMED_BAD EV back (item 8).
   uint32_t probe_resurrect_count = 2;

@@ -303,6 +303,7 @@ class MrcPathPolicy final : public PathPolicy {
 
   void on_probe_response(Time now, int slot, wire::Mark mark) override {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
+    note_probe_rtt(now - health_[static_cast<size_t>(slot)].probe_sent_at);
     health_[static_cast<size_t>(slot)].answer_expected = false;
     if (health_[static_cast<size_t>(slot)].suspect) {
       clear_suspect(now, slot);  // the path works: the loss was congestion or reordering
@@ -354,7 +355,7 @@ class MrcPathPolicy final : public PathPolicy {
           continue;
         }
         h.probe_outstanding = true;
-        h.next_probe = now + proto_.loss_confirm_wait;
+        h.next_probe = now + confirm_wait();
         probe_dirty_ = true;
         ++stats_.probes_sent;
         return si;
@@ -680,6 +681,20 @@ class MrcPathPolicy final : public PathPolicy {
   std::vector<uint16_t> probing_;
   mutable Time next_probe_cache_ = Time::never();
   mutable bool probe_dirty_ = true;
+  /// The slowest probe answer lately (a max that decays by 1/8 per answer).
+  /// Where probes share the data queues (a fabric without a control class:
+  /// the kernel's shapers, a lossless plane), an answer takes as long as
+  /// the queues are deep, and a confirmation that waited only
+  /// loss_confirm_wait would retire working paths by the dozen.
+  Duration probe_rtt_{};
+
+  void note_probe_rtt(Duration sample) {
+    if (sample <= Duration{}) return;
+    probe_rtt_ = std::max(sample, probe_rtt_ - probe_rtt_ / 8);
+  }
+  /// How long a confirming probe may take: loss_confirm_wait, or one and a
+  /// half times the slowest recent answer if that is longer.
+  Duration confirm_wait() const { return std::max(proto_.loss_confirm_wait, probe_rtt_ * 3 / 2); }
 };
 
 // ---------------------------------------------------------------------------
