@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -410,6 +411,47 @@ TEST(PerfE2E, WithoutTimelineTheOutputHasNoTimeline) {
   ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
   EXPECT_EQ(slurp(pr.client.out).find("Longest stall"), std::string::npos);
   EXPECT_FALSE(read_json(cj).contains("timeline"));
+}
+
+/// Runs a shell command; its exit status.
+int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+
+TEST(PerfE2E, TimelinePrintsEvEventsOfAPathThatDropsEverything) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an nftables rule drops one EV's packets)";
+  if (sh("command -v nft >/dev/null 2>&1") != 0) GTEST_SKIP() << "nft is not installed";
+  // One EV of the client's two (source port 49153 from 127.0.63.18) loses
+  // every packet; the other carries the run. The table is this process's own.
+  const std::string table = "mrc_perf_e2e_" + std::to_string(getpid());
+  ASSERT_EQ(sh("nft add table inet " + table + " && nft add chain inet " + table +
+               " out '{ type filter hook output priority 0; }' && nft add rule inet " + table +
+               " out ip saddr 127.0.63.18 udp sport 49153 drop"),
+            0);
+  const std::string ctl = write_text(
+      "evdrop.toml",
+      "[[format]]\nid = 1\nmode = \"udp\"\nfields = [16]\n\n"
+      "[[ev_profile]]\nid = 1\nmode = \"exp\"\nformat = 1\ncount = 2\nevents = [\"good\", \"assumed_bad\"]\n"
+      "fields = [{ width = 16, mask = 0xffff, max = 0xffff }]\n"
+      "evs = [{ port = 1, value = 49152 }, { port = 1, value = 49153 }]\n");
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string cj = tmp("evdrop_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.17"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.18", "-n", "300", "-Q",
+                      "1", "--ctl", ctl, "--ev-profile", "1", "--timeline", "100", "--out_json_file", cj},
+                     "evdrop");
+  sh("nft delete table inet " + table);
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  EXPECT_NE(slurp(pr.client.out).find("EV event: plane 0 EV 0xc001 -> ASSUMED_BAD (profile 1)"), std::string::npos)
+      << slurp(pr.client.out);
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["timeline"].size(), 1u) << j.dump(2);
+  const auto& t = j["timeline"][0];
+  EXPECT_GE(t["ev_events_assumed_bad"].get<int>(), 1) << t.dump(2);
+  EXPECT_EQ(t["ev_event_count"].get<size_t>(), t["ev_events"].size());
+  bool found = false;
+  for (const auto& e : t["ev_events"])
+    found = found || (e["state"] == "ASSUMED_BAD" && e["ev"] == 49153 && e["plane"] == 0 && e["profile"] == 1);
+  EXPECT_TRUE(found) << t.dump(2);
 }
 
 }  // namespace

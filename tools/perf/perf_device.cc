@@ -170,8 +170,14 @@ std::string ev_state_word(uint32_t state) {
 
 }  // namespace
 
-Timeline::Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events)
-    : interval_ms_(interval_ms), qps_(qps), num_planes_(num_planes), events_(events), last_packets_(num_planes) {
+Timeline::Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
+                   const mrcctl::CtlFile& ctl)
+    : interval_ms_(interval_ms),
+      qps_(qps),
+      num_planes_(num_planes),
+      events_(events),
+      ctl_(ctl),
+      last_packets_(num_planes) {
   report_.interval_ms = interval_ms;
 }
 
@@ -229,7 +235,11 @@ void Timeline::drain_events(int64_t t_ns) {
     r.t_s = static_cast<double>(t_ns - t0_) / 1e9;
     r.profile = e.profile_id;
     r.plane = e.ev.port > 0 ? e.ev.port - 1u : 0u;
-    for (int i = 0; i < 8; ++i) r.ev = (r.ev << 8) | e.ev.value[i];
+    uint32_t bits = 64;
+    for (const auto& spec : ctl_.ev_profiles)
+      if (spec.id == e.profile_id && mrcctl::compact_bits(spec.fields) != 0)
+        bits = std::min<uint32_t>(64, mrcctl::compact_bits(spec.fields));
+    r.ev = mrcctl::decode_compact(e.ev.value, bits);
     uint32_t state = 0;
     std::memcpy(&state, &e.state, sizeof state);
     r.state = ev_state_word(state);

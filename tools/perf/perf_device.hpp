@@ -132,8 +132,11 @@ class EvEventQueue {
 /// feeds completion timestamps to a StallMeter (independent of the interval).
 class Timeline {
  public:
-  /// `qps` and `events` (may be NULL) outlive the Timeline.
-  Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events);
+  /// `qps` and `events` (may be NULL) outlive the Timeline. `ctl` (the
+  /// --ctl file) gives each profile's compact EV width, so events show the
+  /// EV as the file writes it; EVs of other profiles show their first 8 bytes.
+  Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
+           const mrcctl::CtlFile& ctl);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -153,6 +156,7 @@ class Timeline {
   std::vector<mrc_qp*> qps_;
   uint32_t num_planes_;
   EvEventQueue* events_;
+  const mrcctl::CtlFile& ctl_;
   int64_t t0_ = 0;
   int64_t last_sample_ns_ = 0;
   uint64_t last_bytes_ = 0;

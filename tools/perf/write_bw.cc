@@ -67,7 +67,7 @@ BwRow run_size(Session& s, uint64_t size, TimelineReport* timeline) {
   std::unique_ptr<Timeline> tl;
   if (timeline != nullptr) {
     tl = std::make_unique<Timeline>(o.timeline_ms, s.qps, static_cast<uint32_t>(s.local.plane_gids.size()),
-                                    s.ev_events.get());
+                                    s.ev_events.get(), s.ctl);
     tl->begin(start);
   }
 
