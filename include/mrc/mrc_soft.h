@@ -45,6 +45,20 @@ enum mrc_soft_ev_mode {
   MRC_SOFT_EV_SRV6 = 2,
 };
 
+/** The reliable transport of a device's QPs (mrc_soft_device_attr.transport). */
+enum mrc_soft_transport {
+  /** MRC (the default): each QP sprays over the EVs of its EV profile. */
+  MRC_SOFT_TRANSPORT_MRC = 0,
+  /** The RoCEv2 RC baseline: each QP keeps one EV (one plane, one path) for
+   *  its life, sends IBTA RC opcodes in PSN order, recovers by go-back-N and
+   *  acknowledges cumulatively; no trimming, probes or EV management (EV
+   *  profiles a QP names are accepted and unused). Both ends of a
+   *  connection must use the same transport: a packet of the other family
+   *  is dropped as malformed. For comparisons against MRC on the same
+   *  network; the API is the same. */
+  MRC_SOFT_TRANSPORT_ROCE_RC = 1,
+};
+
 struct mrc_soft_device_attr {
   /** Local address of each plane ("127.0.0.1", "::1", "fd00::1"); 1..32. */
   const char *const *plane_addrs;
@@ -85,6 +99,11 @@ struct mrc_soft_device_attr {
    *  1,000,000 packets are written. Open fails with the file's errno
    *  (ENOENT, EACCES, ...) if it cannot be created. */
   const char *pcap_path;
+  /** The transport every QP created on this device runs (fixed at
+   *  mrc_create_qp); 0 = MRC_SOFT_TRANSPORT_MRC. A device-wide choice, not
+   *  a per-QP one, so an unchanged application runs either transport.
+   *  Open fails with EINVAL for another value. */
+  enum mrc_soft_transport transport;
 };
 
 /**
@@ -147,6 +166,19 @@ struct mrc_soft_stats {
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);
+
+/**
+ * Packets QP `qp` has sent per plane: packets[p] (0-based plane p, for
+ * p < num_planes) = the sum over the QP's current EVs on plane p of the
+ * packets each sent (new packets and retransmissions, data and probes; not
+ * ACKs a responder sends). Counts of an EV that leaves the QP's set (EV
+ * replaced by the controller) are no longer included, so a total may go
+ * down; a QP before INIT reports zeros. Planes beyond the device's are
+ * filled with 0. Returns the device's number of planes (>= 1), or -EINVAL
+ * for a NULL argument or num_planes < 1.
+ */
+struct mrc_qp;
+int mrc_soft_query_qp_plane_packets(struct mrc_qp *qp, uint64_t *packets, int num_planes);
 
 #ifdef __cplusplus
 }

@@ -507,6 +507,7 @@ mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   init.send_cq = ia->send_cq->rcq->core_id();
   init.recv_cq = ia->recv_cq->rcq->core_id();
   init.sq_sig_all = ia->sq_sig_all != 0;
+  init.transport = ctx->dev->transport;
   init.pd = reinterpret_cast<api::SoftPd*>(ia->pd)->core_pd;
   init.max_send_wr = cap.max_send_wr;
   init.max_recv_wr = std::max<uint32_t>(1, cap.max_recv_wr);

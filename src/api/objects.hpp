@@ -35,6 +35,8 @@ struct SoftDevice {
   ibv_context ibv{};               ///< what applications hold (first member)
   ibv_device ibv_dev{};
   std::unique_ptr<rt::Device> rt;
+  /// mrc_soft_device_attr.transport: what every QP of the device runs.
+  core::Transport transport = core::Transport::mrc;
   std::mutex mu;                   ///< guards the counts and qps
   int contexts = 0;
   int pds = 0;

@@ -108,6 +108,12 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
     errno = EINVAL;
     return nullptr;
   }
+  if (attr->transport != MRC_SOFT_TRANSPORT_MRC && attr->transport != MRC_SOFT_TRANSPORT_ROCE_RC) {
+    std::fprintf(stderr,
+                 "mrc_soft_open_device: transport: must be MRC_SOFT_TRANSPORT_MRC or MRC_SOFT_TRANSPORT_ROCE_RC\n");
+    errno = EINVAL;
+    return nullptr;
+  }
   if (attr->ev_port_base) cfg.ev_port_base = attr->ev_port_base;
   if (attr->evs_per_plane) cfg.evs_per_plane = attr->evs_per_plane;
   if (attr->burst) cfg.burst = attr->burst;
@@ -137,6 +143,8 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   }
   auto* d = new SoftDevice;
   d->rt = std::move(*rt);
+  d->transport = attr->transport == MRC_SOFT_TRANSPORT_ROCE_RC ? mrc::core::Transport::roce_rc
+                                                               : mrc::core::Transport::mrc;
   std::snprintf(d->ibv_dev.name, sizeof d->ibv_dev.name, "mrc_soft");
   std::snprintf(d->ibv_dev.dev_name, sizeof d->ibv_dev.dev_name, "mrc_soft");
   d->ibv_dev.node_type = IBV_NODE_CA;
@@ -316,6 +324,27 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->rx_access_errors = s.core.rx_access_errors;
   out->retransmissions = s.retransmissions;
   return 0;
+}
+
+int mrc_soft_query_qp_plane_packets(mrc_qp* qp, uint64_t* packets, int num_planes) try {
+  if (!qp || !packets || num_planes < 1 || !qp->ctx || !qp->ctx->dev || soft_device(&qp->ctx->dev->ibv) != qp->ctx->dev)
+    return -EINVAL;
+  SoftDevice* d = qp->ctx->dev;
+  std::fill(packets, packets + num_planes, uint64_t{0});
+  std::vector<mrc::core::EvInfo> evs(64);
+  for (;;) {
+    const size_t n = d->rt->query_evs(qp->qpn, evs);
+    if (n <= evs.size()) {
+      evs.resize(n);
+      break;
+    }
+    evs.resize(n);  // the set grew: ask again with room for all
+  }
+  for (const auto& e : evs)
+    if (e.port < num_planes) packets[e.port] += e.packets_sent;
+  return static_cast<int>(d->rt->num_planes());
+} catch (const std::bad_alloc&) {
+  return -EINVAL;
 }
 
 }  // extern "C"

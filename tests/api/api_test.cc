@@ -28,7 +28,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kPort = 24792;
 
-ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1) {
+ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1,
+                      mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
   mrc_soft_device_attr a{};
   a.plane_addrs = planes.data();
   a.num_planes = static_cast<int>(planes.size());
@@ -37,6 +38,7 @@ ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1) {
   a.evs_per_plane = 4;
   a.burst = burst;
   a.seed = 3;
+  a.transport = transport;
   return mrc_soft_open_device(&a);
 }
 
@@ -52,8 +54,9 @@ struct End {
   ibv_mr* mr = nullptr;
   uint32_t psn = 0;
 
-  void open(std::vector<const char*> planes, size_t bytes = 1 << 20, int cqe = 256, uint32_t max_send_wr = 256) {
-    dev = open_dev(planes);
+  void open(std::vector<const char*> planes, size_t bytes = 1 << 20, int cqe = 256, uint32_t max_send_wr = 256,
+            mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
+    dev = open_dev(planes, 1, transport);
     ASSERT_NE(dev, nullptr) << strerror(errno);
     ctx = mrc_create_context(dev, nullptr);
     ASSERT_NE(ctx, nullptr);
@@ -440,6 +443,71 @@ TEST(Api, TransfersOverTwoPlanesWithChannelsGatherInlineAndImmediates) {
   }
   a.close();
   b.close();
+}
+
+/// Sends 16 x 64 KiB from a to b, verified; returns a's packets per plane.
+std::vector<uint64_t> transfer_and_count_planes(End& a, End& b) {
+  for (size_t i = 0; i < a.mem.size(); ++i) a.mem[i] = static_cast<uint8_t>(i * 13 + 5);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(post_write(a, b, i * 65536, 65536, i + 1), 0);
+  const auto wc = poll_n(a.cq, 16);
+  EXPECT_EQ(wc.size(), 16u);
+  for (const auto& w : wc) EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 16 * 65536));
+  std::vector<uint64_t> planes(3, 99);
+  EXPECT_EQ(mrc_soft_query_qp_plane_packets(a.qp, planes.data(), 3), 2);  // the device has 2 planes
+  EXPECT_EQ(planes[2], 0u);  // beyond the device's planes
+  planes.resize(2);
+  return planes;
+}
+
+TEST(Api, RoceTransportKeepsAQpOnOnePlaneMrcSpraysOverBoth) {
+  // 127.0.63.x: no other test uses these addresses.
+  {
+    End a, b;
+    a.open({"127.0.63.20", "127.0.63.21"}, 1 << 20, 256, 256, MRC_SOFT_TRANSPORT_ROCE_RC);
+    b.open({"127.0.63.22", "127.0.63.23"}, 1 << 20, 256, 256, MRC_SOFT_TRANSPORT_ROCE_RC);
+    connect(a, b, 2);
+    const auto p = transfer_and_count_planes(a, b);
+    // 16 x 16 packets of 4 KiB, all on the one plane of the QP's one EV.
+    EXPECT_TRUE((p[0] == 0 && p[1] >= 256) || (p[1] == 0 && p[0] >= 256)) << p[0] << " / " << p[1];
+    a.close();
+    b.close();
+  }
+  {
+    End a, b;
+    a.open({"127.0.63.24", "127.0.63.25"});
+    b.open({"127.0.63.26", "127.0.63.27"});
+    connect(a, b, 2);
+    const auto p = transfer_and_count_planes(a, b);
+    EXPECT_GT(p[0], 0u);
+    EXPECT_GT(p[1], 0u);
+    EXPECT_GE(p[0] + p[1], 256u);
+    a.close();
+    b.close();
+  }
+}
+
+TEST(Api, TransportAndPlanePacketArgumentsAreChecked) {
+  const char* plane = "127.0.63.28";
+  mrc_soft_device_attr a{};
+  a.plane_addrs = &plane;
+  a.num_planes = 1;
+  a.udp_port = kPort;
+  const int bad_transport = 2;  // what a C caller may store
+  std::memcpy(&a.transport, &bad_transport, sizeof bad_transport);
+  errno = 0;
+  EXPECT_EQ(mrc_soft_open_device(&a), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  uint64_t n[1];
+  EXPECT_EQ(mrc_soft_query_qp_plane_packets(nullptr, n, 1), -EINVAL);
+  End e;
+  e.open({"127.0.63.29"});
+  EXPECT_EQ(mrc_soft_query_qp_plane_packets(e.qp, nullptr, 1), -EINVAL);
+  EXPECT_EQ(mrc_soft_query_qp_plane_packets(e.qp, n, 0), -EINVAL);
+  n[0] = 7;
+  EXPECT_EQ(mrc_soft_query_qp_plane_packets(e.qp, n, 1), 1);  // before INIT: zeros
+  EXPECT_EQ(n[0], 0u);
+  e.close();
 }
 
 TEST(Api, CqOverrunRaisesTheAsyncEventAndDestroyFlushes) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -231,6 +232,226 @@ TEST(PerfE2E, BadFlagExitsNonZeroNamingTheFlag) {
   finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
   EXPECT_NE(exit_code(c), 0);
   EXPECT_NE(slurp(c.err).find("--mtu"), std::string::npos) << slurp(c.err);
+}
+
+// ------------------------------------------------------------------ --ctl, --transport, --timeline
+//
+// These use 127.0.63.x (no other test does) and UDP port 29611, each test its
+// own addresses so they may run in parallel.
+
+constexpr const char* kUdpPort = "29611";
+
+std::string write_text(const std::string& name, const std::string& text) {
+  const std::string path = tmp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// An EXP EV profile with EVs on plane 1 only (port 2; plane 1's EV sockets
+// are source ports 49152 + 16 .. 49152 + 31 with the default --evs 16).
+constexpr const char* kPlane1Profile =
+    "[[format]]\nid = 1\nmode = \"udp\"\nfields = [16]\n\n"
+    "[[ev_profile]]\nid = 2\nmode = \"exp\"\nformat = 1\ncount = 4\n"
+    "events = [\"good\", \"assumed_bad\"]\n"
+    "fields = [{ width = 16, mask = 0xffff, max = 0xffff }]\n"
+    "evs = [{ port = 2, value = 49168 }, { port = 2, value = 49169 }, { port = 2, value = 49170 }, "
+    "{ port = 2, value = 49171 }]\n\n"
+    "[[cc_profile]]\nid = 3\nalgorithm = \"none\"\n";
+
+/// Sums a timeline's per-plane packets over its samples.
+std::vector<uint64_t> plane_totals(const nlohmann::json& timeline) {
+  std::vector<uint64_t> t;
+  for (const auto& s : timeline["samples"]) {
+    const auto& pp = s["plane_packets"];
+    if (t.size() < pp.size()) t.resize(pp.size());
+    for (size_t p = 0; p < pp.size(); ++p) t[p] += pp[p].get<uint64_t>();
+  }
+  return t;
+}
+
+TEST(PerfE2E, CtlProfileOnPlaneOneOnlyCarriesAllTheClientsPackets) {
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string ctl = write_text("plane1.toml", kPlane1Profile);
+  const std::string cj = tmp("ctl_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.1,127.0.63.2"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.3,127.0.63.4", "-s",
+                      "16384", "-n", "400", "--ctl", ctl, "--ev-profile", "2", "--cc-profile", "3", "--timeline",
+                      "20", "--out_json_file", cj},
+                     "ctl");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto j = read_json(cj);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["config"]["ev_profile"], 2);
+  EXPECT_EQ(j["config"]["cc_profile"], 3);
+  ASSERT_EQ(j["timeline"].size(), 1u) << j.dump(2);
+  const auto totals = plane_totals(j["timeline"][0]);
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals[0], 0u) << "plane 0 carried packets of a QP on a plane-1-only profile:\n" << j.dump(2);
+  // 400 x 16 KiB in 4 KiB packets: at least 1600 packets, all on plane 1.
+  EXPECT_GE(totals[1], 1600u) << j.dump(2);
+  EXPECT_NE(slurp(pr.client.out).find("EV profile      : 2"), std::string::npos) << slurp(pr.client.out);
+}
+
+TEST(PerfE2E, CtlBadFileIsRejectedNamingTheLineAndField) {
+  const std::string ctl = write_text("bad.toml", "[[ev_profile]]\nid = 1\nmode = \"sideways\"\n");
+  auto c = spawn(MRC_WRITE_BW, {"127.0.0.1", "-p", std::to_string(tcp_port(7)), "--ctl", ctl, "--ev-profile", "1"},
+                 "ctlbad");
+  finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_NE(exit_code(c), 0);
+  const std::string err = slurp(c.err);
+  EXPECT_NE(err.find("--ctl: " + ctl + ":3: ev_profile[0].mode:"), std::string::npos) << err;
+  // Rejected before connecting: no server was ever asked.
+  EXPECT_EQ(err.find("connect"), std::string::npos) << err;
+}
+
+TEST(PerfE2E, CtlProfileIdTheFileDoesNotDefineIsRejected) {
+  const std::string ctl = write_text("good.toml", kPlane1Profile);
+  auto c = spawn(MRC_WRITE_BW, {"127.0.0.1", "-p", std::to_string(tcp_port(7)), "--ctl", ctl, "--ev-profile", "5"},
+                 "ctlid");
+  finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_NE(exit_code(c), 0);
+  EXPECT_NE(slurp(c.err).find("--ev-profile 5: " + ctl + " defines no [[ev_profile]] with id = 5"), std::string::npos)
+      << slurp(c.err);
+  auto d = spawn(MRC_WRITE_BW, {"127.0.0.1", "-p", std::to_string(tcp_port(7)), "--ctl", ctl, "--cc-profile", "2"},
+                 "ctlcc");
+  finish(d, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_NE(exit_code(d), 0);
+  EXPECT_NE(slurp(d.err).find("--cc-profile 2: " + ctl + " defines no [[cc_profile]] with id = 2"), std::string::npos)
+      << slurp(d.err);
+  auto e = spawn(MRC_WRITE_LAT, {"127.0.0.1", "--ev-profile", "1"}, "noctl");
+  finish(e, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(exit_code(e), 2);
+  EXPECT_NE(slurp(e.err).find("--ev-profile 1: give --ctl"), std::string::npos) << slurp(e.err);
+}
+
+TEST(PerfE2E, RoceTransportCompletesOnOnePlaneAndTheServerTakesItOver) {
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string sj = tmp("roce_server.json"), cj = tmp("roce_client.json");
+  auto pr = run_pair(MRC_WRITE_BW,
+                     {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.5,127.0.63.6", "--out_json_file", sj},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.7,127.0.63.8", "-s",
+                      "8192", "-n", "300", "-q", "2", "--transport", "roce", "--timeline", "50", "--out_json_file", cj},
+                     "roce");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto c = read_json(cj), s = read_json(sj);
+  EXPECT_EQ(c["config"]["transport"], "roce");
+  EXPECT_EQ(c["config"]["connection_type"], "RC");
+  EXPECT_EQ(s["config"]["transport"], "roce") << "the server did not take the client's transport over";
+  ASSERT_EQ(c["results"].size(), 1u);
+  EXPECT_EQ(c["results"][0]["n_iterations"], 300);
+  EXPECT_EQ(c["results"][0]["verify"], "ok");
+  EXPECT_NE(slurp(pr.server.out).find("RoCEv2 RC over UDP"), std::string::npos) << slurp(pr.server.out);
+  // RC keeps each QP on one EV: both QPs' packets sum to what was sent, and
+  // a QP never splits over planes -- with 2 QPs at most 2 planes are used,
+  // and the data (300 x 2 x 2 packets) is all there.
+  const auto totals = plane_totals(c["timeline"][0]);
+  uint64_t sum = 0;
+  for (uint64_t t : totals) sum += t;
+  EXPECT_GE(sum, 1200u) << c.dump(2);
+}
+
+TEST(PerfE2E, RoceServerGivenMrcRefusesARoceClient) {
+  const std::string port = std::to_string(tcp_port(6));
+  auto pr = run_pair(MRC_WRITE_BW,
+                     {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.13", "--transport", "mrc"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.14", "--transport", "roce"},
+                     "roce_mismatch", 10);
+  EXPECT_NE(exit_code(pr.server), 0) << describe(pr);
+  EXPECT_NE(exit_code(pr.client), 0) << describe(pr);
+  EXPECT_NE(slurp(pr.server.err).find("--transport mrc but the client asks for roce"), std::string::npos)
+      << describe(pr);
+}
+
+TEST(PerfE2E, TimelinePrintsIntervalsAndTheLongestStallAndReportsThemInJson) {
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string cj = tmp("timeline_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.9,127.0.63.10"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.11,127.0.63.12", "-D",
+                      "1", "-Q", "1", "--timeline", "100", "--out_json_file", cj},
+                     "timeline");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  const std::string out = slurp(pr.client.out);
+  // About 10 interval lines in a 1 s run (at least 5 whatever the load),
+  // each with both planes.
+  size_t lines = 0;
+  for (size_t at = out.find(" Gb/s  plane0 "); at != std::string::npos; at = out.find(" Gb/s  plane0 ", at + 1))
+    ++lines;
+  EXPECT_GE(lines, 5u) << out;
+  EXPECT_NE(out.find("plane1 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" Longest stall: "), std::string::npos) << out;
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["timeline"].size(), 1u) << j.dump(2);
+  const auto& t = j["timeline"][0];
+  EXPECT_EQ(t["interval_ms"], 100);
+  EXPECT_GE(t["samples"].size(), 5u);
+  EXPECT_EQ(t["samples"].size(), lines);
+  EXPECT_GT(t["longest_stall_ms"].get<double>(), 0.0);
+  // The longest stall is a gap between completions, so it is below the run.
+  EXPECT_LT(t["longest_stall_ms"].get<double>(), 1000.0 + 200.0);
+  EXPECT_EQ(t["ev_event_count"], 0);
+  for (const auto& s : t["samples"]) EXPECT_EQ(s["plane_packets"].size(), 2u);
+  const auto totals = plane_totals(t);
+  EXPECT_GT(totals[0], 0u);
+  EXPECT_GT(totals[1], 0u);
+}
+
+TEST(PerfE2E, WithoutTimelineTheOutputHasNoTimeline) {
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string cj = tmp("notimeline_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.15"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.16", "-n", "50",
+                      "--out_json_file", cj},
+                     "notimeline");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  EXPECT_EQ(slurp(pr.client.out).find("Longest stall"), std::string::npos);
+  EXPECT_FALSE(read_json(cj).contains("timeline"));
+}
+
+/// Runs a shell command; its exit status.
+int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+
+TEST(PerfE2E, TimelinePrintsEvEventsOfAPathThatDropsEverything) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an nftables rule drops one EV's packets)";
+  if (sh("command -v nft >/dev/null 2>&1") != 0) GTEST_SKIP() << "nft is not installed";
+  // One EV of the client's two (source port 49153 from 127.0.63.18) loses
+  // every packet; the other carries the run. The table is this process's own.
+  const std::string table = "mrc_perf_e2e_" + std::to_string(getpid());
+  ASSERT_EQ(sh("nft add table inet " + table + " && nft add chain inet " + table +
+               " out '{ type filter hook output priority 0; }' && nft add rule inet " + table +
+               " out ip saddr 127.0.63.18 udp sport 49153 drop"),
+            0);
+  const std::string ctl = write_text(
+      "evdrop.toml",
+      "[[format]]\nid = 1\nmode = \"udp\"\nfields = [16]\n\n"
+      "[[ev_profile]]\nid = 1\nmode = \"exp\"\nformat = 1\ncount = 2\nevents = [\"good\", \"assumed_bad\"]\n"
+      "fields = [{ width = 16, mask = 0xffff, max = 0xffff }]\n"
+      "evs = [{ port = 1, value = 49152 }, { port = 1, value = 49153 }]\n");
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string cj = tmp("evdrop_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.17"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.18", "-n", "300", "-Q",
+                      "1", "--ctl", ctl, "--ev-profile", "1", "--timeline", "100", "--out_json_file", cj},
+                     "evdrop");
+  sh("nft delete table inet " + table);
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  EXPECT_NE(slurp(pr.client.out).find("EV event: plane 0 EV 0xc001 -> ASSUMED_BAD (profile 1)"), std::string::npos)
+      << slurp(pr.client.out);
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["timeline"].size(), 1u) << j.dump(2);
+  const auto& t = j["timeline"][0];
+  EXPECT_GE(t["ev_events_assumed_bad"].get<int>(), 1) << t.dump(2);
+  EXPECT_EQ(t["ev_event_count"].get<size_t>(), t["ev_events"].size());
+  bool found = false;
+  for (const auto& e : t["ev_events"])
+    found = found || (e["state"] == "ASSUMED_BAD" && e["ev"] == 49153 && e["plane"] == 0 && e["profile"] == 1);
+  EXPECT_TRUE(found) << t.dump(2);
 }
 
 }  // namespace

@@ -664,3 +664,107 @@ TEST(PerfFormat, JsonReportIsValid) {
 
 }  // namespace
 }  // namespace mrc::perf
+
+namespace mrc::perf {
+namespace {
+
+TEST(PerfMessages, ParamsCarryTheTransportInTheFormerReservedByte) {
+  Params p;
+  p.iters = 10;
+  p.size = 64;
+  p.transport = Transport::roce;
+  auto bytes = encode(p);
+  auto d = decode_params(bytes);
+  ASSERT_TRUE(d) << d.error;
+  EXPECT_EQ(d.value->transport, Transport::roce);
+  bytes[3] = 0;  // what a client before --transport sends: MRC
+  EXPECT_EQ(decode_params(bytes).value->transport, Transport::mrc);
+  bytes[3] = 2;
+  EXPECT_EQ(decode_params(bytes).error, "Params: unknown transport 2");
+}
+
+TEST(PerfOptions, TransportIsAShapeFlagTheServerTakesOver) {
+  Options client, server, server_given;
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"host", "--transport", "roce"}, client).run);
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {}, server).run);
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"--transport", "mrc"}, server_given).run);
+  const Params p = params_from(client);
+  EXPECT_EQ(p.transport, Transport::roce);
+  EXPECT_EQ(check_compatible(server, p), "");
+  adopt(server, p);
+  EXPECT_EQ(server.transport, Transport::roce);
+  EXPECT_NE(check_compatible(server_given, p).find("--transport mrc but the client asks for roce"), std::string::npos);
+  Options bad;
+  const auto r = parse_command_line(Tool::write_bw, {"host", "--transport", "iwarp"}, bad);
+  EXPECT_FALSE(r.run);
+  EXPECT_NE(r.text.find("--transport"), std::string::npos) << r.text;
+}
+
+TEST(PerfOptions, ProfilesNeedACtlFileAndTimelineIsTheClients) {
+  Options o;
+  auto r = parse_command_line(Tool::write_bw, {"host", "--cc-profile", "3"}, o);
+  EXPECT_FALSE(r.run);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.text.find("--cc-profile 3: give --ctl FILE.toml"), std::string::npos) << r.text;
+  r = parse_command_line(Tool::write_bw, {"host", "--ctl", "f.toml", "--ev-profile", "2", "--cc-profile", "3",
+                                           "--ev-mode", "srv6", "--timeline", "250"},
+                         o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_EQ(o.ctl_file, "f.toml");
+  EXPECT_EQ(o.ev_profile, 2u);
+  EXPECT_EQ(o.cc_profile, 3u);
+  EXPECT_EQ(o.ev_mode, "srv6");
+  EXPECT_EQ(o.timeline_ms, 250u);
+  r = parse_command_line(Tool::write_bw, {"--timeline", "100"}, o);
+  EXPECT_FALSE(r.run);
+  EXPECT_NE(r.text.find("--timeline: the client measures"), std::string::npos) << r.text;
+  r = parse_command_line(Tool::write_bw, {"host", "--ev-profile", "17", "--ctl", "f.toml"}, o);
+  EXPECT_FALSE(r.run);
+  // write_lat has no timeline (its own latency statistics are its timeline).
+  EXPECT_FALSE(parse_command_line(Tool::write_lat, {"host", "--timeline", "100"}, o).run);
+}
+
+TEST(PerfStats, StallMeterTakesTheLongestGapIncludingTheFirst) {
+  StallMeter m;
+  m.start(1'000'000'000);
+  m.completion(1'002'000'000);  // 2 ms after the first post
+  m.completion(1'003'000'000);
+  m.completion(1'010'500'000);  // 7.5 ms gap, from 3 ms
+  m.completion(1'011'000'000);
+  EXPECT_DOUBLE_EQ(m.longest_ms(), 7.5);
+  EXPECT_DOUBLE_EQ(m.longest_at_s(), 0.003);
+  StallMeter first;
+  first.start(0);
+  first.completion(9'000'000);
+  first.completion(10'000'000);
+  EXPECT_DOUBLE_EQ(first.longest_ms(), 9.0);
+  EXPECT_DOUBLE_EQ(first.longest_at_s(), 0.0);
+}
+
+TEST(PerfFormat, TimelineLinesAndJson) {
+  TimelineSample s{0.5, 2.0, {30, 10}, {1.5, 0.5}};
+  EXPECT_EQ(format_timeline_sample(s), "    0.500 s     2.000 Gb/s  plane0 1.500 Gb/s (30 pkts)  plane1 0.500 Gb/s (10 pkts)");
+  EvEventRecord e{0.25, 1, 1, 0xc011, "ASSUMED_BAD", 0};
+  EXPECT_EQ(format_ev_event(e), "    0.250 s EV event: plane 1 EV 0xc011 -> ASSUMED_BAD (profile 1)");
+  Options o;
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"host", "--timeline", "500"}, o).run);
+  JsonReport r(o, "client");
+  TimelineReport t;
+  t.interval_ms = 500;
+  t.samples = {s};
+  t.events = {e, EvEventRecord{0.75, 1, 1, 0xc011, "GOOD", 0}};
+  t.longest_stall_ms = 3.25;
+  r.add_timeline(65536, t);
+  const auto j = nlohmann::json::parse(r.dump());
+  ASSERT_EQ(j["timeline"].size(), 1u);
+  EXPECT_EQ(j["timeline"][0]["MsgSize"], 65536);
+  EXPECT_EQ(j["timeline"][0]["longest_stall_ms"], 3.25);
+  EXPECT_EQ(j["timeline"][0]["ev_event_count"], 2);
+  EXPECT_EQ(j["timeline"][0]["ev_events_assumed_bad"], 1);
+  EXPECT_EQ(j["timeline"][0]["ev_events_good"], 1);
+  EXPECT_EQ(j["timeline"][0]["samples"][0]["plane_packets"][0], 30);
+  EXPECT_EQ(j["config"]["timeline_ms"], 500);
+}
+
+}  // namespace
+}  // namespace mrc::perf

@@ -24,6 +24,7 @@
 #include "mrc/mrc.h"
 #include "mrc/mrc_ctl.h"
 #include "mrc/mrc_soft.h"
+#include "mrcctl/ctl_apply.hpp"
 #include "mrcctl/ctl_file.hpp"
 
 namespace {
@@ -122,77 +123,13 @@ class Ctl {
 
   // ---------------------------------------------------------------- apply
   std::optional<Failure> apply(const CtlFile& f, json& out) {
-    for (const auto& s : f.formats) {
-      std::vector<mrc_ctl_ev_field> fields;
-      for (uint32_t w : s.widths) fields.push_back(mrc_ctl_ev_field{w, 0, 0, 0, 0});
-      mrc_ctl_ev_fmt_profile_attr a{};
-      a.state = MRC_CTL_PROFILE_OFFLINE;
-      a.mode = s.mode;
-      a.fields_op = {MRC_CTL_MODIFY_FIELDS, fields.data(), static_cast<uint32_t>(fields.size())};
-      if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx_, s.id, &a,
-                                                 MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE | MRC_CTL_EV_FMT_OP))
-        return Failure{fmt::format("format {}: configuring: {}", s.id, errno_text(rc))};
-      if (s.online) {
-        a.state = MRC_CTL_PROFILE_ONLINE;
-        if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx_, s.id, &a, MRC_CTL_EV_FMT_STATE))
-          return Failure{fmt::format("format {}: going online: {}", s.id, errno_text(rc))};
-      }
-      out["formats"].push_back(s.id);
-    }
-    for (const auto& s : f.ev_profiles) {
-      std::vector<mrc_ctl_ev_field> fields;
-      for (const auto& x : s.fields) fields.push_back(mrc_ctl_ev_field{x.width, x.init, x.min, x.max, x.mask});
-      mrc_ctl_ev_profile_attr a{};
-      a.state = MRC_CTL_PROFILE_OFFLINE;
-      a.ev_mode = s.mode;
-      a.ev_fmt_profile_id = s.format;
-      a.ev_count = s.count;
-      a.ev_fields_op = {MRC_CTL_MODIFY_FIELDS, fields.data(), static_cast<uint32_t>(fields.size())};
-      uint32_t mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
-      if (s.mode != MRC_CTL_EV_MODE_AUTO)
-        mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
-      if (int rc = mrc_ctl_modify_ev_profile(ctx_, s.id, &a, mask))
-        return Failure{fmt::format("ev_profile {}: configuring: {}", s.id, errno_text(rc))};
-      // An EXP array starts UNPOPULATED: each listed EV replaces one entry.
-      const uint32_t bits = mrcctl::compact_bits(s.fields);
-      for (const auto& e : s.evs) {
-        mrc_ctl_ev_op_entry en{};
-        mrcctl::encode_compact(e.value, bits, en.ev_new.value);
-        en.ev_new.port = e.port;
-        en.state = MRC_CTL_EV_STATE_GOOD;
-        mrc_ctl_ev_profile_attr r{};
-        r.ev_op = {MRC_CTL_EV_OP_REPLACE_EV, &en, 1};
-        if (int rc = mrc_ctl_modify_ev_profile(ctx_, s.id, &r, MRC_CTL_EV_PROFILE_EV_OP))
-          return Failure{fmt::format("ev_profile {}: EV {}:{}: {}", s.id, e.port, e.value, errno_text(rc))};
-      }
-      if (s.online) {
-        a = mrc_ctl_ev_profile_attr{};
-        a.state = MRC_CTL_PROFILE_ONLINE;
-        a.ev_min_active = s.min_active;
-        a.ev_event_mask = s.event_mask;
-        if (int rc = mrc_ctl_modify_ev_profile(
-                ctx_, s.id, &a,
-                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK))
-          return Failure{fmt::format("ev_profile {}: going online: {}", s.id, errno_text(rc))};
-      }
-      out["ev_profiles"].push_back(s.id);
-    }
-    for (const auto& s : f.cc_profiles) {
-      mrc_ctl_nscc_config cfg{s.base_rtt_ns, s.target_qdelay_ns, s.max_cwnd_bytes, 0, 0};
-      mrc_ctl_cc_profile_attr a{};
-      a.state = MRC_CTL_PROFILE_OFFLINE;
-      a.algorithm = s.nscc ? "uet-1.0-nscc" : nullptr;
-      if (int rc = mrc_ctl_modify_cc_profile(ctx_, s.id, &a, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM))
-        return Failure{fmt::format("cc_profile {}: configuring: {}", s.id, errno_text(rc))};
-      if (s.online) {
-        a.state = MRC_CTL_PROFILE_ONLINE;
-        a.config = &cfg;
-        const uint32_t m = MRC_CTL_CC_PROFILE_STATE | (s.nscc ? uint32_t{MRC_CTL_CC_PROFILE_CONFIG} : 0u);
-        if (int rc = mrc_ctl_modify_cc_profile(ctx_, s.id, &a, m))
-          return Failure{fmt::format("cc_profile {}: going online: {}", s.id, errno_text(rc))};
-      }
-      out["cc_profiles"].push_back(s.id);
-    }
+    std::string why;
+    mrcctl::AppliedIds ids;
+    const bool ok = mrcctl::apply_ctl_file(ctx_, f, why, &ids);
+    for (uint64_t id : ids.formats) out["formats"].push_back(id);
+    for (uint64_t id : ids.ev_profiles) out["ev_profiles"].push_back(id);
+    for (uint64_t id : ids.cc_profiles) out["cc_profiles"].push_back(id);
+    if (!ok) return Failure{why};
     return std::nullopt;
   }
 

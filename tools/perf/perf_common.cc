@@ -127,6 +127,13 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                  fmt::format("send messages up to this size inline (default {}; at most the device's limit)",
                              bw ? "0" : "220, or the device's limit if lower"))
       ->check(CLI::Range(0, 65536));
+  if (bw)
+    app.add_option("--timeline", o.timeline_ms,
+                   "client: every MS milliseconds print goodput (total and per plane) and packets per plane; print "
+                   "EV state changes as they happen; report the longest stall between completions (also in "
+                   "--out_json)")
+        ->type_name("MS")
+        ->check(CLI::Range(1u, 60000u));
   app.add_flag("--report_gbits", o.report_gbits, "report bandwidth in Gb/sec instead of MiB/sec");
   app.add_flag("--out_json", o.out_json,
                fmt::format("also write the results as JSON (to --out_json_file, default {}_out.json)", tool_name(tool)));
@@ -151,9 +158,24 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
       ->default_val(kDefaultUdpPort)
       ->check(CLI::Range(1, 65535));
   app.add_option("--ev-mode", ev_mode_arg,
-                 "where the EV goes: udp (UDP source port) or stev (also the IPv6 flow label)")
+                 "where the EV goes: udp (UDP source port), stev (also the IPv6 flow label) or srv6 (IPv6 "
+                 "planes, root: QPs on an SRv6 EV profile of --ctl send to its uSID carriers)")
       ->default_val("udp")
-      ->check(CLI::IsMember({"udp", "stev"}));
+      ->check(CLI::IsMember({"udp", "stev", "srv6"}));
+  app.add_option_function<std::string>(
+         "--transport",
+         [&o](const std::string& v) { o.transport = v == "roce" ? Transport::roce : Transport::mrc; },
+         "QP transport: mrc, or roce (the RoCEv2 RC baseline: one path per QP, go-back-N); the client decides")
+      ->check(CLI::IsMember({"mrc", "roce"}))
+      ->type_name("mrc|roce");
+  app.add_option("--ctl", o.ctl_file,
+                 "controller file (mrcctl's TOML: [[format]], [[ev_profile]], [[cc_profile]]) applied to this "
+                 "side's device before its QPs are created")
+      ->type_name("FILE.toml");
+  app.add_option("--ev-profile", o.ev_profile, "EV profile every QP of this side uses (defined by --ctl; 0 = default)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{16}));
+  app.add_option("--cc-profile", o.cc_profile, "CC profile every QP of this side uses (defined by --ctl; 0 = default)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{16}));
   app.add_option("--evs", o.evs, "EVs (paths) per plane")->default_val(16)->check(CLI::Range(1, 1024));
   app.add_option("--burst", o.burst, "packets sent back to back on one EV as a GSO burst (1 = per packet)")
       ->default_val(1)
@@ -221,7 +243,15 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
     for (const auto& p : out.planes)
       if (is_ipv4(p) != v4) return {false, 2, "--planes: all addresses must be IPv4, or all IPv6"};
   }
-  for (const char* flag : {"--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--mtu",
+  if (out.ctl_file.empty() && (out.ev_profile != 0 || out.cc_profile != 0))
+    return {false, 2,
+            fmt::format("--{} {}: give --ctl FILE.toml defining that profile (only profile 0, the device's default, "
+                        "exists without one)",
+                        out.ev_profile != 0 ? "ev-profile" : "cc-profile",
+                        out.ev_profile != 0 ? out.ev_profile : out.cc_profile)};
+  if (out.timeline_ms != 0 && out.is_server())
+    return {false, 2, "--timeline: the client measures the timeline; give it to the client"};
+  for (const char* flag : {"--transport", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--mtu",
                            "--inline_size", "--verify", "--no-verify"}) {
     if (app.get_option_no_throw(flag) != nullptr && app.count(flag) > 0) out.explicit_shape_flags.emplace_back(flag + 2);
   }
@@ -395,7 +425,7 @@ std::vector<uint8_t> encode(const Params& p) {
   w.u8(static_cast<uint8_t>(p.tool));
   w.u8(static_cast<uint8_t>(p.verify));
   w.u8(p.all ? 1 : 0);
-  w.u8(0);
+  w.u8(static_cast<uint8_t>(p.transport));  // was reserved (0 = mrc)
   w.u32(p.num_qps);
   w.u32(p.mtu);
   w.u32(p.tx_depth);
@@ -414,7 +444,7 @@ Parsed<Params> decode_params(std::span<const uint8_t> payload) {
   const uint8_t tool = r.u8();
   const uint8_t verify = r.u8();
   const uint8_t all = r.u8();
-  const uint8_t reserved = r.u8();
+  const uint8_t transport = r.u8();
   p.num_qps = r.u32();
   p.mtu = r.u32();
   p.tx_depth = r.u32();
@@ -427,7 +457,9 @@ Parsed<Params> decode_params(std::span<const uint8_t> payload) {
   if (tool != static_cast<uint8_t>(Tool::write_bw) && tool != static_cast<uint8_t>(Tool::write_lat))
     return P::fail(fmt::format("Params: unknown test {}", tool));
   if (verify > static_cast<uint8_t>(VerifyMode::automatic)) return P::fail("Params: bad verify mode");
-  if (all > 1 || reserved != 0) return P::fail("Params: bad flags");
+  if (all > 1) return P::fail("Params: bad flags");
+  if (transport > static_cast<uint8_t>(Transport::roce)) return P::fail(fmt::format("Params: unknown transport {}", transport));
+  p.transport = static_cast<Transport>(transport);
   p.tool = static_cast<Tool>(tool);
   p.verify = static_cast<VerifyMode>(verify);
   p.all = all == 1;
@@ -587,6 +619,7 @@ Params params_from(const Options& o) {
   p.iters = o.iters;
   p.duration_s = o.duration_s;
   p.size = o.size;
+  p.transport = o.transport;
   return p;
 }
 
@@ -617,6 +650,8 @@ std::string check_compatible(const Options& server, const Params& client) {
   if (given("mtu") && client.mtu != server.mtu) return differ("mtu", server.mtu, client.mtu);
   if (given("inline_size") && client.inline_size != server.inline_size)
     return differ("inline_size", server.inline_size, client.inline_size);
+  if (given("transport") && client.transport != server.transport)
+    return differ("transport", transport_name(server.transport), transport_name(client.transport));
   if ((given("verify") || given("no-verify")) && client.verify != server.verify)
     return "the server's --verify/--no-verify differs from the client's: give both sides the same";
   return {};
@@ -633,6 +668,7 @@ void adopt(Options& server, const Params& client) {
   server.iters = client.iters;
   server.duration_s = client.duration_s;
   server.size = client.size;
+  server.transport = client.transport;
 }
 
 // ------------------------------------------------------------------ TCP
@@ -1005,8 +1041,8 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"Dual-port", "OFF"},
       {"Device", "mrc_soft (UDP)"},
       {"Number of qps", std::to_string(bw ? o.num_qps : 1)},
-      {"Transport type", "MRC over UDP"},
-      {"Connection type", "MRC"},
+      {"Transport type", o.transport == Transport::roce ? "RoCEv2 RC over UDP" : "MRC over UDP"},
+      {"Connection type", o.transport == Transport::roce ? "RC" : "MRC"},
       {"Using SRQ", "OFF"},
       {"TX depth", std::to_string(o.tx_depth)},
       {"CQ Moderation", std::to_string(o.cq_mod)},
@@ -1018,10 +1054,10 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"Data ex. method", "Ethernet (TCP)"},
       {"Planes", std::to_string(num_planes)},
       {"EVs per plane", std::to_string(o.evs)},
-      {"EV mode", o.ev_mode == "stev" ? "STEV" : "UDP source port"},
+      {"EV mode", o.ev_mode == "stev" ? "STEV" : o.ev_mode == "srv6" ? "SRv6" : "UDP source port"},
       {"GSO burst", o.burst == 1 ? "1 (per packet)" : std::to_string(o.burst)},
-      {"EV profile", "0 (default)"},
-      {"CC profile", "0 (default)"},
+      {"EV profile", o.ev_profile == 0 ? std::string("0 (default)") : std::to_string(o.ev_profile)},
+      {"CC profile", o.cc_profile == 0 ? std::string("0 (default)") : std::to_string(o.cc_profile)},
       {"Engines", std::to_string(o.engines)},
       {"Busy poll", o.busy_poll ? "ON" : "OFF"},
       {"Completions", o.use_event ? "events (epoll)" : "busy polling"},
@@ -1030,6 +1066,8 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"Seed", o.seed == 0 ? std::string("random") : std::to_string(o.seed)},
   };
   if (!o.pcap.empty()) rows.push_back({"Capture", o.pcap});
+  if (!o.ctl_file.empty()) rows.push_back({"Controller file", o.ctl_file});
+  if (o.timeline_ms != 0) rows.push_back({"Timeline", fmt::format("every {} ms", o.timeline_ms)});
   return rows;
 }
 
@@ -1208,7 +1246,8 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   nlohmann::ordered_json c;
   c["host"] = o.host;
   c["port"] = o.port;
-  c["connection_type"] = "MRC";
+  c["connection_type"] = o.transport == Transport::roce ? "RC" : "MRC";
+  c["transport"] = transport_name(o.transport);
   c["sizes"] = size_list(o.all, o.size);
   c["iterations"] = o.duration_s == 0 ? o.iters : 0;
   c["duration_s"] = o.duration_s;
@@ -1232,6 +1271,10 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["qp_timeout"] = o.qp_timeout;
   c["retry_exp"] = o.retry_exp;
   if (!o.pcap.empty()) c["pcap"] = o.pcap;
+  if (!o.ctl_file.empty()) c["ctl"] = o.ctl_file;
+  c["ev_profile"] = o.ev_profile;
+  c["cc_profile"] = o.cc_profile;
+  if (o.timeline_ms != 0) c["timeline_ms"] = o.timeline_ms;
   impl_->doc["config"] = std::move(c);
 }
 
@@ -1275,6 +1318,39 @@ void JsonReport::set_error(std::string_view text) {
   impl_->doc["error"] = text;
 }
 
+void JsonReport::add_timeline(uint64_t size, const TimelineReport& t) {
+  nlohmann::ordered_json j;
+  j["MsgSize"] = size;
+  j["interval_ms"] = t.interval_ms;
+  j["longest_stall_ms"] = t.longest_stall_ms;
+  j["longest_stall_at_s"] = t.longest_stall_at_s;
+  j["samples"] = nlohmann::ordered_json::array();
+  for (const auto& s : t.samples) {
+    nlohmann::ordered_json x;
+    x["t_s"] = s.t_s;
+    x["goodput_gbps"] = s.gbps;
+    x["plane_packets"] = s.plane_packets;
+    x["plane_gbps"] = s.plane_gbps;
+    j["samples"].push_back(std::move(x));
+  }
+  j["ev_event_count"] = t.events.size();
+  size_t bad = 0, good = 0;
+  j["ev_events"] = nlohmann::ordered_json::array();
+  for (const auto& e : t.events) {
+    bad += e.state == "ASSUMED_BAD" ? 1 : 0;
+    good += e.state == "GOOD" ? 1 : 0;
+    j["ev_events"].push_back({{"t_s", e.t_s},
+                              {"profile", e.profile},
+                              {"plane", e.plane},
+                              {"ev", e.ev},
+                              {"state", e.state},
+                              {"dropped_before", e.dropped}});
+  }
+  j["ev_events_assumed_bad"] = bad;
+  j["ev_events_good"] = good;
+  impl_->doc["timeline"].push_back(std::move(j));
+}
+
 std::string JsonReport::dump() const { return impl_->doc.dump(2) + "\n"; }
 
 bool JsonReport::write(const std::string& path, std::string& why) const {
@@ -1290,6 +1366,23 @@ bool JsonReport::write(const std::string& path, std::string& why) const {
     return false;
   }
   return true;
+}
+
+std::string_view transport_name(Transport t) { return t == Transport::roce ? "roce" : "mrc"; }
+
+std::string format_timeline_sample(const TimelineSample& s) {
+  std::string out = fmt::format("{:9.3f} s {:9.3f} Gb/s", s.t_s, s.gbps);
+  for (size_t p = 0; p < s.plane_packets.size(); ++p)
+    out += fmt::format("  plane{} {:.3f} Gb/s ({} pkts)", p, p < s.plane_gbps.size() ? s.plane_gbps[p] : 0.0,
+                       s.plane_packets[p]);
+  return out;
+}
+
+std::string format_ev_event(const EvEventRecord& e) {
+  std::string out = fmt::format("{:9.3f} s EV event: plane {} EV {:#x} -> {} (profile {})", e.t_s, e.plane, e.ev,
+                                e.state, e.profile);
+  if (e.dropped != 0) out += fmt::format(" [{} earlier events lost]", e.dropped);
+  return out;
 }
 
 int64_t now_ns() {

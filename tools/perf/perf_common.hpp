@@ -30,6 +30,12 @@ class PerfError : public std::runtime_error {
 
 enum class Tool : uint8_t { write_bw = 1, write_lat = 2 };
 
+/// --transport: the QPs' reliable transport (mrc_soft_device_attr.transport).
+/// The client decides; the server takes it over (Params).
+enum class Transport : uint8_t { mrc = 0, roce = 1 };
+/// "mrc" / "roce".
+std::string_view transport_name(Transport t);
+
 /// "mrc_write_bw" / "mrc_write_lat".
 std::string_view tool_name(Tool tool);
 /// perftest's centred title: "RDMA_Write BW Test" / "RDMA_Write Latency Test".
@@ -84,6 +90,19 @@ struct Options {
   uint64_t seed = 0;
   uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever
+  /// --transport (test shape: the server takes the client's).
+  Transport transport = Transport::mrc;
+  /// --ctl: mrcctl's controller file, applied to this side's device before
+  /// its QPs are created (mrcctl/ctl_apply.hpp); empty = none.
+  std::string ctl_file;
+  /// --ev-profile / --cc-profile: the controller profiles every QP of this
+  /// side names at INIT (0 = the device's default). Non-zero ids must be
+  /// defined by --ctl's file (checked before anything starts).
+  uint64_t ev_profile = 0;
+  uint64_t cc_profile = 0;
+  /// --timeline MS (write_bw client): sample goodput and per-plane packets
+  /// every MS milliseconds, print EV events, measure the longest stall; 0 = off.
+  uint32_t timeline_ms = 0;
   /// --pcap: capture file of this side's device (DeviceConfig::pcap_path); empty = none.
   std::string pcap;
 
@@ -163,6 +182,7 @@ struct Params {
   uint64_t iters = 0;
   uint32_t duration_s = 0;
   uint64_t size = 0;  ///< -s (ignored with all)
+  Transport transport = Transport::mrc;
   bool operator==(const Params&) const = default;
 };
 
@@ -387,6 +407,8 @@ std::string_view wc_status_name(int status);
 
 // ------------------------------------------------------------------ JSON report
 
+struct TimelineReport;
+
 /// Collects the configuration and the rows and writes valid JSON (keys as
 /// perftest's: MsgSize, n_iterations, BW_peak, BW_average, MsgRate, t_min, ...).
 class JsonReport {
@@ -400,6 +422,10 @@ class JsonReport {
   void add_bw(const BwRow& r, bool gbits, std::string_view verify);
   void add_lat(const LatRow& r, std::string_view verify);
   void set_error(std::string_view text);
+  /// --timeline's report of one message size, appended to the "timeline"
+  /// array: MsgSize, interval_ms, longest_stall_ms (and _at_s), samples,
+  /// ev_events and their counts.
+  void add_timeline(uint64_t size, const TimelineReport& t);
   std::string dump() const;
   /// Writes to `path`; returns false (and sets why) on failure.
   bool write(const std::string& path, std::string& why) const;
@@ -407,6 +433,63 @@ class JsonReport {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// ------------------------------------------------------------------ timeline
+
+/// One --timeline interval: goodput over it, and packets sent per plane.
+struct TimelineSample {
+  double t_s = 0;                       ///< end of the interval, seconds since the first post
+  double gbps = 0;                      ///< goodput (completed message bytes) over the interval
+  std::vector<uint64_t> plane_packets;  ///< packets sent per plane in the interval
+  std::vector<double> plane_gbps;       ///< gbps apportioned by each plane's share of the packets
+};
+
+/// One EV state change the controller reported.
+struct EvEventRecord {
+  double t_s = 0;          ///< seconds since the first post
+  uint64_t profile = 0;
+  uint32_t plane = 0;      ///< 0-based (the event's port - 1)
+  uint64_t ev = 0;         ///< the compact EV, first 8 bytes big-endian
+  std::string state;       ///< "ASSUMED_BAD", "GOOD", "DENIED", "UNPOPULATED"
+  uint32_t dropped = 0;    ///< events lost before this one (event CQ full)
+};
+
+/// Everything --timeline reports.
+struct TimelineReport {
+  uint32_t interval_ms = 0;
+  std::vector<TimelineSample> samples;
+  std::vector<EvEventRecord> events;
+  /// Longest time with no completion: between two consecutive completions
+  /// or from the first post to the first completion, in ms, and when it
+  /// began (seconds since the first post).
+  double longest_stall_ms = 0;
+  double longest_stall_at_s = 0;
+};
+
+/// "  0.500 s  1.234 Gb/s  plane0 0.617 Gb/s (151 pkts)  plane1 ..." (no newline).
+std::string format_timeline_sample(const TimelineSample& s);
+/// "  0.512 s  EV event: plane 1 EV 0x0000c001 -> ASSUMED_BAD (profile 1)" (no newline).
+std::string format_ev_event(const EvEventRecord& e);
+
+/// Tracks the longest gap between completion timestamps (ns, monotonic):
+/// start() at the first post, completion() at each poll that returned
+/// completions. Independent of any sampling interval.
+class StallMeter {
+ public:
+  void start(int64_t t_ns) { start_ = last_ = t_ns; }
+  void completion(int64_t t_ns) {
+    if (t_ns - last_ > longest_) {
+      longest_ = t_ns - last_;
+      longest_from_ = last_;
+    }
+    last_ = t_ns;
+  }
+  double longest_ms() const { return static_cast<double>(longest_) / 1e6; }
+  double longest_at_s() const { return static_cast<double>(longest_from_ - start_) / 1e9; }
+
+ private:
+  int64_t start_ = 0, last_ = 0, longest_ = 0, longest_from_ = 0;
 };
 
 /// Monotonic nanoseconds.

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <random>
 
+#include "mrcctl/ctl_apply.hpp"
+
 namespace mrc::perf {
 
 namespace {
@@ -49,7 +51,8 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.plane_addrs = addrs.data();
   a.num_planes = static_cast<int>(addrs.size());
   a.udp_port = o.udp_port;
-  a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : MRC_SOFT_EV_UDP;
+  a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : o.ev_mode == "srv6" ? MRC_SOFT_EV_SRV6 : MRC_SOFT_EV_UDP;
+  a.transport = o.transport == Transport::roce ? MRC_SOFT_TRANSPORT_ROCE_RC : MRC_SOFT_TRANSPORT_MRC;
   a.evs_per_plane = o.evs;
   a.burst = o.burst;
   a.num_engines = o.engines;
@@ -112,6 +115,186 @@ std::string Device::stats_text() const {
       "{} ICRC, {} unknown source, {} malformed, {} other, {} access",
       st.tx_packets, st.tx_datagrams, st.tx_eagain, st.rx_packets, st.retransmissions, st.rx_icrc_errors,
       st.rx_unknown_source, st.rx_malformed, st.rx_dropped, st.rx_access_errors);
+}
+
+void Device::apply_ctl(const std::string& path, const mrcctl::CtlFile& f) {
+  std::string why;
+  if (!mrcctl::apply_ctl_file(ctx_, f, why)) throw PerfError(fmt::format("--ctl {}: {}", path, why));
+}
+
+mrcctl::CtlFile load_ctl(const Options& o) {
+  mrcctl::CtlFile f;
+  if (o.ctl_file.empty()) return f;
+  std::string why;
+  if (!mrcctl::load_ctl_file(o.ctl_file, f, why)) throw PerfError("--ctl: " + why);
+  if (!mrcctl::defines_ev_profile(f, o.ev_profile))
+    throw PerfError(fmt::format("--ev-profile {}: {} defines no [[ev_profile]] with id = {}", o.ev_profile,
+                                o.ctl_file, o.ev_profile));
+  if (!mrcctl::defines_cc_profile(f, o.cc_profile))
+    throw PerfError(fmt::format("--cc-profile {}: {} defines no [[cc_profile]] with id = {}", o.cc_profile,
+                                o.ctl_file, o.cc_profile));
+  return f;
+}
+
+// ------------------------------------------------------------------ EV events and the timeline
+
+EvEventQueue::EvEventQueue(mrc_context* ctx) {
+  cq_ = mrc_ctl_create_ev_event_cq(ctx, 4096, nullptr, nullptr, 0);
+  if (cq_ == nullptr) throw PerfError(fmt::format("mrc_ctl_create_ev_event_cq: {}", err_text(errno)));
+}
+
+EvEventQueue::~EvEventQueue() {
+  if (cq_ != nullptr) (void)mrc_destroy_cq(cq_);
+}
+
+void EvEventQueue::poll(std::vector<mrc_ctl_ev_event>& out) {
+  mrc_ctl_ev_event ev[64];
+  for (;;) {
+    const int n = mrc_ctl_poll_ev_event(cq_, 64, ev);
+    if (n <= 0) return;
+    out.insert(out.end(), ev, ev + n);
+    if (n < 64) return;
+  }
+}
+
+namespace {
+
+std::string ev_state_word(uint32_t state) {
+  switch (state) {
+    case MRC_CTL_EV_STATE_GOOD: return "GOOD";
+    case MRC_CTL_EV_STATE_ASSUMED_BAD: return "ASSUMED_BAD";
+    case MRC_CTL_EV_STATE_DENIED: return "DENIED";
+    default: return "UNPOPULATED";
+  }
+}
+
+}  // namespace
+
+Timeline::Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
+                   const mrcctl::CtlFile& ctl)
+    : interval_ms_(interval_ms),
+      qps_(qps),
+      num_planes_(num_planes),
+      events_(events),
+      ctl_(ctl),
+      last_packets_(num_planes) {
+  report_.interval_ms = interval_ms;
+}
+
+Timeline::~Timeline() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Timeline::begin(int64_t t0_ns) {
+  t0_ = last_sample_ns_ = t0_ns;
+  stall_.start(t0_ns);
+  // Counters before the first post are not this size's.
+  std::vector<uint64_t> per(num_planes_);
+  for (mrc_qp* qp : qps_) {
+    if (mrc_soft_query_qp_plane_packets(qp, per.data(), static_cast<int>(num_planes_)) < 0) continue;
+    for (uint32_t p = 0; p < num_planes_; ++p) last_packets_[p] += per[p];
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Timeline::completions(int64_t t_ns, uint64_t total_bytes) {
+  stall_.completion(t_ns);
+  bytes_.store(total_bytes, std::memory_order_relaxed);
+}
+
+void Timeline::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  int64_t next = t0_ + int64_t{interval_ms_} * 1000000;
+  while (!stop_) {
+    // Wake at the next sample, and every millisecond for EV events.
+    const int64_t now = now_ns();
+    const int64_t wait = std::clamp<int64_t>(next - now, 0, 1000000);
+    cv_.wait_for(lk, std::chrono::nanoseconds(wait), [this] { return stop_; });
+    if (stop_) break;
+    const int64_t t = now_ns();
+    drain_events(t);
+    if (t >= next) {
+      sample(t);
+      next += int64_t{interval_ms_} * 1000000;
+      if (next <= t) next = t + int64_t{interval_ms_} * 1000000;  // fell behind: skip, do not burst
+    }
+  }
+}
+
+void Timeline::drain_events(int64_t t_ns) {
+  if (events_ == nullptr) return;
+  std::vector<mrc_ctl_ev_event> evs;
+  events_->poll(evs);
+  for (const auto& e : evs) {
+    EvEventRecord r;
+    r.t_s = static_cast<double>(t_ns - t0_) / 1e9;
+    r.profile = e.profile_id;
+    r.plane = e.ev.port > 0 ? e.ev.port - 1u : 0u;
+    uint32_t bits = 64;
+    for (const auto& spec : ctl_.ev_profiles)
+      if (spec.id == e.profile_id && mrcctl::compact_bits(spec.fields) != 0)
+        bits = std::min<uint32_t>(64, mrcctl::compact_bits(spec.fields));
+    r.ev = mrcctl::decode_compact(e.ev.value, bits);
+    uint32_t state = 0;
+    std::memcpy(&state, &e.state, sizeof state);
+    r.state = ev_state_word(state);
+    r.dropped = e.drop_count;
+    std::printf("%s\n", format_ev_event(r).c_str());
+    std::fflush(stdout);
+    report_.events.push_back(std::move(r));
+  }
+}
+
+void Timeline::sample(int64_t t_ns) {
+  const uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  std::vector<uint64_t> now(num_planes_), per(num_planes_);
+  for (mrc_qp* qp : qps_) {
+    if (mrc_soft_query_qp_plane_packets(qp, per.data(), static_cast<int>(num_planes_)) < 0) continue;
+    for (uint32_t p = 0; p < num_planes_; ++p) now[p] += per[p];
+  }
+  TimelineSample s;
+  s.t_s = static_cast<double>(t_ns - t0_) / 1e9;
+  const double dt = static_cast<double>(t_ns - last_sample_ns_) / 1e9;
+  s.gbps = dt > 0 ? static_cast<double>(bytes - last_bytes_) * 8 / dt / 1e9 : 0;
+  uint64_t total = 0;
+  for (uint32_t p = 0; p < num_planes_; ++p) {
+    // A retired EV takes its count with it: never report a negative interval.
+    s.plane_packets.push_back(now[p] >= last_packets_[p] ? now[p] - last_packets_[p] : 0);
+    total += s.plane_packets.back();
+  }
+  for (uint32_t p = 0; p < num_planes_; ++p)
+    s.plane_gbps.push_back(total != 0 ? s.gbps * static_cast<double>(s.plane_packets[p]) / static_cast<double>(total)
+                                      : 0.0);
+  last_packets_ = now;
+  last_bytes_ = bytes;
+  last_sample_ns_ = t_ns;
+  std::printf("%s\n", format_timeline_sample(s).c_str());
+  std::fflush(stdout);
+  report_.samples.push_back(std::move(s));
+}
+
+TimelineReport Timeline::finish(int64_t end_ns) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // The thread is gone: the last partial interval and events from here.
+  drain_events(end_ns);
+  if (end_ns > last_sample_ns_) sample(end_ns);
+  report_.longest_stall_ms = stall_.longest_ms();
+  report_.longest_stall_at_s = stall_.longest_at_s();
+  std::printf("%s\n", fmt::format(" Longest stall: {:.3f} ms (from {:.3f} s), {} EV events", report_.longest_stall_ms,
+                                   report_.longest_stall_at_s, report_.events.size())
+                          .c_str());
+  std::fflush(stdout);
+  return report_;
 }
 
 // ------------------------------------------------------------------ buffers
@@ -251,6 +434,7 @@ Session::~Session() {
   send_cq = recv_cq = nullptr;
   cq_storage[0].reset();
   cq_storage[1].reset();
+  ev_events.reset();
   dev.reset();
 }
 
@@ -258,6 +442,9 @@ uint64_t Session::max_size() const { return o.all ? kAllMaxBytes : o.size; }
 
 void Session::open_and_create(const std::vector<std::string>& planes) {
   dev = std::make_unique<Device>(o, planes);
+  // The controller file goes first: QPs name its profiles at INIT.
+  if (!o.ctl_file.empty()) dev->apply_ctl(o.ctl_file, ctl);
+  if (o.timeline_ms != 0 && !o.is_server()) ev_events = std::make_unique<EvEventQueue>(dev->ctx());
   const mrc_device_attr& a = dev->attr();
   check_device_limits(o, a);
   inline_size = o.inline_size;
@@ -330,8 +517,16 @@ void Session::connect_all() {
   for (size_t q = 0; q < qps.size(); ++q) {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
-    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE, nullptr, 0); rc != 0)
-      throw PerfError(fmt::format("mrc_modify_qp(INIT): {}", err_text(rc)));
+    mrc_qp_attr init{};
+    init.profile.ev_profile_id = o.ev_profile;
+    init.profile.cc_profile_id = o.cc_profile;
+    const uint32_t init_mask = (o.ev_profile != 0 ? uint32_t{MRC_QP_EV_PROFILE_ID} : 0u) |
+                               (o.cc_profile != 0 ? uint32_t{MRC_QP_CC_PROFILE_ID} : 0u);
+    if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE, &init, init_mask); rc != 0)
+      throw PerfError(fmt::format("mrc_modify_qp(INIT{}{}): {}",
+                                  o.ev_profile != 0 ? fmt::format(", --ev-profile {}", o.ev_profile) : "",
+                                  o.cc_profile != 0 ? fmt::format(", --cc-profile {}", o.cc_profile) : "",
+                                  err_text(rc)));
 
     attr = {};
     attr.qp_state = IBV_QPS_RTR;
@@ -492,6 +687,7 @@ int tool_main(Tool tool, int argc, char** argv, const Role& server, const Role& 
   JsonReport report(o, o.is_server() ? "server" : "client");
   Session s(o);
   return run_tool(s, report, [&] {
+    s.ctl = load_ctl(o);  // before any connection: a bad file or id changes nothing
     s.establish();
     if (o.is_server()) {
       server(s, report);

@@ -5,13 +5,20 @@
 #pragma once
 
 #include <mrc/mrc.h>
+#include <mrc/mrc_ctl.h>
 #include <mrc/mrc_soft.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "mrcctl/ctl_file.hpp"
 
 #include "perf/perf_common.hpp"
 
@@ -37,6 +44,9 @@ class Device {
   void set_peer(const std::vector<Gid>& peer_gids);
   /// One line of device counters, for the end of a run.
   std::string stats_text() const;
+  /// Applies a controller file (mrcctl::apply_ctl_file); throws PerfError
+  /// "--ctl FILE: <what the device refused>".
+  void apply_ctl(const std::string& path, const mrcctl::CtlFile& f);
 
  private:
   ibv_context* dev_ = nullptr;
@@ -95,6 +105,71 @@ void check_wc(const ibv_wc& wc, const char* what);
 /// Throws PerfError naming the flag when the device cannot run `o`.
 void check_device_limits(const Options& o, const mrc_device_attr& attr);
 
+/// Loads --ctl's file and checks that it defines --ev-profile and
+/// --cc-profile; throws PerfError naming the file, line and field, or the
+/// flag. Nothing when --ctl is not given.
+mrcctl::CtlFile load_ctl(const Options& o);
+
+/// The controller's EV event CQ of a context (mrc_ctl_create_ev_event_cq):
+/// EV state changes of the ONLINE EV profiles whose `events` select them.
+class EvEventQueue {
+ public:
+  explicit EvEventQueue(mrc_context* ctx);
+  ~EvEventQueue();
+  EvEventQueue(const EvEventQueue&) = delete;
+  EvEventQueue& operator=(const EvEventQueue&) = delete;
+  /// Moves the pending events into `out` (non-blocking).
+  void poll(std::vector<mrc_ctl_ev_event>& out);
+
+ private:
+  mrc_cq* cq_ = nullptr;
+};
+
+/// --timeline of one message size on the client: a thread samples, every
+/// interval, the bytes completed so far (add_bytes) and the packets the QPs
+/// sent per plane (mrc_soft_query_qp_plane_packets), prints one line per
+/// interval and each EV event as the event queue reports it; the poll loop
+/// feeds completion timestamps to a StallMeter (independent of the interval).
+class Timeline {
+ public:
+  /// `qps` and `events` (may be NULL) outlive the Timeline. `ctl` (the
+  /// --ctl file) gives each profile's compact EV width, so events show the
+  /// EV as the file writes it; EVs of other profiles show their first 8 bytes.
+  Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
+           const mrcctl::CtlFile& ctl);
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+  /// The first post: starts the sampling thread and the stall meter.
+  void begin(int64_t t0_ns);
+  /// Poll loop: completions found at `t_ns`, `total_bytes` completed so far.
+  void completions(int64_t t_ns, uint64_t total_bytes);
+  /// Stops the thread after a last (partial) sample ending at `end_ns`;
+  /// returns what was measured.
+  TimelineReport finish(int64_t end_ns);
+
+ private:
+  void run();
+  void sample(int64_t t_ns);
+  void drain_events(int64_t t_ns);
+  uint32_t interval_ms_;
+  std::vector<mrc_qp*> qps_;
+  uint32_t num_planes_;
+  EvEventQueue* events_;
+  const mrcctl::CtlFile& ctl_;
+  int64_t t0_ = 0;
+  int64_t last_sample_ns_ = 0;
+  uint64_t last_bytes_ = 0;
+  std::vector<uint64_t> last_packets_;
+  std::atomic<uint64_t> bytes_{0};
+  StallMeter stall_;
+  TimelineReport report_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 /// Everything of one run, in destruction order (QPs go first).
 struct Session {
   explicit Session(Options& options) : o(options) {}
@@ -103,8 +178,10 @@ struct Session {
   Session& operator=(const Session&) = delete;
 
   Options& o;
+  mrcctl::CtlFile ctl;  ///< --ctl's file (load_ctl), applied in open_and_create
   Channel ch;
   std::unique_ptr<Device> dev;
+  std::unique_ptr<EvEventQueue> ev_events;  ///< with --timeline on the client
   std::unique_ptr<Cq> cq_storage[2];
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;  ///< == send_cq for write_bw

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "perf/perf_device.hpp"
@@ -27,8 +28,9 @@ struct QpRun {
   std::vector<ibv_sge> sges;
 };
 
-/// One size on the client: returns the row of the table.
-BwRow run_size(Session& s, uint64_t size) {
+/// One size on the client: returns the row of the table. With --timeline,
+/// `timeline` receives what the Timeline measured.
+BwRow run_size(Session& s, uint64_t size, TimelineReport* timeline) {
   const Options& o = s.o;
   const size_t nq = s.qps.size();
   std::vector<QpRun> runs(nq);
@@ -62,6 +64,12 @@ BwRow run_size(Session& s, uint64_t size) {
   bool stopping = o.duration_s == 0;
   uint64_t completed_msgs = 0;
   samples.push_back({0, 0});
+  std::unique_ptr<Timeline> tl;
+  if (timeline != nullptr) {
+    tl = std::make_unique<Timeline>(o.timeline_ms, s.qps, static_cast<uint32_t>(s.local.plane_gids.size()),
+                                    s.ev_events.get(), s.ctl);
+    tl->begin(start);
+  }
 
   for (;;) {
     if (!stopping && now_ns() >= deadline) {
@@ -113,7 +121,9 @@ BwRow run_size(Session& s, uint64_t size) {
     }
     last = now_ns();
     samples.push_back({last - start, completed_msgs * size});
+    if (tl) tl->completions(last, completed_msgs * size);
   }
+  if (tl) *timeline = tl->finish(last);
   const double secs = static_cast<double>(last - start) / 1e9;
   BwRow row;
   row.bytes = size;
@@ -139,7 +149,9 @@ void client(Session& s, JsonReport& report) {
     for (auto& buf : s.src) fill_pattern(buf->data(), size, b.salt);
     s.ch.send(MsgType::size_begin, encode(b));
     (void)s.ch.expect(MsgType::ready, s.reply_timeout());
-    const BwRow row = run_size(s, size);
+    TimelineReport timeline;
+    const BwRow row = run_size(s, size, o.timeline_ms != 0 ? &timeline : nullptr);
+    if (o.timeline_ms != 0) report.add_timeline(size, timeline);
     s.ch.send(MsgType::size_end, encode(SizeEnd{size, row.iters, bw_values(row)}));
     auto res = decode_size_result(s.ch.expect(MsgType::size_result, s.reply_timeout()));
     if (!res) throw PerfError("exchange: " + res.error);
