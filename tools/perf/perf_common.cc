@@ -1022,13 +1022,15 @@ std::string format_banner(std::string_view title, const std::vector<KeyValue>& c
   std::string out = result_line();
   const size_t pad = title.size() < 87 ? (87 - title.size()) / 2 : 0;
   append(out, "{}{}\n", std::string(pad, ' '), title);
-  for (size_t i = 0; i < cells.size(); i += 2) {
-    std::string line = fmt::format(" {:<16}: {}", cells[i].key, cells[i].value);
-    if (i + 1 < cells.size()) {
-      line = fmt::format(" {:<16}: {:<22}{:<16}: {}", cells[i].key, cells[i].value, cells[i + 1].key,
-                         cells[i + 1].value);
+  for (size_t i = 0; i < cells.size();) {
+    // Two cells a line, unless the left value (a path) would run into the right one.
+    if (i + 1 < cells.size() && cells[i].value.size() < 22) {
+      append(out, " {:<16}: {:<22}{:<16}: {}\n", cells[i].key, cells[i].value, cells[i + 1].key, cells[i + 1].value);
+      i += 2;
+    } else {
+      append(out, " {:<16}: {}\n", cells[i].key, cells[i].value);
+      i += 1;
     }
-    out += line + "\n";
   }
   out += result_line();
   return out;
