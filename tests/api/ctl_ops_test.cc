@@ -19,6 +19,7 @@
 #include "mrc/mrc.h"
 #include "mrc/mrc_ctl.h"
 #include "mrc/mrc_soft.h"
+#include "soft_node.hpp"
 
 namespace {
 
@@ -29,15 +30,7 @@ constexpr uint32_t kEvsPerPlane = 4;
 constexpr size_t kBytes = 1 << 20;
 
 /// One device with a context, a PD, a CQ, a registered buffer and QPs.
-struct Node {
-  ibv_context* dev = nullptr;
-  mrc_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  mrc_cq* cq = nullptr;
-  std::vector<uint8_t> mem;
-  ibv_mr* mr = nullptr;
-  std::vector<mrc_qp*> qps;
-
+struct Node : mrc::test_support::SoftNode {
   void open(std::vector<const char*> planes, uint32_t engines = 1) {
     mrc_soft_device_attr a{};
     a.plane_addrs = planes.data();
@@ -47,43 +40,7 @@ struct Node {
     a.evs_per_plane = kEvsPerPlane;
     a.num_engines = engines;
     a.seed = 6;
-    dev = mrc_soft_open_device(&a);
-    ASSERT_NE(dev, nullptr) << strerror(errno);
-    ctx = mrc_create_context(dev, nullptr);
-    ASSERT_NE(ctx, nullptr);
-    pd = mrc_soft_alloc_pd(dev);
-    ASSERT_NE(pd, nullptr);
-    cq = mrc_create_cq(ctx, 1024, nullptr, nullptr, 0);
-    ASSERT_NE(cq, nullptr);
-    mem.assign(2 * kBytes, 0);
-    mr = mrc_soft_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    ASSERT_NE(mr, nullptr);
-  }
-  mrc_qp* add_qp() {
-    mrc_qp_init_attr ia{};
-    ia.send_cq = ia.recv_cq = cq;
-    ia.pd = pd;
-    ia.cap.max_send_wr = 64;
-    ia.cap.max_recv_wr = 64;
-    ia.cap.max_send_sge = 1;
-    mrc_qp* q = mrc_create_qp(ctx, &ia);
-    EXPECT_NE(q, nullptr);
-    qps.push_back(q);
-    return q;
-  }
-  void close() {
-    for (mrc_qp* q : qps) EXPECT_EQ(mrc_destroy_qp(q), 0);
-    qps.clear();
-    EXPECT_EQ(mrc_soft_dereg_mr(mr), 0);
-    EXPECT_EQ(mrc_destroy_cq(cq), 0);
-    EXPECT_EQ(mrc_soft_dealloc_pd(pd), 0);
-    EXPECT_EQ(mrc_destroy_context(ctx), 0);
-    EXPECT_EQ(mrc_soft_close_device(dev), 0);
-  }
-  ibv_gid gid(int plane) const {
-    ibv_gid g;
-    EXPECT_EQ(mrc_soft_query_gid(dev, plane, &g), 0);
-    return g;
+    SoftNode::open(a, 2 * kBytes, 1024);
   }
   mrc::rt::Device& rt() const { return *mrc::api::soft_device(dev)->rt; }
   /// Packets QP `q` has sent on EVs of plane `plane` (0-based).
@@ -107,38 +64,7 @@ void declare_peers(Node& a, Node& b, int planes) {
   ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga[0], ga.data(), planes), 0);
 }
 
-mrc_qp_attr qp_attrs() {
-  mrc_qp_attr m{};
-  m.wimm.max_wimm = m.wimm.max_wimm_dest = 64;
-  m.mpr.mpr = m.mpr.mpr_dest = 8;
-  m.retry.linear_cnt = 7;
-  m.retry.exp_cnt = MRC_QP_RETRY_EXP_INFINITE;
-  m.timeout = 14;
-  return m;
-}
-
-void to_rts(mrc_qp* q, const ibv_gid& peer_gid, uint32_t peer_qpn) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, nullptr, 0), 0);
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = peer_gid;
-  a.dest_qp_num = peer_qpn;
-  a.rq_psn = 77;
-  a.path_mtu = IBV_MTU_4096;
-  mrc_qp_attr m = qp_attrs();
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
-                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST),
-            0);
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 77;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
-                          MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT),
-            0);
-}
+using mrc::test_support::to_rts;
 
 void connect(Node& a, mrc_qp* qa, Node& b, mrc_qp* qb) {
   to_rts(qa, b.gid(0), mrc_get_qpn(qb));

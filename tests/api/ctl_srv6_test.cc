@@ -19,6 +19,7 @@
 #include "mrc/mrc.h"
 #include "mrc/mrc_ctl.h"
 #include "mrc/mrc_soft.h"
+#include "soft_node.hpp"
 
 namespace {
 
@@ -27,15 +28,9 @@ using mrc::test_support::in_netns;
 using mrc::test_support::Srv6Net;
 constexpr size_t kBytes = 1 << 20;
 
-struct Node {
-  ibv_context* dev = nullptr;
-  mrc_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  mrc_cq* cq = nullptr;
-  std::vector<uint8_t> mem;
-  ibv_mr* mr = nullptr;
+// One device on one plane (`mode` says where its EVs go).
+struct Node : mrc::test_support::SoftNode {
   mrc_qp* qp = nullptr;
-
   void open(const char* plane, mrc_soft_ev_mode mode, uint16_t udp_port = 0) {
     const char* planes[] = {plane};
     mrc_soft_device_attr a{};
@@ -45,85 +40,16 @@ struct Node {
     a.ev_mode = mode;
     a.evs_per_plane = 4;
     a.seed = 9;
-    dev = mrc_soft_open_device(&a);
-    ASSERT_NE(dev, nullptr) << std::strerror(errno);
-    ctx = mrc_create_context(dev, nullptr);
-    ASSERT_NE(ctx, nullptr);
+    open_device(a);
   }
   void resources() {
-    pd = mrc_soft_alloc_pd(dev);
-    ASSERT_NE(pd, nullptr);
-    cq = mrc_create_cq(ctx, 256, nullptr, nullptr, 0);
-    ASSERT_NE(cq, nullptr);
-    mem.assign(kBytes, 0);
-    mr = mrc_soft_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    ASSERT_NE(mr, nullptr);
-    mrc_qp_init_attr ia{};
-    ia.send_cq = ia.recv_cq = cq;
-    ia.pd = pd;
-    ia.cap.max_send_wr = 16;
-    ia.cap.max_recv_wr = 16;
-    ia.cap.max_send_sge = 1;
-    qp = mrc_create_qp(ctx, &ia);
-    ASSERT_NE(qp, nullptr);
+    add_resources(kBytes, 256);
+    qp = add_qp(16);
   }
-  void close() {
-    if (qp) {
-      EXPECT_EQ(mrc_destroy_qp(qp), 0);
-    }
-    if (mr) {
-      EXPECT_EQ(mrc_soft_dereg_mr(mr), 0);
-    }
-    if (cq) {
-      EXPECT_EQ(mrc_destroy_cq(cq), 0);
-    }
-    if (pd) {
-      EXPECT_EQ(mrc_soft_dealloc_pd(pd), 0);
-    }
-    if (ctx) {
-      EXPECT_EQ(mrc_destroy_context(ctx), 0);
-    }
-    if (dev) {
-      EXPECT_EQ(mrc_soft_close_device(dev), 0);
-    }
-    *this = Node{};
-  }
-  ibv_gid gid() const {
-    ibv_gid g;
-    EXPECT_EQ(mrc_soft_query_gid(dev, 0, &g), 0);
-    return g;
-  }
+  ibv_gid gid() const { return SoftNode::gid(0); }
 };
 
-// Takes `q` to RTS towards `peer_qpn` at `peer`, on EV profile `ev_profile`.
-void to_rts(mrc_qp* q, const ibv_gid& peer, uint32_t peer_qpn, uint64_t ev_profile) {
-  mrc_qp_attr m{};
-  m.wimm.max_wimm = m.wimm.max_wimm_dest = 64;
-  m.mpr.mpr = m.mpr.mpr_dest = 8;
-  m.retry.linear_cnt = 7;
-  m.retry.exp_cnt = MRC_QP_RETRY_EXP_INFINITE;
-  m.timeout = 14;
-  m.profile.ev_profile_id = ev_profile;
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_QP_EV_PROFILE_ID : 0), 0);
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = peer;
-  a.dest_qp_num = peer_qpn;
-  a.rq_psn = 5;
-  a.path_mtu = IBV_MTU_4096;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
-                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST),
-            0);
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 5;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
-                          MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT),
-            0);
-}
+using mrc::test_support::to_rts;
 
 // Format profile 1: SRv6, locator (32) + two uSIDs (16 + 16); the rest of
 // the address is zero (end of carrier).
@@ -214,8 +140,8 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   const ibv_gid ga = a.gid(), gb = b.gid();
   ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb, &gb, 1), 0);
   ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga, &ga, 1), 0);
-  to_rts(a.qp, gb, mrc_get_qpn(b.qp), 1);
-  to_rts(b.qp, ga, mrc_get_qpn(a.qp), 0);
+  to_rts(a.qp, gb, mrc_get_qpn(b.qp), /*ev_profile=*/1);
+  to_rts(b.qp, ga, mrc_get_qpn(a.qp));
 
   for (size_t i = 0; i < kBytes; ++i) a.mem[i] = static_cast<uint8_t>(i * 7 + 3);
   ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), static_cast<uint32_t>(kBytes), a.mr->lkey};

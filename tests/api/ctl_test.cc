@@ -15,6 +15,7 @@
 #include "mrc/mrc.h"
 #include "mrc/mrc_ctl.h"
 #include "mrc/mrc_soft.h"
+#include "soft_node.hpp"
 
 namespace {
 
@@ -22,14 +23,7 @@ constexpr uint16_t kUdpPort = 24795;
 constexpr uint16_t kEvBase = 43000;
 constexpr uint32_t kEvsPerPlane = 4;
 
-struct Dev {
-  ibv_context* dev = nullptr;
-  mrc_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  mrc_cq* cq = nullptr;
-  std::vector<uint8_t> mem;
-  ibv_mr* mr = nullptr;
-
+struct Dev : mrc::test_support::SoftNode {
   void open(std::vector<const char*> planes) {
     mrc_soft_device_attr a{};
     a.plane_addrs = planes.data();
@@ -38,39 +32,9 @@ struct Dev {
     a.ev_port_base = kEvBase;
     a.evs_per_plane = kEvsPerPlane;
     a.seed = 5;
-    dev = mrc_soft_open_device(&a);
-    ASSERT_NE(dev, nullptr) << strerror(errno);
-    ctx = mrc_create_context(dev, nullptr);
-    ASSERT_NE(ctx, nullptr);
-    pd = mrc_soft_alloc_pd(dev);
-    ASSERT_NE(pd, nullptr);
-    cq = mrc_create_cq(ctx, 64, nullptr, nullptr, 0);
-    ASSERT_NE(cq, nullptr);
-    mem.assign(1 << 16, 0);
-    mr = mrc_soft_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    ASSERT_NE(mr, nullptr);
+    SoftNode::open(a, 1 << 16, 64);
   }
-  mrc_qp* qp() {
-    mrc_qp_init_attr ia{};
-    ia.send_cq = ia.recv_cq = cq;
-    ia.pd = pd;
-    ia.cap.max_send_wr = 16;
-    ia.cap.max_recv_wr = 16;
-    ia.cap.max_send_sge = 1;
-    return mrc_create_qp(ctx, &ia);
-  }
-  void close() {
-    EXPECT_EQ(mrc_soft_dereg_mr(mr), 0);
-    EXPECT_EQ(mrc_destroy_cq(cq), 0);
-    EXPECT_EQ(mrc_soft_dealloc_pd(pd), 0);
-    EXPECT_EQ(mrc_destroy_context(ctx), 0);
-    EXPECT_EQ(mrc_soft_close_device(dev), 0);
-  }
-  ibv_gid gid(int plane) const {
-    ibv_gid g;
-    EXPECT_EQ(mrc_soft_query_gid(dev, plane, &g), 0);
-    return g;
-  }
+  mrc_qp* qp() const { return create_qp(16); }
 };
 
 mrc_ctl_ev ev16(uint16_t v, uint8_t port) {
