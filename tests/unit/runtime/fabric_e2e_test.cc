@@ -253,6 +253,19 @@ void report(const char* what, const Outcome& o) {
   for (const auto& [k, n] : kinds) std::printf("    EV %s: %d\n", k.c_str(), n);
 }
 
+// A T0-T1 link, a whole T1 and h0's plane-0 link go down one after another
+// and come back (seconds from the start of the transfer).
+const std::vector<std::pair<double, std::string>> kFailures = {
+    {0.5, "link down p0-t0-0 p0-t1-0"}, {1.2, "switch down p1-t1-1"},    {1.9, "link down h0 p0-t0-0"},
+    {2.6, "link up h0 p0-t0-0"},        {2.8, "link up p0-t0-0 p0-t1-0"}, {3.0, "switch up p1-t1-1"}};
+
+// A blackhole no switch routes around: every packet into T1 0 of each
+// plane is lost (the links stay up), then the loss is repaired.
+const std::vector<std::pair<double, std::string>> kBlackhole = {{0.5, "loss p0-t0-0 p0-t1-0 100"},
+                                                                {0.5, "loss p1-t0-0 p1-t1-0 100"},
+                                                                {2.0, "loss p0-t0-0 p0-t1-0 0"},
+                                                                {2.0, "loss p1-t0-0 p1-t1-0 0"}};
+
 TEST(FabricE2e, Srv6MrcRidesOutALinkASwitchAndAHostLinkAndTheEvsComeBack) {
   Fabric f("srv6");
   if (!f.skip().empty()) GTEST_SKIP() << f.skip();
@@ -275,13 +288,7 @@ TEST(FabricE2e, Srv6MrcRidesOutALinkASwitchAndAHostLinkAndTheEvsComeBack) {
   }
 
   // Then the failures, one after another, and their repair.
-  const Outcome o = p.transfer(f, 5.0,
-                               {{0.5, "link down p0-t0-0 p0-t1-0"},
-                                {1.2, "switch down p1-t1-1"},
-                                {1.9, "link down h0 p0-t0-0"},
-                                {2.6, "link up h0 p0-t0-0"},
-                                {2.8, "link up p0-t0-0 p0-t1-0"},
-                                {3.0, "switch up p1-t1-1"}});
+  const Outcome o = p.transfer(f, 5.0, kFailures);
   report("srv6 mrc", o);
   EXPECT_FALSE(o.failed);
   EXPECT_GT(o.writes, 100u);
@@ -298,31 +305,34 @@ TEST(FabricE2e, Srv6MrcRidesOutALinkASwitchAndAHostLinkAndTheEvsComeBack) {
   EXPECT_EQ(q->state, core::QpState::rts);
 }
 
-TEST(FabricE2e, EcmpBlackholeMrcAgainstRoceSideBySide) {
+// ECMP: the default EVs (UDP source ports) hashed by the switches. The same
+// failures, then the blackhole, with MRC and with the RoCEv2 RC baseline
+// (one path per QP, go-back-N) side by side. The kernel reroutes around a
+// link or switch that is down on its side, so there both survive; RoCE
+// stalls where its one path is blackholed or its plane's host link is down.
+TEST(FabricE2e, EcmpMrcAndRoceSideBySideUnderTheSameFailuresAndABlackhole) {
   Fabric f("ecmp");
   if (!f.skip().empty()) GTEST_SKIP() << f.skip();
   std::map<std::string, Outcome> out;
   for (const auto t : {core::Transport::mrc, core::Transport::roce_rc}) {
-    const char* name = t == core::Transport::mrc ? "ecmp mrc" : "ecmp roce";
-    Pair p;
-    ASSERT_TRUE(p.open(f, EvWire::udp, t, nullptr));
-    // A blackhole no switch routes around: every packet into T1 0 of each
-    // plane is lost (links stay up), then repaired.
-    const Outcome o = p.transfer(f, 3.0,
-                                 {{0.5, "loss p0-t0-0 p0-t1-0 100"},
-                                  {0.5, "loss p1-t0-0 p1-t1-0 100"},
-                                  {2.0, "loss p0-t0-0 p0-t1-0 0"},
-                                  {2.0, "loss p1-t0-0 p1-t1-0 0"}});
-    report(name, o);
-    if (t == core::Transport::mrc) {
-      EXPECT_FALSE(o.failed);
-      EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), kBuf)) << "data differ";
+    const std::string name = t == core::Transport::mrc ? "ecmp mrc" : "ecmp roce";
+    for (const bool blackhole : {false, true}) {
+      const std::string what = name + (blackhole ? ", blackhole" : ", failures");
+      Pair p;
+      ASSERT_TRUE(p.open(f, EvWire::udp, t, nullptr));
+      const Outcome o = blackhole ? p.transfer(f, 3.0, kBlackhole) : p.transfer(f, 4.0, kFailures);
+      report(what.c_str(), o);
+      if (t == core::Transport::mrc) {
+        EXPECT_FALSE(o.failed) << what;
+        EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), kBuf)) << what << ": data differ";
+      }
+      out[what] = o;
     }
-    out[name] = o;
   }
-  // MRC routes around the blackhole; RoCE (one path per QP, go-back-N)
-  // waits for the repair if its one path goes through it.
-  EXPECT_LT(out["ecmp mrc"].longest_stall_ms, 1000.0);
+  // MRC routes around the blackhole; RoCE waits for the repair if its one
+  // path goes through it.
+  EXPECT_LT(out["ecmp mrc, blackhole"].longest_stall_ms, 1000.0);
+  EXPECT_LT(out["ecmp mrc, failures"].longest_stall_ms, 1000.0);
 }
 
 }  // namespace
