@@ -99,16 +99,22 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
     cfg.planes.emplace_back(attr->plane_addrs[i]);
   }
   if (attr->udp_port) cfg.udp_port = attr->udp_port;
-  cfg.ev_mode = attr->ev_mode == MRC_SOFT_EV_STEV   ? mrc::rt::EvWire::stev
-                : attr->ev_mode == MRC_SOFT_EV_SRV6 ? mrc::rt::EvWire::srv6
-                                                    : mrc::rt::EvWire::udp;
-  if (attr->ev_mode != MRC_SOFT_EV_UDP && attr->ev_mode != MRC_SOFT_EV_STEV && attr->ev_mode != MRC_SOFT_EV_SRV6) {
+  // The enums as the 32-bit values a C caller stores: any int can arrive,
+  // and loading one outside an enum's range as that enum is undefined in C++.
+  static_assert(sizeof(attr->ev_mode) == sizeof(int) && sizeof(attr->transport) == sizeof(int));
+  int ev_mode, transport;
+  std::memcpy(&ev_mode, &attr->ev_mode, sizeof ev_mode);
+  std::memcpy(&transport, &attr->transport, sizeof transport);
+  cfg.ev_mode = ev_mode == MRC_SOFT_EV_STEV   ? mrc::rt::EvWire::stev
+                : ev_mode == MRC_SOFT_EV_SRV6 ? mrc::rt::EvWire::srv6
+                                              : mrc::rt::EvWire::udp;
+  if (ev_mode != MRC_SOFT_EV_UDP && ev_mode != MRC_SOFT_EV_STEV && ev_mode != MRC_SOFT_EV_SRV6) {
     std::fprintf(stderr,
                  "mrc_soft_open_device: ev_mode: must be MRC_SOFT_EV_UDP, MRC_SOFT_EV_STEV or MRC_SOFT_EV_SRV6\n");
     errno = EINVAL;
     return nullptr;
   }
-  if (attr->transport != MRC_SOFT_TRANSPORT_MRC && attr->transport != MRC_SOFT_TRANSPORT_ROCE_RC) {
+  if (transport != MRC_SOFT_TRANSPORT_MRC && transport != MRC_SOFT_TRANSPORT_ROCE_RC) {
     std::fprintf(stderr,
                  "mrc_soft_open_device: transport: must be MRC_SOFT_TRANSPORT_MRC or MRC_SOFT_TRANSPORT_ROCE_RC\n");
     errno = EINVAL;
@@ -143,8 +149,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   }
   auto* d = new SoftDevice;
   d->rt = std::move(*rt);
-  d->transport = attr->transport == MRC_SOFT_TRANSPORT_ROCE_RC ? mrc::core::Transport::roce_rc
-                                                               : mrc::core::Transport::mrc;
+  d->transport = transport == MRC_SOFT_TRANSPORT_ROCE_RC ? mrc::core::Transport::roce_rc : mrc::core::Transport::mrc;
   std::snprintf(d->ibv_dev.name, sizeof d->ibv_dev.name, "mrc_soft");
   std::snprintf(d->ibv_dev.dev_name, sizeof d->ibv_dev.dev_name, "mrc_soft");
   d->ibv_dev.node_type = IBV_NODE_CA;
