@@ -8,25 +8,12 @@
 
 #include "mrc-sim/config_file.hpp"
 #include "mrc-sim/options.hpp"
+#include "sim_cli.hpp"
 #include "mrc-sim/settings.hpp"
 
 namespace mrc::sim::tool {
 namespace {
 
-struct Parsed {
-  int rc;
-  std::string error;
-  SimOptions o;
-};
-
-Parsed parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "mrc-sim");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  Parsed p;
-  p.rc = parse_command_line(static_cast<int>(argv.size()), argv.data(), &p.o, &p.error);
-  return p;
-}
 
 struct BadFlag {
   const char* flag;
