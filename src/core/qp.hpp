@@ -67,7 +67,7 @@ class Qp {
   ///  - a NACK identical (reason and PSN) to the one queued last is dropped.
   static constexpr size_t kMaxCtrl = 256;
   static constexpr size_t kMaxCtrlNacks = 128;
-  static constexpr uint32_t kMaxCtrlProbeAnswers = 16;
+  static constexpr uint32_t kMaxCtrlProbeAnswers = 128;
   ~Qp();
   Qp(const Qp&) = delete;
   Qp& operator=(const Qp&) = delete;

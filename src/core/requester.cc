@@ -549,6 +549,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     oor_window_ = oor_window_ ? std::min(oor_window_, limit) : limit;
   }
   if (code == wire::NackCode::trimmed && r.ev != path::PathPolicy::kNone) path_->on_trimmed(now, r.ev);
+  if (code == wire::NackCode::trimmed_lasthop) path_->on_trimmed_last_hop(now);
   cc::NackInfo ni;
   ni.now = now;
   ni.nominal_bytes = r.nominal;

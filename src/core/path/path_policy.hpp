@@ -57,6 +57,12 @@ struct EvHealth {
   /// When a confirming probe last vouched for it (never if not yet): a
   /// second loss soon after is a path that loses packets, not chance.
   Time cleared_at = Time::never();
+  /// Confirming probes that vouched for it in a row, each within 4 probe
+  /// intervals of the one before (ProtocolConfig::gray_loss_vouches).
+  uint8_t vouches = 0;
+  /// A suspect that probes vouched for too often lately: only proof that
+  /// its loss was spurious clears it (ProtocolConfig::gray_loss_vouches).
+  bool on_trial = false;
   Time probe_sent_at;
   Time skipped_at;              ///< when it last went to SKIP
   uint32_t drops = 0;           ///< losses since the last event for this EV
@@ -139,6 +145,10 @@ class PathPolicy {
   virtual void on_delivered(Time now, int slot, wire::Mark mark) = 0;
   /// A mid-fabric trim NACK for a packet sent on `slot`.
   virtual void on_trimmed(Time now, int slot) = 0;
+  /// A TRIMMED_LASTHOP NACK arrived: the destination's last hop is
+  /// overloaded. No EV is to blame (every path ends on that link, reference
+  /// 5.6), but losses while it lasts may be trimmed headers it dropped.
+  virtual void on_trimmed_last_hop(Time now) { (void)now; }
   /// An untrimmed loss (loss rule or timeout) of a packet sent on `slot`.
   virtual void on_lost(Time now, int slot) = 0;
   /// A packet sent on `slot` is overdue: older than half the ACK timeout

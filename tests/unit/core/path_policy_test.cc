@@ -532,6 +532,133 @@ TEST_F(PolicyTest, ASpuriousLossPutsItsSuspectBackWithoutAProbe) {
   EXPECT_EQ(events[1].to, EvState::good);
 }
 
+// One loss on `slot` at `at`, its confirming probe answered 5 us later: a
+// probe vouches for the path.
+static void lose_and_vouch(PathPolicy& pp, int slot, Time at) {
+  pp.on_lost(at, slot);
+  ASSERT_TRUE(pp.health(slot).suspect);
+  ASSERT_EQ(pp.take_due_probe(at, 0b11), slot);
+  pp.on_probe_sent(slot, 1, at);
+  pp.on_probe_response(at + Duration::us(5), slot, wire::Mark::none);
+  ASSERT_FALSE(pp.health(slot).suspect);
+}
+
+TEST_F(PolicyTest, AGrayPathThatKeepsLosingAfterProbesVouchedIsRetiredWhenItsTrialEnds) {
+  proto.loss_confirm = true;
+  proto.loss_confirm_wait = Duration::us(40);
+  ASSERT_EQ(proto.gray_loss_vouches, 2u);  // the default
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 0)[0];
+  lose_and_vouch(*pp, victim, t0);
+  EXPECT_EQ(pp->health(victim).vouches, 1);
+  // A second loss soon after one vouching: still the benefit of the doubt
+  // (a path that only reorders gets the loss rule's false verdict now and then).
+  lose_and_vouch(*pp, victim, t0 + Duration::us(100));
+  EXPECT_EQ(pp->health(victim).vouches, 2);
+  EXPECT_EQ(pp->stats().retired, 0u);
+
+  // A third, soon after the second vouching: on trial. The probe that gets
+  // through (a gray link passes most) no longer clears it.
+  const Time at = t0 + Duration::us(200);
+  pp->on_lost(at, victim);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_TRUE(pp->health(victim).on_trial);
+  ASSERT_EQ(pp->take_due_probe(at, 0b11), victim);
+  pp->on_probe_sent(victim, 9, at);
+  pp->on_probe_response(at + Duration::us(5), victim, wire::Mark::none);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_TRUE(events.empty());
+
+  // No proof that the loss was spurious by the end of the wait: ASSUMED_BAD.
+  EXPECT_EQ(pp->take_due_probe(at + Duration::us(41), 0b11), kNone);
+  EXPECT_EQ(pp->slot(victim).state, EvState::assumed_bad);
+  EXPECT_FALSE(pp->health(victim).on_trial);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].to, EvState::assumed_bad);
+  EXPECT_EQ(pp->stats().retired, 1u);
+}
+
+TEST_F(PolicyTest, VouchingsFarApartOrALossProvenSpuriousStartTheCountAgain) {
+  proto.loss_confirm = true;
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 0)[1];
+  lose_and_vouch(*pp, victim, t0);
+  // More than 4 probe intervals later: a fresh count.
+  lose_and_vouch(*pp, victim, t0 + proto.probe_interval * 5);
+  EXPECT_EQ(pp->health(victim).vouches, 1);
+  lose_and_vouch(*pp, victim, t0 + proto.probe_interval * 6);
+  EXPECT_EQ(pp->health(victim).vouches, 2);
+  // The packet of that last loss arrives after all: no strike against the path.
+  pp->on_false_loss(t0 + proto.probe_interval * 6 + Duration::us(20), victim);
+  EXPECT_EQ(pp->health(victim).vouches, 0);
+  pp->on_lost(t0 + proto.probe_interval * 7, victim);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_FALSE(pp->health(victim).on_trial);
+}
+
+TEST_F(PolicyTest, AnEvOnTrialIsClearedByProofThatItsLossWasSpurious) {
+  proto.loss_confirm = true;
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 1)[0];
+  lose_and_vouch(*pp, victim, t0);
+  lose_and_vouch(*pp, victim, t0 + Duration::us(50));
+  pp->on_lost(t0 + Duration::us(100), victim);
+  ASSERT_TRUE(pp->health(victim).on_trial);
+  ASSERT_EQ(pp->take_due_probe(t0 + Duration::us(100), 0b11), victim);
+  pp->on_probe_sent(victim, 3, t0 + Duration::us(100));
+  // The late packet arrives: a path that reorders, not one that loses.
+  pp->on_false_loss(t0 + Duration::us(110), victim);
+  EXPECT_FALSE(pp->health(victim).suspect);
+  EXPECT_FALSE(pp->health(victim).on_trial);
+  EXPECT_EQ(pp->health(victim).vouches, 0);
+  EXPECT_EQ(pp->take_due_probe(t0 + Duration::ms(1), 0b11), kNone);
+  EXPECT_EQ(pp->slot(victim).state, EvState::good);
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(pp->stats().retired, 0u);
+}
+
+TEST_F(PolicyTest, LossesWhileTheDestinationsLastHopTrimsNeverPutAnEvOnTrial) {
+  // An incast: the last hop's trimmed-header queue overflows and drops
+  // headers of every path alike. Every path ends on that link.
+  proto.loss_confirm = true;
+  auto pp = make(small_profile(), 2);
+  const int victim = active_on(*pp, 0)[2];
+  lose_and_vouch(*pp, victim, t0);
+  lose_and_vouch(*pp, victim, t0 + Duration::us(50));
+  pp->on_trimmed_last_hop(t0 + Duration::us(60));
+  pp->on_lost(t0 + Duration::us(100), victim);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_FALSE(pp->health(victim).on_trial);
+  // The trims are long over (4 probe intervals): the rule applies again.
+  lose_and_vouch(*pp, victim, t0 + Duration::us(100));
+  pp->on_lost(t0 + Duration::us(60) + proto.probe_interval * 4, victim);
+  EXPECT_TRUE(pp->health(victim).on_trial);
+}
+
+TEST_F(PolicyTest, LossesOnMoreThanAQuarterOfThePortsEvsNeverPutAnEvOnTrial) {
+  proto.loss_confirm = true;
+  auto pp = make(small_profile(), 2);  // 8 EVs on port 0
+  const std::vector<int> act = active_on(*pp, 0);
+  const int victim = act[0];
+  lose_and_vouch(*pp, victim, t0);
+  lose_and_vouch(*pp, victim, t0 + Duration::us(50));
+  // Two more of the port's paths lose packets: 3 of 8 lost lately.
+  pp->on_lost(t0 + Duration::us(60), act[1]);
+  pp->on_lost(t0 + Duration::us(60), act[2]);
+  pp->on_lost(t0 + Duration::us(100), victim);
+  EXPECT_TRUE(pp->health(victim).suspect);
+  EXPECT_FALSE(pp->health(victim).on_trial) << "congestion everywhere, not this path";
+  // Losses on the other port do not count.
+  auto pp2 = make(small_profile(), 2);
+  const std::vector<int> other = active_on(*pp2, 1);
+  lose_and_vouch(*pp2, victim, t0);
+  lose_and_vouch(*pp2, victim, t0 + Duration::us(50));
+  pp2->on_lost(t0 + Duration::us(60), other[0]);
+  pp2->on_lost(t0 + Duration::us(60), other[1]);
+  pp2->on_lost(t0 + Duration::us(100), victim);
+  EXPECT_TRUE(pp2->health(victim).on_trial);
+}
+
 TEST_F(PolicyTest, LossRetiresAndPromotesBackupOfSamePort) {
   auto pp = make(small_profile(), 2);
   const std::vector<int> act0 = active_on(*pp, 0), act1 = active_on(*pp, 1);
