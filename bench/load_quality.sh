@@ -98,6 +98,10 @@ run "fattree3 permutation $ft3_hosts hosts $((ft3_bytes >> 20)) MiB" flows 0 --t
   --workload permutation --bytes "$ft3_bytes" --transports mrc
 run "incast 127->1 $((incast_bytes >> 10)) KiB" incast 0 --workload incast --hosts 128 --fan-in 127 \
   --bytes "$incast_bytes" --transports mrc,mrc-oblivious
+# The same without the application's QP hint: every sender starts at line
+# rate and the first round trip overflows the target's last hop.
+run "incast 127->1 $((incast_bytes >> 10)) KiB, no QP hints" incast 0 --workload incast --hosts 128 --fan-in 127 \
+  --bytes "$incast_bytes" --transports mrc --no-qp-hints
 for q in 1 8 16; do
   run "all-reduce 64 hosts $((ar_bytes >> 20)) MiB, $q QP/peer" allreduce 0 --workload allreduce \
     --bytes "$ar_bytes" --qps-per-peer "$q" --transports mrc,roce

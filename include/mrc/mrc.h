@@ -186,7 +186,14 @@ enum mrc_qp_hint_mask {
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_QP_HINT_VENDOR (1u << 31)
 
-/** A traffic hint for resource sizing (optional; reference 6.2). */
+/** A traffic hint for resource sizing (optional; reference 6.2). Given to a
+ *  QP on its way to INIT (MRC_QP_HINT in mrc_modify_qp), it also sizes the
+ *  QP's first congestion window: NSCC starts at its maximum window divided
+ *  by num_remote_recv_peers x num_qps_per_peer (each 1 when not set), the
+ *  share of the target this QP will get, instead of at line rate. An
+ *  application that knows its incast degree (an all-to-all, a many-to-one
+ *  gather) avoids the blind first round trip that overflows the target's
+ *  last hop. Read when the QP is given the hint. */
 struct mrc_qp_hint_attr {
   uint32_t mask;                  /**< enum mrc_qp_hint_mask: which fields are set */
   uint32_t num_qps_per_peer;

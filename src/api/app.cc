@@ -618,6 +618,16 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
     // A hint is given on the way to INIT (reference 6.2), from this context.
     if (a.state != core::QpState::init || (ma->qp_hint && ma->qp_hint->ctx != qp->ctx)) return EINVAL;
     hint = ma->qp_hint;
+    // The core sizes the QP's first window from it (core::QpHint); NULL
+    // takes a hint back. Read when the QP is given it: a later
+    // mrc_modify_qp_hint reaches QPs given the hint after the change.
+    if (hint) {
+      const mrc_qp_hint_attr& h = hint->attr;
+      if (h.mask & MRC_QP_HINT_NUM_QPS_PER_PEER) a.hint.qps_per_peer = h.num_qps_per_peer;
+      if (h.mask & MRC_QP_HINT_NUM_SEND_PEERS) a.hint.send_peers = h.num_send_peers;
+      if (h.mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) a.hint.remote_recv_peers = h.num_remote_recv_peers;
+    }
+    mask |= kHint;
   }
   std::lock_guard<std::mutex> g(qp->post_mu);
   // A QP holds the controller profiles it names from INIT until RESET (or

@@ -53,7 +53,7 @@ Status Qp::check_transition(const QpAttr& a, uint32_t mask) const {
     if (to == QpState::reset || to == QpState::error) {
       // Always allowed, no attributes.
     } else if ((from == QpState::reset || from == QpState::init) && to == QpState::init) {
-      allowed |= kEvProfileId | kCcProfileId;
+      allowed |= kEvProfileId | kCcProfileId | kHint;
     } else if (from == QpState::init && to == QpState::rtr) {
       required = kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest;
       allowed |= required | kCap | kEvProfileId | kCcProfileId;
@@ -112,6 +112,7 @@ Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
   take(kTimeout, &QpAttr::timeout);
   take(kEvProfileId, &QpAttr::ev_profile_id);
   take(kCcProfileId, &QpAttr::cc_profile_id);
+  take(kHint, &QpAttr::hint);
   if (mask & kCap) attr_.cap = a.cap;
   if (mask & kRetryCnt) {
     attr_.retry_linear = a.retry_linear;
@@ -199,6 +200,7 @@ void Qp::enter_rts(Time now) {
                                                pc.reorder_initial_multiplier, pc.reorder_decay});
   cc::CcContext ctx;
   ctx.mtu_bytes = mtu_;
+  ctx.window_divisor = attr_.hint.window_divisor();
   ctx.base_rtt = ep_.cfg_.protocol.base_rtt;
   ctx.trimming = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
   ctx.link_bps = 0;

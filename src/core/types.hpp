@@ -62,7 +62,26 @@ inline constexpr uint32_t kEvProfileId = 1u << 13;
 inline constexpr uint32_t kCcProfileId = 1u << 14;
 inline constexpr uint32_t kRetryCnt = 1u << 15;
 inline constexpr uint32_t kCap = 1u << 16;
+inline constexpr uint32_t kHint = 1u << 17;     ///< ->INIT: traffic hint (QpHint)
 }  // namespace qp_attr
+
+/// The application's traffic hint for a QP (the OCP API's mrc_qp_hint,
+/// reference 6.2); 0 = not given. The core uses it to size the QP's first
+/// window: NSCC starts at MaxWnd / (remote_recv_peers x qps_per_peer), the
+/// share of the target's line rate this QP will have, instead of at line
+/// rate (cc/nscc.hpp). An incast's first round trip is sent before any
+/// feedback can arrive: 127 senders at MaxWnd each overflow even the
+/// last hop's trimmed-header queue.
+struct QpHint {
+  uint32_t qps_per_peer = 0;       ///< QPs this application opens to each peer
+  uint32_t send_peers = 0;         ///< peers this QP's side sends to at once
+  uint32_t remote_recv_peers = 0;  ///< senders the target receives from at once (incast degree)
+  /// The divisor of the first window: 1 without a hint.
+  uint32_t window_divisor() const {
+    const uint64_t d = uint64_t{remote_recv_peers ? remote_recv_peers : 1} * (qps_per_peer ? qps_per_peer : 1);
+    return d > 65536 ? 65536u : static_cast<uint32_t>(d);
+  }
+};
 
 /// Attributes for modify_qp; only the members named in the mask are read.
 struct QpAttr {
@@ -83,6 +102,7 @@ struct QpAttr {
   uint64_t ev_profile_id = 0;
   uint64_t cc_profile_id = 0;
   uint32_t cap = 0;            ///< qp_cap bits
+  QpHint hint;                 ///< kHint, on the way to INIT
 };
 
 /// Per-QP counters.

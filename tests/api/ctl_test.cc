@@ -304,4 +304,40 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   d.close();
 }
 
+// The application's traffic hint (mrc_create_qp_hint) reaches the core
+// with the QP on its way to INIT, where it sizes the first window
+// (core::QpHint); giving NULL takes it back.
+TEST(Ctl, AQpHintReachesTheCoreOnTheWayToInit) {
+  Dev d;
+  d.open({"127.0.5.6"});
+  mrc_qp_hint_attr ha{};
+  ha.mask = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_REMOTE_RECV_PEERS;
+  ha.num_qps_per_peer = 2;
+  ha.num_remote_recv_peers = 31;
+  mrc_qp_hint* hint = mrc_create_qp_hint(d.ctx, &ha);
+  ASSERT_NE(hint, nullptr);
+  mrc_qp* q = d.qp();
+  ASSERT_NE(q, nullptr);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  mrc_qp_attr m{};
+  m.qp_hint = hint;
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, MRC_QP_HINT), 0);
+  auto info = d.ctx->dev->rt->query_qp(mrc_get_qpn(q));
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->attr.hint.qps_per_peer, 2u);
+  EXPECT_EQ(info->attr.hint.remote_recv_peers, 31u);
+  EXPECT_EQ(info->attr.hint.send_peers, 0u) << "not in the hint's mask";
+  EXPECT_EQ(info->attr.hint.window_divisor(), 62u);
+  EXPECT_EQ(mrc_destroy_qp_hint(hint), EBUSY) << "a QP holds it";
+  m.qp_hint = nullptr;
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, MRC_QP_HINT), 0);
+  info = d.ctx->dev->rt->query_qp(mrc_get_qpn(q));
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->attr.hint.window_divisor(), 1u);
+  EXPECT_EQ(mrc_destroy_qp_hint(hint), 0);
+  EXPECT_EQ(mrc_destroy_qp(q), 0);
+  d.close();
+}
+
 }  // namespace

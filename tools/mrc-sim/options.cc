@@ -165,6 +165,7 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
     out += fmt::format(", ACK timeout {:.1f} us", 1.024 * static_cast<double>(uint64_t{1} << t.timeout));
   if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
   if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
+  if (!t.qp_hints) out += ", no QP hints";
   if (t.pin_t0_uplink >= 0)
     out += t.pin_only ? fmt::format(", only T0 uplink {}", t.pin_t0_uplink)
                       : fmt::format(", active EVs pinned to T0 uplink {}", t.pin_t0_uplink);
@@ -319,6 +320,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     s->retry_linear = static_cast<uint8_t>(std::min<uint32_t>(7, retries));
     s->retry_exp = static_cast<uint8_t>(retries >= 32 ? 25 : retries - s->retry_linear);
     s->mtu = o.mtu;
+    s->qp_hints = o.qp_hints;
     if (o.pin_t0_uplink != kNoPin) {
       s->pin_t0_uplink = static_cast<int32_t>(o.pin_t0_uplink);
       s->pin_only = o.pin_only;

@@ -53,6 +53,7 @@ struct SimOptions {
   // [[failure]]
   std::vector<std::string> failures;  ///< parse_failure() texts; empty = defaults (if default_failures)
   // [run]
+  bool qp_hints = true;  ///< qp_hints: QPs get the application's traffic hint (core::QpHint)
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed

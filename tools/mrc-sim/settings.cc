@@ -162,6 +162,10 @@ std::vector<Setting> settings(SimOptions& o) {
        integer(0, kMaxRadix - 1, "left out = no pinning")},
       {"run", "pin_only", "--pin-only", "with --pin-t0-uplink: no EVs on other uplinks, QPs never leave it",
        &o.pin_only, any()},
+      {"run", "qp_hints", "!--no-qp-hints",
+       "give QPs no traffic hint (by default each gets QPs per peer and its target's senders, and NSCC starts "
+       "at that share of line rate)",
+       &o.qp_hints, any()},
       {"run", "default_failures", "!--no-default-failures",
        "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)",
        &o.default_failures, any()},

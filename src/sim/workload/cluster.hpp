@@ -53,6 +53,11 @@ struct TransportSpec {
   /// policy (the pinned control run for single-path or oblivious policies).
   int32_t pin_t0_uplink = -1;
   bool pin_only = false;
+  /// Give every QP the application's traffic hint (core::QpHint): QPs per
+  /// peer, and the senders its target receives from at once when the
+  /// workload knows (Cluster::set_recv_peers), as NCCL knows its
+  /// collective's pattern. NSCC sizes the first window from it.
+  bool qp_hints = true;
 };
 
 /// Completion of one posted work request.
@@ -91,6 +96,10 @@ class Cluster {
   void write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
              uint32_t lane = 0, const uint32_t* imm = nullptr,
              std::function<void(const Done&)> on_recv = {});
+
+  /// The workload's senders per destination (`n[dst]`, 0 = unknown), for
+  /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
+  void set_recv_peers(std::vector<uint32_t> n) { recv_peers_ = std::move(n); }
 
   /// Every QP that failed (entered ERROR), for the summary.
   uint64_t qp_failures() const { return qp_failures_; }
@@ -187,6 +196,7 @@ class Cluster {
   std::vector<std::unique_ptr<Nic>> nics_;
   std::vector<core::MemoryRegion> mrs_;
   std::map<Key, QpInfo> qps_;
+  std::vector<uint32_t> recv_peers_;  ///< set_recv_peers
   // Completion callbacks by (host, wr_id).
   std::vector<std::map<uint64_t, std::function<void(const Done&)>>> send_cb_;
   std::vector<std::map<uint64_t, std::function<void(const Done&)>>> recv_cb_;  ///< by (qpn<<32 | imm)

@@ -129,6 +129,17 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
     r.ideal = base_latency + Duration::serialization(f.bytes + pkts * (kWireOverhead + 40 + 40), host_bps);
     recs_.push_back(r);
   }
+  // The application's hint (core::QpHint): how many hosts send to each
+  // destination, over the whole flow set.
+  std::vector<std::vector<uint32_t>> senders(cluster.hosts());
+  for (const FlowSpec& f : flows)
+    if (f.dst < senders.size()) senders[f.dst].push_back(f.src);
+  std::vector<uint32_t> n(cluster.hosts(), 0);
+  for (uint32_t d = 0; d < n.size(); ++d) {
+    std::sort(senders[d].begin(), senders[d].end());
+    n[d] = static_cast<uint32_t>(std::unique(senders[d].begin(), senders[d].end()) - senders[d].begin());
+  }
+  cluster.set_recv_peers(std::move(n));
   started_.assign(recs_.size(), false);
   retransmits_at_start_.assign(recs_.size(), 0);
   trims_at_start_.assign(recs_.size(), 0);

@@ -61,6 +61,8 @@ TEST(EndpointConfigValidate, RejectsEachBadFieldByName) {
       {"probe_resurrect_count", [](EndpointConfig& c) { c.protocol.probe_resurrect_count = 0; }},
       {"probe_resurrect_count", [](EndpointConfig& c) { c.protocol.probe_resurrect_count = 256; }},
       {"ev_swap_marks", [](EndpointConfig& c) { c.protocol.ev_swap_marks = 256; }},
+      {"gray_loss_vouches", [](EndpointConfig& c) { c.protocol.gray_loss_vouches = 0; }},
+      {"gray_loss_vouches", [](EndpointConfig& c) { c.protocol.gray_loss_vouches = 256; }},
       {"reverse_probe_interval", [](EndpointConfig& c) { c.protocol.reverse_probe_interval = Duration{}; }},
       {"reverse_evs_per_port", [](EndpointConfig& c) { c.protocol.reverse_evs_per_port = 0; }},
       {"reverse_evs_per_port", [](EndpointConfig& c) { c.protocol.reverse_evs_per_port = 65; }},

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/types.hpp"
 #include "util/prng.hpp"
 
 namespace mrc::core::cc {
@@ -133,6 +134,29 @@ TEST(NsccDefaults, DerivedFromLinkSpeedAtBaseRtt10us) {
     EXPECT_EQ(cc.avg_delay(), Duration{});
     EXPECT_EQ(cc.saved_cwnd(), 0u);
   }
+}
+
+TEST(NsccDefaults, AHintedQpStartsAtItsShareOfTheTargetNotAtLineRate) {
+  // core::QpHint: 8 senders at the target, 2 QPs per peer -> 1/16 of MaxWnd.
+  QpHint h;
+  EXPECT_EQ(h.window_divisor(), 1u);
+  h.remote_recv_peers = 8;
+  EXPECT_EQ(h.window_divisor(), 8u);
+  h.qps_per_peer = 2;
+  EXPECT_EQ(h.window_divisor(), 16u);
+  h.send_peers = 5;  // sizes nothing here
+  EXPECT_EQ(h.window_divisor(), 16u);
+  h.remote_recv_peers = 1u << 20;
+  EXPECT_EQ(h.window_divisor(), 65536u) << "capped";
+
+  CcContext ctx = context(800, Duration::us(10));
+  ctx.window_divisor = 16;
+  Nscc cc(NsccConfig{}, ctx);
+  EXPECT_EQ(cc.max_cwnd(), 1'500'000u) << "the ceiling is the QP's line rate still";
+  EXPECT_EQ(cc.cwnd_bytes(), 1'500'000u / 16);
+  ctx.window_divisor = 65536;
+  Nscc tiny(NsccConfig{}, ctx);
+  EXPECT_EQ(tiny.cwnd_bytes(), kMtu) << "never below one MTU";
 }
 
 TEST(NsccDefaults, WithoutTrimmingTargetIsBaseRttAndQaThresholdFourTargets) {

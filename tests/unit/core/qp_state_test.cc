@@ -220,13 +220,14 @@ TEST_F(QpStateTest, AttributeNotAllowedInTransitionIsRejected) {
   to_init();
   ASSERT_EQ(state(), QpState::init);
   // INIT -> RTR: no requester attributes.
-  for (uint32_t bit : {kSqPsn, kMaxWimm, kMpr, kTimeout, kRetryCnt}) {
+  for (uint32_t bit : {kSqPsn, kMaxWimm, kMpr, kTimeout, kRetryCnt, kHint}) {
     EXPECT_EQ(modify(rtr_attr(), kState | kToRtrRequired | bit), Errc::invalid_argument) << "bit " << bit;
     EXPECT_EQ(state(), QpState::init);
   }
   ASSERT_TRUE(modify(rtr_attr(), kState | kToRtrRequired).ok());
   // RTR -> RTS: no responder / connection attributes, no profiles.
-  for (uint32_t bit : {kDestQpn, kRqPsn, kPathMtu, kPeer, kMaxWimmDest, kMprDest, kEvProfileId, kCcProfileId}) {
+  for (uint32_t bit :
+       {kDestQpn, kRqPsn, kPathMtu, kPeer, kMaxWimmDest, kMprDest, kEvProfileId, kCcProfileId, kHint}) {
     EXPECT_EQ(modify(rts_attr(), kState | kToRtsRequired | bit), Errc::invalid_argument) << "bit " << bit;
     EXPECT_EQ(state(), QpState::rtr);
   }
