@@ -284,12 +284,13 @@ bool Qp::spurious_loss(Time now, const SendRecord& r) const {
 }
 
 // Declared lost, yet the earlier copy arrived: the reordering was wider than
-// the loss age allowed for (widen it), and the EV the loss was blamed on did
-// nothing wrong (undo that).
+// the loss age allowed for (widen it), and neither the EV the loss was
+// blamed on nor the window deserved their penalties (undo both).
 void Qp::on_spurious_loss(Time now, SendRecord& r) {
   ++stats_.spurious_losses;
   if (r.loss_cause == kLossRule) reorder_.on_spurious(now);
   if (r.lost_ev != path::PathPolicy::kNone) path_->on_false_loss(now, r.lost_ev);
+  cc_->on_spurious_loss(now, r.nominal);
   r.loss_cause = kLossNone;
   r.lost_ev = path::PathPolicy::kNone;
 }

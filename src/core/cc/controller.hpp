@@ -85,6 +85,11 @@ class Controller {
   virtual void on_nack(const NackInfo& nack) = 0;
   /// A packet was declared lost without a NACK (loss rule or timeout).
   virtual void on_inferred_loss(Time now, uint32_t nominal) = 0;
+  /// A loss declared by on_inferred_loss proved spurious (the packet
+  /// arrived): undo the window penalty it took. The in-flight accounting
+  /// stays as it is (the acknowledgement and any retransmission account
+  /// for the bytes).
+  virtual void on_spurious_loss(Time now, uint32_t nominal) { (void)now, (void)nominal; }
   /// The QP's usable link speed changed (a port went down or came back).
   virtual void on_link_speed(uint64_t bps) = 0;
   /// A RoCEv2 CNP arrived for this QP: the path of its data is congested

@@ -274,6 +274,14 @@ void Nscc::on_inferred_loss(Time now, uint32_t nominal) {
   inflight_ -= nominal;
 }
 
+void Nscc::on_spurious_loss(Time now, uint32_t nominal) {
+  (void)now;
+  // The loss took `nominal` off the window (reference 3.8,
+  // OnInferredLoss); the packet was only late, so give it back. set_cwnd
+  // keeps the result under MaxWnd.
+  set_cwnd(static_cast<double>(cwnd_) + static_cast<double>(nominal));
+}
+
 void Nscc::on_link_speed(uint64_t bps) {
   if (bps == 0) return;
   ctx_.link_bps = bps;

@@ -125,6 +125,7 @@ class Nscc final : public Controller {
   void on_nack(const NackInfo& nack) override;
   /// OnInferredLoss (reference 5.4): window and inflight minus the packet.
   void on_inferred_loss(Time now, uint32_t nominal) override;
+  void on_spurious_loss(Time now, uint32_t nominal) override;
   /// Link speed changed (item 14): the defaults that depend on it (BDP and
   /// scaling_a, alpha, fi, fi_scale, eta, max_cwnd) are derived again unless
   /// set explicitly, MaxWnd follows, and the window is clamped to it. A

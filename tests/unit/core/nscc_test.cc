@@ -616,6 +616,22 @@ TEST(NsccLoss, InferredLossTakesPacketOffWindowAndInflight) {
   EXPECT_EQ(cc.inflight_bytes(), -4096);
 }
 
+TEST(NsccLoss, ASpuriousLossGivesItsWindowPenaltyBack) {
+  Nscc cc(NsccConfig{}, ref_context());
+  shrink(cc, 100'000);
+  cc.on_send(Time::zero(), 3 * 4096);
+  cc.on_inferred_loss(at_us(100), 4096);
+  EXPECT_EQ(cc.cwnd_bytes(), 100'000u - 4096);
+  const int64_t inflight = cc.inflight_bytes();
+  cc.on_spurious_loss(at_us(110), 4096);  // the packet was only late
+  EXPECT_EQ(cc.cwnd_bytes(), 100'000u);
+  EXPECT_EQ(cc.inflight_bytes(), inflight) << "the acknowledgement accounts for the bytes";
+  // Never above MaxWnd.
+  Nscc full(NsccConfig{}, ref_context());
+  full.on_spurious_loss(at_us(1), 4096);
+  EXPECT_EQ(full.cwnd_bytes(), full.max_cwnd());
+}
+
 // ----------------------------------------------------------------- receiver window (5.7)
 
 TEST(NsccReceiverPenalty, PenaltyShrinksAndRestoreReturnsSavedWindow) {
