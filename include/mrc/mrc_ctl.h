@@ -116,7 +116,9 @@ struct mrc_ctl_port_attr {
 };
 /** Port `port_num` (1-based; port N is plane N-1 of the software device).
  *  Fills admin_state and state: an enabled port reads IBV_PORT_ACTIVE, a
- *  disabled one IBV_PORT_DOWN. EINVAL for a bad port or NULL. */
+ *  disabled one IBV_PORT_DOWN; an enabled port whose interface has lost its
+ *  carrier reads IBV_PORT_DOWN too (mrc_soft_device_attr.no_carrier_watch).
+ *  EINVAL for a bad port or NULL. */
 int mrc_ctl_query_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr);
 /** With MRC_CTL_PORT_ADMIN_STATE in `mask`, enables or disables the port
  *  (`state` is ignored). Disabling: the port sends nothing and drops what
@@ -127,7 +129,9 @@ int mrc_ctl_query_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl
  *  IBV_EVENT_PORT_ACTIVE for the others), and each peer with a connected
  *  QP is told by
  *  a port-status update (sent on an enabled port, repeated a few times), so
- *  it stops sending into that plane. Enabling reverses all of it. Setting the current state again does nothing.
+ *  it stops sending into that plane. Enabling reverses all of it, once the
+ *  port's carrier is up (a port whose interface lost its link stays out of
+ *  service until the link returns). Setting the current state again does nothing.
  *  A mask of 0 does nothing. EINVAL for a bad port, NULL, other mask bits
  *  or an admin_state other than DISABLED / ENABLED. */
 int mrc_ctl_modify_port(struct mrc_context *ctx, uint8_t port_num, struct mrc_ctl_port_attr *attr, uint32_t mask);

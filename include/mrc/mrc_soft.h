@@ -104,6 +104,17 @@ struct mrc_soft_device_attr {
    *  a per-QP one, so an unchanged application runs either transport.
    *  Open fails with EINVAL for another value. */
   enum mrc_soft_transport transport;
+  /** 0 (default) = the device watches the carrier of the network interface
+   *  holding each plane's address (rtnetlink) and takes a plane out of
+   *  service while that interface is down or has lost its link, exactly as
+   *  mrc_ctl_modify_port disabling it does (its EVs leave service, peers
+   *  are told by a port-status update over the other planes), and back
+   *  when the link returns, unless the controller disabled the port
+   *  (mrc_ctl_query_port reads state DOWN with admin_state ENABLED while
+   *  the carrier is down). Loopback planes are not watched. If netlink
+   *  cannot be used the device opens anyway, without watching, and says so
+   *  once on stderr. 1 = do not watch: ports follow the controller only. */
+  int no_carrier_watch;
 };
 
 /**
@@ -163,6 +174,12 @@ struct mrc_soft_stats {
   uint64_t rx_dropped;        /**< dropped by the core for any other reason */
   uint64_t rx_access_errors;  /**< WRITEs refused by rkey/bounds/access checks */
   uint64_t retransmissions;
+  uint64_t carrier_downs;     /**< a watched plane's interface lost its link (the plane left service) */
+  uint64_t carrier_ups;       /**< a watched plane's interface got its link back */
+  /** Bit p: plane p's carrier is watched (no_carrier_watch); 0 when watching
+   *  is off, when netlink could not be used, or when every plane is on a
+   *  loopback interface. */
+  uint64_t carrier_watched_mask;
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

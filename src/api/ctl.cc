@@ -394,10 +394,11 @@ int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_devi
 
 int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes()) return EINVAL;
-  // A software plane has no link of its own to lose: its state is the
-  // administrative one (reference 6.3.2: a disabled port reads DOWN).
+  // The state is DOWN while the port is disabled (reference 6.3.2) or its
+  // interface has no carrier (rt::DeviceConfig::watch_carrier).
+  const bool enabled = ctx->dev->rt->port_admin_mask() >> (port_num - 1) & 1u;
   const bool up = ctx->dev->rt->port_up_mask() >> (port_num - 1) & 1u;
-  attr->admin_state = up ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  attr->admin_state = enabled ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
   attr->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   return 0;
 }

@@ -129,6 +129,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   cfg.seed = attr->seed;
   if (attr->socket_buffer_bytes) cfg.socket_buffer_bytes = attr->socket_buffer_bytes;
   if (attr->pcap_path) cfg.pcap_path = attr->pcap_path;
+  cfg.watch_carrier = attr->no_carrier_watch == 0;
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {
@@ -328,6 +329,9 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
                     s.core.rx_bad_ack + s.core.rx_stale_ack + s.core.rx_ep_refused;
   out->rx_access_errors = s.core.rx_access_errors;
   out->retransmissions = s.retransmissions;
+  out->carrier_downs = s.carrier_down;
+  out->carrier_ups = s.carrier_up;
+  out->carrier_watched_mask = s.carrier_watched;
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdio>
 #include <cstring>
 #include <tuple>
 
@@ -44,6 +45,23 @@ platform::SockAddr without_port(platform::SockAddr a) {
 
 constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
 constexpr Duration kMaxSleep = Duration::ms(50);
+/// epoll user data: the wake eventfd, and engine 0's link monitor (plane
+/// sockets carry their plane number).
+constexpr uint64_t kWakeTag = ~uint64_t{0};
+constexpr uint64_t kLinkTag = ~uint64_t{0} - 1;
+/// A busy engine 0 (it never sleeps in epoll) still reads link changes this
+/// often: a nonblocking recvmsg that finds nothing, ~1 us per millisecond.
+constexpr Duration kCarrierPoll = Duration::ms(1);
+
+/// 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104: a loopback address has no
+/// carrier of its own to watch.
+bool loopback_address(const platform::SockAddr& a) {
+  const auto b = a.address_bytes();
+  if (a.is_ipv4()) return b[0] == 127;
+  static constexpr uint8_t kOne[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::equal(b.begin(), b.end(), kOne) || (std::equal(kMapped, kMapped + 12, b.begin()) && b[12] == 127);
+}
 
 }  // namespace
 
@@ -179,9 +197,15 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     e->slots.resize(kTxBatch);
     d->engines_.push_back(std::move(e));
   }
-  d->port_up_.store(d->num_planes() >= 32 ? ~0u : (1u << d->num_planes()) - 1);
+  const uint32_t all = d->num_planes() >= 32 ? ~0u : (1u << d->num_planes()) - 1;
+  d->port_up_.store(all);
+  d->admin_up_.store(all);
+  d->carrier_up_.store(all);
   for (auto& e : d->engines_)
     if (Status s = d->open_engine(*e, why); !s) return s.error();
+  // Before the engines run: a plane whose link is down at open starts out
+  // of service.
+  if (cfg.watch_carrier) d->open_carrier_watch();
   // The plane groups steer by the QPN's shard bits: BTH bytes 4..7 end with
   // the destination QP (the first socket's program serves the group).
   if (cfg.engines > 1)
@@ -209,8 +233,8 @@ Status Device::open_engine(Engine& e, std::string* why) {
   e.epoll = std::move(*ep);
   e.quiet_epoll = std::move(*quiet);
   e.wake = std::move(*wk);
-  if (Status s = e.epoll.add(e.wake.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
-  if (Status s = e.quiet_epoll.add(e.wake.fd(), platform::events::kReadable, ~uint64_t{0}); !s) return s;
+  if (Status s = e.epoll.add(e.wake.fd(), platform::events::kReadable, kWakeTag); !s) return s;
+  if (Status s = e.quiet_epoll.add(e.wake.fd(), platform::events::kReadable, kWakeTag); !s) return s;
   const int buf = static_cast<int>(cfg_.socket_buffer_bytes);
   const bool shared = cfg_.engines > 1;  // the engines' sockets share each address and port
   e.tx.resize(planes_.size());
@@ -519,8 +543,28 @@ Status Device::set_port_admin(uint32_t plane, bool up) {
   if (plane >= num_planes()) return Errc::invalid_argument;
   std::lock_guard<std::mutex> a(port_admin_mu_);
   const uint32_t bit = 1u << plane;
-  const uint32_t before = port_up_.load(std::memory_order_acquire);
+  const uint32_t before = admin_up_.load(std::memory_order_acquire);
   if (((before & bit) != 0) == up) return {};
+  admin_up_.store(up ? before | bit : before & ~bit, std::memory_order_release);
+  apply_port_locked(plane);
+  return {};
+}
+
+void Device::set_port_carrier(uint32_t plane, bool up) {
+  std::lock_guard<std::mutex> a(port_admin_mu_);
+  const uint32_t bit = 1u << plane;
+  const uint32_t before = carrier_up_.load(std::memory_order_acquire);
+  if (((before & bit) != 0) == up) return;
+  carrier_up_.store(up ? before | bit : before & ~bit, std::memory_order_release);
+  (up ? carrier_ups_ : carrier_downs_).fetch_add(1, std::memory_order_relaxed);
+  apply_port_locked(plane);
+}
+
+void Device::apply_port_locked(uint32_t plane) {
+  const uint32_t bit = 1u << plane;
+  const bool up = (admin_up_.load(std::memory_order_acquire) & carrier_up_.load(std::memory_order_acquire) & bit) != 0;
+  const uint32_t before = port_up_.load(std::memory_order_acquire);
+  if (((before & bit) != 0) == up) return;
   port_up_.store(up ? before | bit : before & ~bit, std::memory_order_release);
   // One engine at a time: each core takes its plane out (or back), and
   // queues the port-status updates to its own peers.
@@ -531,7 +575,97 @@ Status Device::set_port_admin(uint32_t plane, bool up) {
     }
     kick(*e);
   }
-  return {};
+}
+
+// ----------------------------------------------------------------- carrier
+
+void Device::open_carrier_watch() {
+  auto fail = [this](const std::string& what) {
+    // Once per device: the device works, its ports follow the controller.
+    std::fprintf(stderr,
+                 "mrc: software device: not watching the planes' carrier (%s); a plane whose link dies leaves "
+                 "service only when its paths time out\n",
+                 what.c_str());
+    carrier_failed_ = true;
+    carrier_.reset();
+  };
+  auto c = std::make_unique<CarrierWatch>();
+  c->watched.assign(num_planes(), false);
+  c->ifindex.assign(num_planes(), 0);
+  bool any = false;
+  for (uint32_t p = 0; p < num_planes(); ++p) {
+    if (loopback_address(planes_[p].addr)) continue;
+    auto idx = platform::interface_of(planes_[p].addr);
+    if (!idx) {
+      // Bound, yet on no interface (a non-local bind): nothing to watch.
+      if (idx.error() == Errc::not_found) continue;
+      return fail("plane " + std::to_string(p) + " (" + planes_[p].addr.host_string() +
+                  "): " + platform::last_error_message());
+    }
+    c->watched[p] = true;
+    c->ifindex[p] = *idx;
+    any = true;
+  }
+  if (!any) return;  // every plane on loopback: no socket needed
+  auto mon = platform::LinkMonitor::open();
+  if (!mon) return fail("netlink: " + platform::last_error_message());
+  c->mon = std::move(*mon);
+  if (Status s = c->mon.dump(c->buf, Duration::s(1)); !s) return fail("netlink dump: " + platform::last_error_message());
+  // A loopback interface has no carrier to lose, whatever its address.
+  for (const platform::LinkStatus& l : c->buf)
+    for (uint32_t p = 0; p < num_planes(); ++p)
+      if (c->watched[p] && c->ifindex[p] == l.ifindex && (l.flags & platform::link_flags::kLoopback))
+        c->watched[p] = false;
+  uint32_t mask = 0;
+  for (uint32_t p = 0; p < num_planes(); ++p)
+    if (c->watched[p]) mask |= 1u << p;
+  if (mask == 0) return;
+  Engine& e0 = *engines_[0];
+  if (!e0.epoll.add(c->mon.fd(), platform::events::kReadable, kLinkTag) ||
+      !e0.quiet_epoll.add(c->mon.fd(), platform::events::kReadable, kLinkTag))
+    return fail("epoll: " + platform::last_error_message());
+  carrier_watched_.store(mask, std::memory_order_release);
+  std::vector<platform::LinkStatus> initial;
+  initial.swap(c->buf);
+  carrier_ = std::move(c);
+  for (const platform::LinkStatus& l : initial)
+    for (uint32_t p = 0; p < num_planes(); ++p)
+      if (carrier_->watched[p] && carrier_->ifindex[p] == l.ifindex) set_port_carrier(p, l.carrier_up);
+  carrier_->next_poll = clock_.now() + kCarrierPoll;
+}
+
+void Device::poll_carrier() {
+  CarrierWatch& c = *carrier_;
+  c.readable = false;
+  c.next_poll = clock_.now() + kCarrierPoll;
+  c.buf.clear();
+  // An error leaves the states as they are; the next poll tries again.
+  (void)c.mon.read(c.buf);
+  if (c.mon.take_addr_changed()) resolve_carrier_planes();
+  for (const platform::LinkStatus& l : c.buf)
+    for (uint32_t p = 0; p < num_planes(); ++p)
+      if (c.watched[p] && c.ifindex[p] == l.ifindex) set_port_carrier(p, l.carrier_up);
+  netlink_malformed_.store(c.mon.malformed(), std::memory_order_relaxed);
+  netlink_overruns_.store(c.mon.overruns(), std::memory_order_relaxed);
+}
+
+// Addresses changed somewhere: a plane's address may have moved to another
+// interface, gone, or come back. Rare, so a lookup per watched plane; a
+// plane whose interface changed takes that interface's state from a dump.
+void Device::resolve_carrier_planes() {
+  CarrierWatch& c = *carrier_;
+  bool dump = false;
+  for (uint32_t p = 0; p < num_planes(); ++p) {
+    if (!c.watched[p]) continue;
+    auto idx = platform::interface_of(planes_[p].addr, Duration::ms(100));
+    if (!idx && idx.error() != Errc::not_found) continue;  // no answer: keep what we know
+    const int32_t now_on = idx ? *idx : 0;
+    if (now_on == c.ifindex[p]) continue;
+    c.ifindex[p] = now_on;
+    if (now_on == 0) set_port_carrier(p, false);  // the address is on no interface: nothing can carry the plane
+    else dump = true;
+  }
+  if (dump) (void)c.mon.request_dump();
 }
 
 Status Device::send_ep_request(const EpRequest& r, Duration timeout) {
@@ -629,6 +763,12 @@ DeviceStats Device::stats() {
     for (uint32_t qpn : e->ep->qp_numbers())
       if (auto q = e->ep->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
   }
+  s.carrier_down = carrier_downs_.load(std::memory_order_relaxed);
+  s.carrier_up = carrier_ups_.load(std::memory_order_relaxed);
+  s.carrier_watched = carrier_watched_.load(std::memory_order_acquire);
+  s.carrier_watch_failed = carrier_failed_;
+  s.netlink_malformed = netlink_malformed_.load(std::memory_order_relaxed);
+  s.netlink_overruns = netlink_overruns_.load(std::memory_order_relaxed);
   if (pcap_) {
     s.pcap_packets = pcap_->packets();
     s.pcap_dropped = pcap_->dropped() + pcap_failed_.load(std::memory_order_relaxed);
@@ -692,7 +832,9 @@ void Device::engine_main(Engine& e) {
   std::vector<StagedCompletion> staged;
   std::vector<core::Event> events;
   platform::EpollEvent evs[40];
+  const bool watches = carrier_ && e.index == 0;
   while (!stop_.load(std::memory_order_acquire)) {
+    if (watches && (carrier_->readable || clock_.now() >= carrier_->next_poll)) poll_carrier();
     bool busy;
     {
       std::lock_guard<std::mutex> run(e.run_mu);
@@ -721,8 +863,10 @@ void Device::engine_main(Engine& e) {
       ++e.st.engine_sleeps;
       auto r = (app_driving ? e.quiet_epoll : e.epoll).wait(evs, wait);
       if (r)
-        for (size_t i = 0; i < *r; ++i)
-          if (evs[i].user_data == ~uint64_t{0}) (void)e.wake.drain();
+        for (size_t i = 0; i < *r; ++i) {
+          if (evs[i].user_data == kWakeTag) (void)e.wake.drain();
+          if (evs[i].user_data == kLinkTag) carrier_->readable = true;
+        }
     }
     e.sleeping.store(false, std::memory_order_release);
   }
@@ -779,7 +923,7 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
   auto it = peer_by_addr_.find(src);
   const size_t nseg = d.segment_count();
   if (!(port_up_.load(std::memory_order_relaxed) >> plane & 1u)) {
-    // A disabled port receives nothing (its link is down).
+    // A port out of service receives nothing (disabled: its link is down).
     e.st.rx_port_down += nseg;
     return;
   }

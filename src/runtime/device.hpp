@@ -34,6 +34,16 @@
 // were acknowledged, so no packet being sent belongs to a completed WR: the
 // application may reuse or free a buffer as soon as it sees the completion.
 // dereg_mr() and destroy_qp() also wait for a send in progress to finish.
+//
+// Ports: a plane is in service while the controller has it enabled
+// (set_port_admin) and its carrier is up. The device watches the carrier of
+// the interface that holds each plane's address through rtnetlink
+// (platform::LinkMonitor, read by engine 0; DeviceConfig::watch_carrier): a
+// plane whose interface goes down or loses its link leaves service at once,
+// exactly as a controller disable takes it out, and the peers are told by
+// PORT_STATUS_UPDATE on the other planes, instead of every EV of the plane
+// having to time out first. The two states are kept apart: a carrier coming
+// back does not undo a controller disable, nor the reverse.
 #pragma once
 
 #include <array>
@@ -53,6 +63,7 @@
 #include "core/endpoint.hpp"
 #include "platform/clock.hpp"
 #include "platform/epoll.hpp"
+#include "platform/link_monitor.hpp"
 #include "platform/pcap_writer.hpp"
 #include "platform/sock_addr.hpp"
 #include "platform/udp_socket.hpp"
@@ -127,6 +138,16 @@ struct DeviceConfig {
   /// Packets written to pcap_path at most; later ones are counted in
   /// DeviceStats::pcap_dropped, not written. 0 = no limit.
   uint64_t pcap_max_packets = 1'000'000;
+  /// Carrier watching (docs/software-device.md, "Carrier watching"): the
+  /// device follows the link of the network interface that holds each
+  /// plane's address (rtnetlink: administratively up, carrier, operational
+  /// state) and takes the plane out of service while it is down, as
+  /// set_port_admin(plane, false) does, and back when it returns (if the
+  /// controller has the port enabled). Planes on a loopback address or
+  /// interface (127.0.0.0/8, ::1, lo) have no carrier to watch. If netlink
+  /// cannot be used (no permission, no netlink), the device runs without
+  /// watching and says so once on stderr (DeviceStats::carrier_watch_failed).
+  bool watch_carrier = true;
 
   static core::ProtocolConfig default_protocol();
   /// Checks every field; `why` names the field and the fix.
@@ -148,12 +169,23 @@ struct DeviceStats {
   uint64_t rx_icrc_errors = 0;
   uint64_t rx_unknown_source = 0;
   uint64_t rx_short = 0;          ///< shorter than BTH + ICRC
-  uint64_t rx_port_down = 0;      ///< dropped: arrived on an administratively disabled plane
+  uint64_t rx_port_down = 0;      ///< dropped: arrived on a plane out of service (disabled, or no carrier)
   uint64_t engine_iterations = 0;
   uint64_t engine_sleeps = 0;
   uint64_t retransmissions = 0;   ///< over the QPs that exist now
   uint64_t pcap_packets = 0;      ///< packets written to DeviceConfig::pcap_path
   uint64_t pcap_dropped = 0;      ///< packets not captured: pcap_max_packets reached, or a write failed
+  /// Carrier transitions of watched planes (DeviceConfig::watch_carrier):
+  /// a plane's interface lost its link / got it back. Counted whatever the
+  /// controller's port state.
+  uint64_t carrier_down = 0;
+  uint64_t carrier_up = 0;
+  uint32_t carrier_watched = 0;   ///< bit p: plane p's interface carrier is watched
+  /// watch_carrier is set but netlink could not be used: ports follow the
+  /// controller only (stderr said why, once).
+  bool carrier_watch_failed = false;
+  uint64_t netlink_malformed = 0; ///< netlink messages skipped as malformed or not from the kernel
+  uint64_t netlink_overruns = 0;  ///< the kernel dropped link notifications; each answered by a new dump
   core::EndpointStats core;
 };
 
@@ -267,16 +299,24 @@ class Device {
   /// DENY (or allow again) EV `value` on QP `qpn` (core::Endpoint::set_ev_denied).
   Status set_ev_denied(uint32_t qpn, uint32_t value, bool denied);
 
-  // ---- ports (planes), administered by the controller (mrc_ctl_modify_port)
-  /// Enables or disables plane `plane` (0-based) on every engine: a
-  /// disabled plane sends nothing, drops what arrives on it (counted in
-  /// rx_port_down), its EVs leave service on every QP, and every engine
-  /// tells the peers it has connected QPs with by PORT_STATUS_UPDATE, so
-  /// they stop sending into it (core::Endpoint::set_port_up). Enabling
-  /// reverses all of it. Idempotent. Errc::invalid_argument for a bad plane.
+  // ---- ports (planes): administered by the controller (mrc_ctl_modify_port)
+  // and following their interface's carrier (DeviceConfig::watch_carrier)
+  /// Enables or disables plane `plane` (0-based). A plane out of service
+  /// (disabled, or its carrier down) sends nothing, drops what arrives on
+  /// it (counted in rx_port_down), its EVs leave service on every QP, and
+  /// every engine tells the peers it has connected QPs with by
+  /// PORT_STATUS_UPDATE, so they stop sending into it
+  /// (core::Endpoint::set_port_up). Enabling reverses all of it once the
+  /// carrier is up too; the carrier never re-enables a disabled plane.
+  /// Idempotent. Errc::invalid_argument for a bad plane.
   Status set_port_admin(uint32_t plane, bool up);
-  /// Bit p set = plane p is enabled.
+  /// Bit p set = plane p is in service: enabled and its carrier up.
   uint32_t port_up_mask() const { return port_up_.load(std::memory_order_acquire); }
+  /// Bit p set = the controller has plane p enabled (set_port_admin).
+  uint32_t port_admin_mask() const { return admin_up_.load(std::memory_order_acquire); }
+  /// Bit p set = plane p's carrier is up; always set for a plane whose
+  /// interface is not watched (loopback, or watching off or failed).
+  uint32_t port_carrier_mask() const { return carrier_up_.load(std::memory_order_acquire); }
 
   // ---- endpoint operations (controller, reference 6.3.7)
   /// One endpoint request: an EV probe, or a port-status update saying
@@ -412,6 +452,19 @@ class Device {
   void collect_events(Engine& e);
   void publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
   void kick(Engine& e);
+  /// Watching the planes' carrier (DeviceConfig::watch_carrier), at open:
+  /// finds each plane's interface, dumps their state, and leaves the
+  /// monitor in engine 0's epolls; on failure says so once on stderr.
+  void open_carrier_watch();
+  /// Engine 0's thread: reads the link notifications and applies them.
+  void poll_carrier();
+  /// Finds the planes' interfaces again (an address moved or went away).
+  void resolve_carrier_planes();
+  /// Plane `plane`'s carrier went up or down.
+  void set_port_carrier(uint32_t plane, bool up);
+  /// Puts plane `plane` in or out of service on every engine if its
+  /// admin and carrier states now say so. Under port_admin_mu_.
+  void apply_port_locked(uint32_t plane);
   uint64_t add_peer_locked(const platform::SockAddr& gid, std::vector<platform::SockAddr> planes);
   bool peer_connected_locked(uint64_t peer);
 
@@ -438,8 +491,25 @@ class Device {
   uint64_t next_cq_serial_ = 1;
   std::function<void(const core::Event&)> sink_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint32_t> port_up_{0};           ///< enabled planes (set_port_admin)
-  std::mutex port_admin_mu_;                   ///< serializes set_port_admin
+  std::atomic<uint32_t> port_up_{0};           ///< planes in service: admin_up_ & carrier_up_
+  std::atomic<uint32_t> admin_up_{0};          ///< enabled planes (set_port_admin)
+  std::atomic<uint32_t> carrier_up_{0};        ///< planes whose carrier is up (or not watched)
+  std::mutex port_admin_mu_;                   ///< serializes port state changes (admin and carrier)
+  /// DeviceConfig::watch_carrier: the monitor and what it watches. Only
+  /// engine 0's thread touches it once the engines run.
+  struct CarrierWatch {
+    platform::LinkMonitor mon;
+    std::vector<bool> watched;                 ///< per plane: its interface is watched
+    std::vector<int32_t> ifindex;              ///< per watched plane: its interface; 0 = its address is on none now
+    std::vector<platform::LinkStatus> buf;
+    Time next_poll;
+    bool readable = false;                     ///< epoll said the monitor has messages
+  };
+  std::unique_ptr<CarrierWatch> carrier_;
+  std::atomic<uint32_t> carrier_watched_{0};   ///< bit p: plane p is watched
+  bool carrier_failed_ = false;                ///< watch_carrier set, netlink unusable
+  std::atomic<uint64_t> carrier_downs_{0}, carrier_ups_{0};
+  std::atomic<uint64_t> netlink_malformed_{0}, netlink_overruns_{0};  ///< the monitor's counters, for stats()
   std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_progress(), clock_ picoseconds
 };
 

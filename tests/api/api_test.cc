@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -637,6 +638,30 @@ TEST(Api, ControllerPortCallsAndArgumentChecks) {
   EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
   EXPECT_EQ(mrc_ctl_query_port(a.ctx, 2, &pa), EINVAL);
   a.close();
+}
+
+// Loopback planes have no carrier to watch; no_carrier_watch turns watching
+// off (the carrier itself is tested in namespaces: runtime/carrier_test.cc).
+TEST(Api, CarrierWatchAttributeAndStats) {
+  for (const int off : {0, 1, 7}) {
+    const char* planes[] = {"127.0.2.15", "127.0.2.16"};
+    mrc_soft_device_attr a{};
+    a.plane_addrs = planes;
+    a.num_planes = 2;
+    a.udp_port = kPort;
+    a.ev_port_base = 41000;
+    a.evs_per_plane = 4;
+    a.no_carrier_watch = off;
+    ibv_context* dev = mrc_soft_open_device(&a);
+    ASSERT_NE(dev, nullptr) << "no_carrier_watch " << off << ": " << std::strerror(errno);
+    mrc_soft_stats st;
+    std::memset(&st, 0xff, sizeof st);
+    ASSERT_EQ(mrc_soft_query_stats(dev, &st), 0);
+    EXPECT_EQ(st.carrier_watched_mask, 0u) << "loopback planes are not watched";
+    EXPECT_EQ(st.carrier_downs, 0u);
+    EXPECT_EQ(st.carrier_ups, 0u);
+    EXPECT_EQ(mrc_soft_close_device(dev), 0);
+  }
 }
 
 }  // namespace

@@ -37,8 +37,19 @@ TEST(PerfCli, BwDefaultsArePerftests) {
   EXPECT_EQ(o.evs, 16u);
   EXPECT_EQ(o.burst, 1u);
   EXPECT_FALSE(o.busy_poll);
+  EXPECT_TRUE(o.carrier_watch);
   EXPECT_EQ(o.verify, VerifyMode::automatic);
   EXPECT_TRUE(o.explicit_shape_flags.empty());
+}
+
+TEST(PerfCli, NoCarrierWatch) {
+  for (const Tool t : {Tool::write_bw, Tool::write_lat}) {
+    Options o;
+    auto r = parse(t, {"--no-carrier-watch"}, o);
+    ASSERT_TRUE(r.run) << r.text;
+    EXPECT_FALSE(o.carrier_watch);
+    EXPECT_TRUE(o.explicit_shape_flags.empty()) << "a device flag, not the test's shape";
+  }
 }
 
 TEST(PerfCli, LatDefaults) {

@@ -41,6 +41,7 @@ struct Options {
   uint32_t evs = 16;
   uint32_t engines = 1;
   uint64_t seed = 0;
+  bool carrier_watch = true;
   std::vector<std::string> peers;
   bool json = false;
 };
@@ -97,6 +98,7 @@ class Ctl {
     a.evs_per_plane = o.evs;
     a.num_engines = o.engines;
     a.seed = o.seed;
+    a.no_carrier_watch = o.carrier_watch ? 0 : 1;
     dev_ = mrc_soft_open_device(&a);
     if (!dev_) return Failure{"cannot open the software device: " + errno_text(errno)};
     ctx_ = mrc_create_context(dev_, nullptr);
@@ -396,6 +398,9 @@ int main(int argc, char** argv) {
   app.add_option("--evs", o.evs, "EVs (source ports) per plane")->default_val(16)->check(CLI::Range(1, 1024));
   app.add_option("--engines", o.engines, "progress engine threads of the device")->default_val(1)->check(CLI::Range(1, 16));
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
+  app.add_flag("!--no-carrier-watch", o.carrier_watch,
+               "ports follow the controller only, not their interfaces' carrier (default: a port whose link is "
+               "down reads down)");
   app.add_option("--peer", o.peers, "a peer device: ADDR (every plane) or ADDR/ADDR/... one per plane; repeatable");
   app.add_flag("--json", o.json, "print one JSON object with every command's result instead of text");
   app.require_subcommand(1, 0);  // one or more, run in order

@@ -186,6 +186,9 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   auto* busy = app.add_flag("--busy-poll", o.busy_poll,
                             "device engines never sleep (lowest latency; one core per engine)");
   app.add_flag("!--no-busy-poll", o.busy_poll, "device engines sleep in epoll when idle (default)")->excludes(busy);
+  app.add_flag("!--no-carrier-watch", o.carrier_watch,
+               "the device does not follow its planes' interfaces: a plane whose link dies leaves service only "
+               "when its paths time out (default: it leaves at once, as if the controller disabled the port)");
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
   app.add_option("--pcap", o.pcap,
                  "write every MRC packet this side sends and receives to FILE (pcap; open it in Wireshark with "
@@ -1068,6 +1071,7 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"Seed", o.seed == 0 ? std::string("random") : std::to_string(o.seed)},
   };
   if (!o.pcap.empty()) rows.push_back({"Capture", o.pcap});
+  if (!o.carrier_watch) rows.push_back({"Carrier watch", "OFF"});
   if (!o.ctl_file.empty()) rows.push_back({"Controller file", o.ctl_file});
   if (o.timeline_ms != 0) rows.push_back({"Timeline", fmt::format("every {} ms", o.timeline_ms)});
   return rows;
@@ -1269,6 +1273,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["burst"] = o.burst;
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
+  c["carrier_watch"] = o.carrier_watch;
   c["seed"] = o.seed;
   c["qp_timeout"] = o.qp_timeout;
   c["retry_exp"] = o.retry_exp;

@@ -87,6 +87,9 @@ struct Options {
   uint32_t burst = 1;
   uint32_t engines = 1;
   bool busy_poll = false;
+  /// --no-carrier-watch turns it off: the device takes a plane out of
+  /// service while its interface has no carrier (mrc_soft_device_attr.no_carrier_watch).
+  bool carrier_watch = true;
   uint64_t seed = 0;
   uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever

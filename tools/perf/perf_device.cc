@@ -59,6 +59,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.busy_poll = o.busy_poll ? 1 : 0;
   a.seed = o.seed;
   a.pcap_path = o.pcap.empty() ? nullptr : o.pcap.c_str();
+  a.no_carrier_watch = o.carrier_watch ? 0 : 1;
   dev_ = mrc_soft_open_device(&a);
   if (dev_ == nullptr) {
     const int err = errno;
@@ -112,9 +113,10 @@ std::string Device::stats_text() const {
   if (mrc_soft_query_stats(dev_, &st) != 0) return {};
   return fmt::format(
       " Device counters: tx {} packets ({} datagrams, {} deferred), rx {} packets, retransmissions {}, dropped: "
-      "{} ICRC, {} unknown source, {} malformed, {} other, {} access",
+      "{} ICRC, {} unknown source, {} malformed, {} other, {} access; carrier {} down, {} up (watched planes {:#x})",
       st.tx_packets, st.tx_datagrams, st.tx_eagain, st.rx_packets, st.retransmissions, st.rx_icrc_errors,
-      st.rx_unknown_source, st.rx_malformed, st.rx_dropped, st.rx_access_errors);
+      st.rx_unknown_source, st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.carrier_downs, st.carrier_ups,
+      st.carrier_watched_mask);
 }
 
 void Device::apply_ctl(const std::string& path, const mrcctl::CtlFile& f) {
