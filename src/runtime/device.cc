@@ -100,6 +100,7 @@ Status DeviceConfig::validate(std::string* why) const {
   if (ev_port_base <= udp_port && udp_port < ev_end)
     return reject(why, "ev_port_base: the EV source ports must not include udp_port");
   if (burst == 0 || burst > 64) return reject(why, "burst: must be 1..64 (1 = per-packet spraying)");
+  if (dscp_control > 63) return reject(why, "dscp_control: must be 0..63 (a DSCP; default 46)");
   if (engines == 0 || engines > 16 || (engines & (engines - 1)) != 0)
     return reject(why, "engines: must be 1, 2, 4, 8 or 16 (QPs are sharded by the low bits of their QPN)");
   if (ev_mode == EvWire::stev && fam == platform::AddrFamily::ipv4)
@@ -1094,6 +1095,7 @@ void Device::send_slots(Engine& e, size_t n) {
         const TxSlot& prev = slot(j - 1);
         const size_t prev_bytes = size_t{prev.tx.header_len} + prev.tx.payload_len + wire::kIcrcBytes;
         if (cfg_.burst == 1 || t.port != t0.port || t.entropy != t0.entropy || t.peer != t0.peer ||
+            (t.tc == core::TrafficClass::control) != (t0.tc == core::TrafficClass::control) ||
             bytes > seg_bytes || prev_bytes != seg_bytes || iovs + 3 > std::size(iov) ||
             total + bytes > 65000 || j - i >= platform::UdpSocket::kMaxGsoSegments)
           break;
@@ -1115,6 +1117,7 @@ void Device::send_slots(Engine& e, size_t n) {
     dg.dest = &first.dest;
     dg.iov = std::span<const platform::IoSlice>(iov, iovs);
     dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(seg_bytes) : 0;
+    if (t0.tc == core::TrafficClass::control) dg.tos = static_cast<int16_t>(cfg_.dscp_control << 2);
     auto r = sock.send_batch({&dg, 1});
     if (r && *r == 1) {
       if (pcap_) [[unlikely]] {
@@ -1124,6 +1127,7 @@ void Device::send_slots(Engine& e, size_t n) {
           f.src = planes_[plane].ip;
           f.dst = s.dst_ip;
           f.ev = sport;
+          f.traffic_class = dg.tos >= 0 ? static_cast<uint8_t>(dg.tos) : 0;
           capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
                   std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
         }
@@ -1163,6 +1167,7 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
       f.dst = s.dst_ip;
       std::copy_n(w.bytes.begin(), 16, f.srv6_carrier.begin());
       f.ev = t.entropy & 0xFFFF;  // the controller's limits keep compact SRv6 EVs to 16 bits
+      if (t.tc == core::TrafficClass::control) f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2);
       const std::span<const uint8_t> transport(s.hdr.data(), t.header_len);
       const std::span<const uint8_t> payload(s.payload, t.payload_len);
       const auto built = wire::build_frame(srv6_fmt_, f, transport, payload, s.net);

@@ -102,16 +102,25 @@ TEST(DeviceCapture, ShortTransferIsCapturedWholeAndDecodes) {
   // (the one on the wire) verifies over the rebuilt headers.
   wire::FrameFormat fmt;
   fmt.ip = wire::IpVersion::v4;
+  // Data leaves with DSCP 0, control packets (SACKs, ACKs) with the
+  // device's dscp_control (46): each side records what it sent and, for
+  // what it received, the traffic class the socket reported, so the
+  // marking is seen to cross the (loopback) network.
   for (const std::string& path : {pa, pb}) {
     const auto recs = read_pcap(path);
     ASSERT_GE(recs.size(), kBytes / 4096) << path;
+    size_t control = 0;
     for (const Record& r : recs) {
       auto p = wire::parse_frame(fmt, r.bytes);
       ASSERT_TRUE(p.ok()) << path << ": " << to_string(p.error());
       EXPECT_TRUE(wire::verify_icrc(r.bytes, *p)) << path;
       EXPECT_EQ(p->checksum, wire::UdpChecksumState::valid) << path;
       EXPECT_GE(p->udp_sport, 49152) << path;  // an EV socket
+      const bool data = r.bytes.size() > 1024;
+      EXPECT_EQ(p->traffic_class >> 2, data ? 0 : 46) << path << ": a " << r.bytes.size() << "-byte frame";
+      control += !data;
     }
+    EXPECT_GT(control, 0u) << path << ": no control packet captured";
     EXPECT_GT(recs.back().ts_ns, 1'577'836'800ull * 1'000'000'000ull) << "wall-clock timestamps";
   }
 
