@@ -296,6 +296,10 @@ TEST(DeviceConfig, BadValuesNameTheField) {
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("engines"), std::string::npos);
   c = config({"127.0.1.1"});
+  c.dscp_control = 64;
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("dscp_control"), std::string::npos);
+  c = config({"127.0.1.1"});
   c.ev_mode = EvWire::stev;
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("ev_mode"), std::string::npos);
