@@ -6,7 +6,7 @@
 // restores them: every WRITE completes with its data, no QP fails, the EVs
 // through the failed elements go ASSUMED_BAD and come back GOOD, and the
 // longest stall in delivered data is reported (goal: under 10 ms; measured
-// 4-7 ms with SRv6, 2-4 ms with ECMP, against 2.2 s for RoCE where its one
+// 3-7 ms with SRv6, 4-10 ms with ECMP, against 2.2 s for RoCE where its one
 // path dies) and held under a loose bound. In ECMP mode
 // a blackholed T0-T1 link (100 % loss, which no switch routes around) is
 // run with MRC and with the core's RoCEv2 RC baseline side by side.
