@@ -100,7 +100,7 @@ Status DeviceConfig::validate(std::string* why) const {
   if (ev_port_base <= udp_port && udp_port < ev_end)
     return reject(why, "ev_port_base: the EV source ports must not include udp_port");
   if (burst == 0 || burst > 64) return reject(why, "burst: must be 1..64 (1 = per-packet spraying)");
-  if (dscp_control > 63) return reject(why, "dscp_control: must be 0..63 (a DSCP; default 46)");
+  if (dscp_control > 63) return reject(why, "dscp_control: must be 0..63 (a DSCP, or 0 to mark nothing)");
   if (engines == 0 || engines > 16 || (engines & (engines - 1)) != 0)
     return reject(why, "engines: must be 1, 2, 4, 8 or 16 (QPs are sharded by the low bits of their QPN)");
   if (ev_mode == EvWire::stev && fam == platform::AddrFamily::ipv4)
@@ -1117,7 +1117,8 @@ void Device::send_slots(Engine& e, size_t n) {
     dg.dest = &first.dest;
     dg.iov = std::span<const platform::IoSlice>(iov, iovs);
     dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(seg_bytes) : 0;
-    if (t0.tc == core::TrafficClass::control) dg.tos = static_cast<int16_t>(cfg_.dscp_control << 2);
+    if (cfg_.dscp_control != 0 && t0.tc == core::TrafficClass::control)
+      dg.tos = static_cast<int16_t>(cfg_.dscp_control << 2);
     auto r = sock.send_batch({&dg, 1});
     if (r && *r == 1) {
       if (pcap_) [[unlikely]] {
@@ -1167,7 +1168,8 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
       f.dst = s.dst_ip;
       std::copy_n(w.bytes.begin(), 16, f.srv6_carrier.begin());
       f.ev = t.entropy & 0xFFFF;  // the controller's limits keep compact SRv6 EVs to 16 bits
-      if (t.tc == core::TrafficClass::control) f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2);
+      if (cfg_.dscp_control != 0 && t.tc == core::TrafficClass::control)
+        f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2);
       const std::span<const uint8_t> transport(s.hdr.data(), t.header_len);
       const std::span<const uint8_t> payload(s.payload, t.payload_len);
       const auto built = wire::build_frame(srv6_fmt_, f, transport, payload, s.net);

@@ -102,11 +102,13 @@ struct DeviceConfig {
   uint32_t evs_per_plane = 16;
   /// Packets per GSO burst (1 = per-packet spraying), at most 64.
   uint32_t burst = 1;
-  /// DSCP (0..63) of control-class packets: SACK, NACK, ACK and the
-  /// reliability probes (core::TrafficClass::control), so a network with a
-  /// strict-priority control class (reference 3.9, 5.8) serves them ahead
-  /// of the data; tools/fabric does, for 46. Data leaves with DSCP 0.
-  uint8_t dscp_control = 46;
+  /// DSCP (1..63) to mark control-class packets with: SACK, NACK, ACK and
+  /// the reliability probes (core::TrafficClass::control), so a network
+  /// with a strict-priority control class (reference 3.9, 5.8) serves them
+  /// ahead of the data; tools/fabric does, for 46. 0 (the default) marks
+  /// nothing: every packet leaves with DSCP 0, as a network that has no
+  /// such class (or remarks DSCP 46) expects of an application.
+  uint8_t dscp_control = 0;
   /// Progress engines (threads), QPs spread over them: 1, 2, 4, 8 or 16.
   uint32_t engines = 1;
   /// The engine never sleeps (else it waits in epoll when idle).

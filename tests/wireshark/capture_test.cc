@@ -66,6 +66,7 @@ rt::DeviceConfig loopback_config(const std::string& addr, const std::string& pca
   c.planes = {addr};
   c.seed = 7;
   c.pcap_path = pcap;
+  c.dscp_control = 46;  // the control class is marked (checked below)
   return c;
 }
 
@@ -103,7 +104,7 @@ TEST(DeviceCapture, ShortTransferIsCapturedWholeAndDecodes) {
   wire::FrameFormat fmt;
   fmt.ip = wire::IpVersion::v4;
   // Data leaves with DSCP 0, control packets (SACKs, ACKs) with the
-  // device's dscp_control (46): each side records what it sent and, for
+  // device's dscp_control (46 here): each side records what it sent and, for
   // what it received, the traffic class the socket reported, so the
   // marking is seen to cross the (loopback) network.
   for (const std::string& path : {pa, pb}) {
