@@ -481,6 +481,36 @@ class MrcPathPolicy final : public PathPolicy {
     return kNone;
   }
 
+  // True if `t` (a time something happened) lies within the last 4 probe
+  // intervals: how long the evidence below counts.
+  bool recent(Time now, Time t) const { return !t.is_never() && now - t < proto_.probe_interval * 4; }
+
+  // True if the destination's last hop trimmed one of our packets lately: it
+  // is overloaded (an incast), and a loss on any path may be a trimmed header
+  // its full queue dropped. Every path ends on that link, so such a loss
+  // says nothing against the path it took.
+  bool destination_congested(Time now) const { return recent(now, last_hop_trim_); }
+
+  // True if a confirming probe cleared h lately.
+  bool vouched_lately(Time now, const EvHealth& h) const { return recent(now, h.cleared_at); }
+
+  // True if more than a quarter of port p's EVs lost packets lately (are
+  // suspect now, or were cleared by a probe lately). A failing element of
+  // the fabric (a link, a switch, a gray port) takes a share of the paths:
+  // one T1 of eight. Losses on most paths at once are the destination's or
+  // the sender's own congestion (127 senders into one host overflow the last
+  // hop's trimmed-header queue in their first round trip, and the drops fall
+  // on every EV): each such loss still takes its EV out of service until a
+  // probe answers, but none puts it on trial. A whole port losing everything
+  // fails its probes, and port status covers a dead link. Called only for a
+  // loss soon after repeated vouchings (rare), so the scan of the port's EVs
+  // costs nothing per packet.
+  bool losses_widespread(Time now, uint32_t p) const {
+    size_t lossy = 0;
+    for (uint16_t s : by_port_[p]) lossy += health_[s].suspect || vouched_lately(now, health_[s]);
+    return lossy * 4 > by_port_[p].size();
+  }
+
   // True if few of port p's other active EVs are SKIP (marked since their last
   // turn): the marks single out some paths, and trading one of them for a
   // backup moves traffic off a congested path. When many are marked the
@@ -488,37 +518,6 @@ class MrcPathPolicy final : public PathPolicy {
   // reshuffles the active set onto paths no better, and the reshuffles make
   // the load uneven (8 flows rack to rack: 15,942 trims and 1.35x the ideal
   // FCT swapping on every run of 3 marks, against 838 trims and 1.02x).
-  // True if the destination's last hop trimmed one of our packets within
-  // the last 4 probe intervals: it is overloaded (an incast), and a loss on
-  // any path may be a trimmed header its full queue dropped. Every path ends
-  // on that link, so such a loss says nothing against the path it took.
-  bool destination_congested(Time now) const {
-    return !last_hop_trim_.is_never() && now - last_hop_trim_ < proto_.probe_interval * 4;
-  }
-
-  // True if a confirming probe cleared h within the last 4 probe intervals.
-  bool vouched_lately(Time now, const EvHealth& h) const {
-    return !h.cleared_at.is_never() && now - h.cleared_at < proto_.probe_interval * 4;
-  }
-
-  // True if more than a quarter of port p's EVs lost packets lately (are
-  // suspect now, or were cleared by a probe within the last 4 probe
-  // intervals). A failing element of the fabric (a link, a switch, a gray
-  // port) takes a share of the paths: one T1 of eight. Losses on most
-  // paths at once are the destination's or the sender's own congestion
-  // (127 senders into one host overflow the last hop's trimmed-header
-  // queue in their first round trip, and the drops fall on every EV):
-  // each such loss still takes its EV out of service until a probe
-  // answers, but a second one does not retire the path. A whole port
-  // losing everything fails its probes, and port status covers a dead link.
-  // Called only on a second loss soon after a probe (rare), so the scan of
-  // the port's EVs costs nothing per packet.
-  bool losses_widespread(Time now, uint32_t p) const {
-    size_t lossy = 0;
-    for (uint16_t s : by_port_[p]) lossy += health_[s].suspect || vouched_lately(now, health_[s]);
-    return lossy * 4 > by_port_[p].size();
-  }
-
   bool singled_out(uint32_t p, int slot) const {
     const auto& act = active_[p];
     size_t others_marked = 0;
