@@ -235,7 +235,7 @@ void Qp::reset_state() {
   timers_.fill(Time::never());
   top_acked_tx_ = {};
   overdue_cursor_ = 0;
-  prev_sack_at_ = Time{};
+  prev_sack_at_ = last_acked_at_ = Time{};
   retry_count_ = timeout_streak_ = imm_inflight_ = wimm_stash_ = 0;
   next_msn_ = 1;
   next_rqmsn_ = 0;

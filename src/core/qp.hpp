@@ -370,6 +370,7 @@ class Qp {
   Ring<FifoEntry> fifo_;  ///< transmissions in send order
   Ring<uint64_t> rtx_q_;  ///< PSNs declared lost, awaiting retransmission
   Time prev_sack_at_;            ///< arrival of the last SACK processed (delivery-age lower bound)
+  Time last_acked_at_;           ///< when the peer last acknowledged a PSN (any transmission of it)
   uint64_t overdue_cursor_ = 0;  ///< transmissions up to this tx_seq were checked by flag_overdue
   std::array<uint64_t, 3> top_acked_tx_{};  ///< three largest unambiguous SACKed tx_seq (+1)
   uint32_t retry_count_ = 0;     ///< timeouts + retriable NACKs since the last delivery

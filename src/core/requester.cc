@@ -13,7 +13,9 @@ namespace {
 // kLossFlight: in flight when the ACK timeout fired, but not itself older
 // than the timeout; lost for recovery and CC, no evidence against its path.
 // kLossSilent: expired under the ACK timeout, but nothing sent after it was
-// ever acknowledged either; equally no evidence against its path (below).
+// unambiguously acknowledged either; equally no evidence against its path
+// (below), only, if the peer acknowledged anything since, a reason to probe
+// it.
 // kLossProbe: resent as a tail loss probe, not known to be lost.
 enum LossCause : uint8_t { kLossNone, kLossRule, kLossTimeout, kLossNack, kLossFlight, kLossSilent, kLossProbe };
 }
@@ -245,9 +247,9 @@ void Qp::note_delivered_tx(uint64_t s) {
 }
 
 void Qp::ack_psn(Time now, uint64_t psn) {
-  (void)now;
   if (!acked_.set(psn)) return;
   acked_bytes_ += rec(psn).nominal;
+  last_acked_at_ = now;
   // A new delivery proves the peer and a path alive: the retry counter, the
   // RTO backoff and the tail probe start over.
   retry_count_ = 0;
@@ -847,7 +849,19 @@ void Qp::on_recovery_timer(Time now) {
     // the silence is as likely the ACKs' path (or the peer) as this
     // packet's; retiring its healthy EV for lost SACKs would only shrink the
     // path set (a sprayed flight cannot have lost every forward EV at once).
-    declare_lost(now, e.psn, e.tx_seq < top_acked_tx_[2] ? kLossTimeout : kLossSilent);
+    // But if the peer acknowledged anything after this packet left (a
+    // retransmission, whose SACK cannot say which copy arrived), the peer
+    // and some reverse path are alive, and the EV is asked: a confirming
+    // probe travels in the control class and convicts only a path that
+    // fails it. Without that, a plane that died both ways while every
+    // delivery was ambiguous (each ACK timeout resends the whole flight)
+    // stayed in service through every timeout of the transfer: a
+    // CPU-starved loopback run resent 6,000 packets into a blackholed plane
+    // and never retired one of its EVs.
+    const bool silent = e.tx_seq >= top_acked_tx_[2];
+    const SendRecord& r = rec(e.psn);
+    if (silent && r.ev != path::PathPolicy::kNone && last_acked_at_ > r.sent_at) path_->on_overdue(now, r.ev);
+    declare_lost(now, e.psn, silent ? kLossSilent : kLossTimeout);
     expired = true;
   }
   if (expired) {

@@ -5,11 +5,14 @@
 // microsecond, and lets a test drop, copy, alter or forge any packet.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <variant>
 #include <vector>
@@ -482,6 +485,50 @@ TEST(EvEvents, ASilenceThatMayBeTheAcksPathRetiresNoEv) {
   for (int i = 0; i < 150; ++i) p.step();  // past one RTO (65.5 us)
   EXPECT_GT(p.qp_a().stats().timeouts, 0u);
   EXPECT_EQ(p.qp_a().path()->stats().retired, 0u);
+}
+
+TEST(EvEvents, APlaneThatDiesWhileEveryDeliveryIsAmbiguousIsStillRetired) {
+  // The first copy of every data packet is lost, so every delivery is a
+  // retransmission's, and B folds a tick of service time into every echo
+  // (reference 8, item 11), so no SACK can say which copy arrived: the loss
+  // rule has no evidence, and every expiry under the ACK timeout is
+  // "silent" (a CPU-starved loopback run, where every ACK timeout resent
+  // the whole flight, came to this). Port 1 is dead both ways. Port 0's
+  // SACKs still prove the peer and a reverse path alive, so the port-1 EVs
+  // whose packets expire are probed, fail, and are retired; port 0's are not.
+  Pair p;
+  std::set<uint32_t> seen;
+  std::vector<std::pair<Bytes, uint32_t>> sacks;  // B's SACKs, to be resent with a later echo
+  p.filter = [&](const Sent& s) {
+    if (s.tx.port == 1) return false;
+    wire::Parsed parsed;
+    EXPECT_TRUE(wire::parse_into(s.bytes, parsed));
+    if (s.from == kHostB && static_cast<wire::Opcode>(parsed.h.bth.opcode) == wire::Opcode::sack &&
+        !parsed.h.seth.probe_response) {
+      wire::Headers h = parsed.h;
+      h.cc.reflected_ts = static_cast<uint16_t>(h.cc.reflected_ts + 1);
+      sacks.emplace_back(encode(h), s.tx.entropy);
+      return false;
+    }
+    if (s.from != kHostA || s.tx.payload_len == 0) return true;
+    return !seen.insert(parsed.h.bth.psn).second;  // a retransmission
+  };
+  auto step = [&] {
+    p.step();
+    for (auto& [bytes, ev] : sacks) p.inject(kHostA, kHostB, bytes, 0, ev);
+    sacks.clear();
+  };
+  ASSERT_TRUE(p.write(1, 32 * kMtu).ok());
+  for (int i = 0; i < 20000 && !p.completed(1); ++i) step();
+  ASSERT_TRUE(p.completed(1));
+  EXPECT_TRUE(p.data_arrived(32 * kMtu));
+  EXPECT_EQ(p.qp_a().stats().losses_rule, 0u) << "no unambiguous delivery: the loss rule had nothing to go on";
+  uint32_t retired_port0 = 0, retired_port1 = 0;
+  for (const Event& e : p.events_a)
+    if (const auto* ev = std::get_if<EvEvent>(&e); ev && ev->to == EvState::assumed_bad)
+      ++(ev->port == 1 ? retired_port1 : retired_port0);
+  EXPECT_GT(retired_port1, 0u);
+  EXPECT_EQ(retired_port0, 0u);
 }
 
 TEST(EvEvents, ADenyIsReportedAtOnce) {

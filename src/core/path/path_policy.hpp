@@ -153,8 +153,10 @@ class PathPolicy {
   virtual void on_lost(Time now, int slot) = 0;
   /// A packet sent on `slot` is overdue: older than half the ACK timeout
   /// with a later packet delivered, but not yet old enough for the loss
-  /// rule. With ProtocolConfig::loss_confirm the EV leaves service until a
-  /// confirming probe answers.
+  /// rule; or expired under the ACK timeout with nothing later delivered
+  /// (no evidence against the path, but a question for it). With
+  /// ProtocolConfig::loss_confirm the EV leaves service until a confirming
+  /// probe answers.
   virtual void on_overdue(Time now, int slot) { (void)now, (void)slot; }
   /// A loss blamed on `slot` (on_lost) proved spurious: the packet arrived.
   virtual void on_false_loss(Time now, int slot) { (void)now, (void)slot; }
