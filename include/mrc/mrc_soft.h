@@ -115,6 +115,15 @@ struct mrc_soft_device_attr {
    *  cannot be used the device opens anyway, without watching, and says so
    *  once on stderr. 1 = do not watch: ports follow the controller only. */
   int no_carrier_watch;
+  /** DSCP of the control class: 0 (default) = no marking; 1..63 = every
+   *  SACK, NACK, ACK and probe leaves with this DSCP (UDP mode: in the IP
+   *  header of its datagram; SRv6 mode: in the outer IPv6 header), and
+   *  data keeps DSCP 0, so switches that give the control class its own
+   *  strict-priority queue (reference 3.9; 46 in the reference's example
+   *  emulator, and tools/fabric's shaper) never queue feedback behind the
+   *  data it reports on. Off by default because a network without such a
+   *  class may police or remark DSCP 46. Open fails with EINVAL above 63. */
+  int dscp_control;
 };
 
 /**

@@ -130,6 +130,12 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   if (attr->socket_buffer_bytes) cfg.socket_buffer_bytes = attr->socket_buffer_bytes;
   if (attr->pcap_path) cfg.pcap_path = attr->pcap_path;
   cfg.watch_carrier = attr->no_carrier_watch == 0;
+  if (attr->dscp_control < 0 || attr->dscp_control > 63) {
+    std::fprintf(stderr, "mrc_soft_open_device: dscp_control: must be 0..63 (a DSCP, or 0 to mark nothing)\n");
+    errno = EINVAL;
+    return nullptr;
+  }
+  cfg.dscp_control = static_cast<uint8_t>(attr->dscp_control);
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {

@@ -664,4 +664,29 @@ TEST(Api, CarrierWatchAttributeAndStats) {
   }
 }
 
+// The control class's DSCP: 0..63 opens (the marking itself is checked on
+// the wire by tests/tools/perf_e2e_test.cc and tests/wireshark/capture_test.cc);
+// anything else is EINVAL.
+TEST(Api, DscpControlAttributeIsChecked) {
+  for (const int dscp : {0, 1, 46, 63, 64, -1, 255}) {
+    const char* planes[] = {"127.0.2.17"};
+    mrc_soft_device_attr a{};
+    a.plane_addrs = planes;
+    a.num_planes = 1;
+    a.udp_port = kPort;
+    a.ev_port_base = 41000;
+    a.evs_per_plane = 4;
+    a.dscp_control = dscp;
+    errno = 0;
+    ibv_context* dev = mrc_soft_open_device(&a);
+    if (dscp >= 0 && dscp <= 63) {
+      ASSERT_NE(dev, nullptr) << "dscp_control " << dscp << ": " << std::strerror(errno);
+      EXPECT_EQ(mrc_soft_close_device(dev), 0);
+    } else {
+      EXPECT_EQ(dev, nullptr) << "dscp_control " << dscp;
+      EXPECT_EQ(errno, EINVAL) << "dscp_control " << dscp;
+    }
+  }
+}
+
 }  // namespace

@@ -413,6 +413,49 @@ TEST(PerfE2E, WithoutTimelineTheOutputHasNoTimeline) {
   EXPECT_FALSE(read_json(cj).contains("timeline"));
 }
 
+/// The IPv4 DSCP of every record of a pcap file the device wrote (raw IP,
+/// nanosecond records), with the record's length.
+std::vector<std::pair<size_t, int>> pcap_dscps(const std::string& path) {
+  const std::string b = slurp(path);
+  auto le32 = [&b](size_t at) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(b[at + static_cast<size_t>(i)]);
+    return v;
+  };
+  std::vector<std::pair<size_t, int>> out;
+  for (size_t at = 24; at + 16 <= b.size();) {
+    const size_t len = le32(at + 8);
+    if (at + 16 + len > b.size() || len < 20) break;
+    out.emplace_back(len, static_cast<uint8_t>(b[at + 16 + 1]) >> 2);  // the IPv4 TOS byte
+    at += 16 + len;
+  }
+  return out;
+}
+
+TEST(PerfE2E, DscpControlMarksTheClientsControlPacketsOnly) {
+  const std::string port = std::to_string(tcp_port(6));
+  const std::string pcap = tmp("dscp_client.pcap");
+  auto pr = run_pair(MRC_WRITE_BW,
+                     {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.40", "--dscp-control", "46"},
+                     {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.41", "-n", "20", "-s",
+                      "65536", "--dscp-control", "46", "--pcap", pcap},
+                     "dscp");
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  EXPECT_NE(slurp(pr.client.out).find("Control DSCP"), std::string::npos) << "the banner names the marking";
+  size_t data = 0, control = 0;
+  for (const auto& [len, dscp] : pcap_dscps(pcap)) {
+    // The client sends 4 KiB WRITE packets and receives SACKs (and an ACK
+    // or probe answer now and then): data unmarked, control at 46.
+    const bool is_data = len > 1024;
+    EXPECT_EQ(dscp, is_data ? 0 : 46) << "a " << len << "-byte packet";
+    ++(is_data ? data : control);
+  }
+  EXPECT_GE(data, 20u * 16);
+  EXPECT_GT(control, 0u);
+  std::remove(pcap.c_str());
+}
+
 /// Runs a shell command; its exit status.
 int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 

@@ -52,6 +52,19 @@ TEST(PerfCli, NoCarrierWatch) {
   }
 }
 
+TEST(PerfCli, DscpControl) {
+  Options o;
+  auto r = parse(Tool::write_bw, {"--dscp-control", "46"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_EQ(o.dscp_control, 46u);
+  for (const char* bad : {"64", "-1", "ef"}) {
+    Options b;
+    r = parse(Tool::write_bw, {"--dscp-control", bad}, b);
+    EXPECT_FALSE(r.run) << bad;
+    EXPECT_NE(r.text.find("--dscp-control"), std::string::npos) << r.text;
+  }
+}
+
 TEST(PerfCli, LatDefaults) {
   Options o;
   auto r = parse(Tool::write_lat, {"10.0.0.1"}, o);

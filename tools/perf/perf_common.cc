@@ -189,6 +189,11 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   app.add_flag("!--no-carrier-watch", o.carrier_watch,
                "the device does not follow its planes' interfaces: a plane whose link dies leaves service only "
                "when its paths time out (default: it leaves at once, as if the controller disabled the port)");
+  app.add_option("--dscp-control", o.dscp_control,
+                 "DSCP of SACKs, NACKs, ACKs and probes, for a network with a strict-priority control class "
+                 "(46 in tools/fabric; 0 = no marking)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 63));
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
   app.add_option("--pcap", o.pcap,
                  "write every MRC packet this side sends and receives to FILE (pcap; open it in Wireshark with "
@@ -1072,6 +1077,7 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
   };
   if (!o.pcap.empty()) rows.push_back({"Capture", o.pcap});
   if (!o.carrier_watch) rows.push_back({"Carrier watch", "OFF"});
+  if (o.dscp_control != 0) rows.push_back({"Control DSCP", std::to_string(o.dscp_control)});
   if (!o.ctl_file.empty()) rows.push_back({"Controller file", o.ctl_file});
   if (o.timeline_ms != 0) rows.push_back({"Timeline", fmt::format("every {} ms", o.timeline_ms)});
   return rows;
@@ -1274,6 +1280,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
   c["carrier_watch"] = o.carrier_watch;
+  c["dscp_control"] = o.dscp_control;
   c["seed"] = o.seed;
   c["qp_timeout"] = o.qp_timeout;
   c["retry_exp"] = o.retry_exp;

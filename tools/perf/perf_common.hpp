@@ -90,6 +90,9 @@ struct Options {
   /// --no-carrier-watch turns it off: the device takes a plane out of
   /// service while its interface has no carrier (mrc_soft_device_attr.no_carrier_watch).
   bool carrier_watch = true;
+  /// --dscp-control: DSCP of control packets (0 = no marking;
+  /// mrc_soft_device_attr.dscp_control).
+  uint32_t dscp_control = 0;
   uint64_t seed = 0;
   uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever

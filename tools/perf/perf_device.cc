@@ -60,6 +60,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.seed = o.seed;
   a.pcap_path = o.pcap.empty() ? nullptr : o.pcap.c_str();
   a.no_carrier_watch = o.carrier_watch ? 0 : 1;
+  a.dscp_control = static_cast<int>(o.dscp_control);
   dev_ = mrc_soft_open_device(&a);
   if (dev_ == nullptr) {
     const int err = errno;
