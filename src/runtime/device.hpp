@@ -69,6 +69,7 @@
 #include "platform/udp_socket.hpp"
 #include "runtime/spsc_ring.hpp"
 #include "util/result.hpp"
+#include "util/spin_mutex.hpp"
 #include "wire/framing.hpp"
 
 namespace mrc::rt {
@@ -388,7 +389,7 @@ class Device {
   /// One progress engine: an endpoint, its sockets and its thread.
   struct Engine {
     uint32_t index = 0;
-    std::mutex mu;                            ///< guards ep and the engine's staging
+    SpinThenBlockMutex mu;                    ///< guards ep and the engine's staging (held for one core call at a time)
     std::mutex run_mu;                        ///< held for a whole iteration (engine thread or an application)
     platform::Epoll quiet_epoll;              ///< only the wake eventfd: sleeping while applications drive
     std::unique_ptr<core::Endpoint> ep;
@@ -396,7 +397,7 @@ class Device {
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
     std::vector<TxSlot> slots;
-    platform::RxBatch rx_batch{64, 65536};
+    platform::RxBatch rx_batch{16, 65536};
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
@@ -427,13 +428,18 @@ class Device {
   /// it moved a packet. The caller holds e.run_mu.
   bool iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
   /// An application thread's turn (app_progress): one iteration of every
-  /// engine no thread is running now.
-  void app_progress();
+  /// engine no thread is running now. `driving`: the application keeps
+  /// polling (the engine threads stay out of its way for a millisecond);
+  /// false for its last look before it sleeps on a channel.
+  void app_progress(bool driving = true);
+  /// An application thread's turn at one engine (a post, or app_progress):
+  /// notes that an application is driving, then try_iterate.
+  bool app_turn(Engine& e);
   /// One iteration of `e` on the calling (application) thread, if no
   /// thread is in one; false if one is.
   bool try_iterate(Engine& e);
   /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
-  std::vector<std::unique_lock<std::mutex>> lock_all_engines();
+  std::vector<std::unique_lock<SpinThenBlockMutex>> lock_all_engines();
   bool receive_all(Engine& e);
   /// Applies the port-status updates `from` received in every other engine.
   void forward_port_status(Engine& from);
@@ -517,7 +523,7 @@ class Device {
   bool carrier_failed_ = false;                ///< watch_carrier set, netlink unusable
   std::atomic<uint64_t> carrier_downs_{0}, carrier_ups_{0};
   std::atomic<uint64_t> netlink_malformed_{0}, netlink_overruns_{0};  ///< the monitor's counters, for stats()
-  std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_progress(), clock_ picoseconds
+  std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_turn(), clock_ picoseconds
 };
 
 }  // namespace mrc::rt
