@@ -719,7 +719,7 @@ Status Device::post_send(uint32_t qpn, const core::SendWr& wr) {
   // With app_progress the posting thread sends at once if the engine is
   // free (no thread to wake); otherwise the engine thread, awake or kicked,
   // finds the packet on its next look.
-  if (!cfg_.app_progress || !app_turn(e)) kick(e);
+  if (!cfg_.app_progress || !app_turn(e, Turn::post)) kick(e);
   return s;
 }
 
@@ -787,8 +787,11 @@ void Device::kick(Engine& e) {
 
 // ----------------------------------------------------------------- engine
 
-bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events) {
-  const bool got = receive_all(e);
+bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events, Turn turn) {
+  // A post's turn does not look for packets: the posting thread wants its
+  // work on the wire, and an empty receive is a system call per plane on
+  // that path (a polling application's or the engine's turn takes them).
+  const bool got = turn != Turn::post && receive_all(e);
   {
     std::lock_guard g(e.mu);
     const Time now = clock_.now();
@@ -800,11 +803,19 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   }
   // Publishing before polling packets is what makes completions safe
   // (file comment): no packet polled below belongs to a completed WR.
+  const bool completed = !staged.empty();
   publish(staged, events);
   staged.clear();
   if (sink_)
     for (const core::Event& ev : events) sink_(ev);
   events.clear();
+  // A polling application that just got completions is about to act on
+  // them, and it runs this iteration: sending now (typically the SACK of
+  // the message that completed, a system call) would hold its answer back.
+  // The packets wait for its next turn, a post or a poll, microseconds
+  // away, where they leave after that turn's data (send_slots); if it does
+  // not come back, the engine thread takes over within a millisecond.
+  if (turn == Turn::poll && completed) return true;
   size_t n = 0;
   {
     // Lock order everywhere: peers_mu_, then an engine's mutex.
@@ -819,24 +830,24 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   return got || n > 0;
 }
 
-bool Device::try_iterate(Engine& e) {
+bool Device::try_iterate(Engine& e, Turn turn) {
   if (!e.run_mu.try_lock()) return false;  // its thread (or another application) is at it
   thread_local std::vector<StagedCompletion> staged;
   thread_local std::vector<core::Event> events;
-  (void)iterate(e, staged, events);
+  (void)iterate(e, staged, events, turn);
   e.run_mu.unlock();
   return true;
 }
 
 void Device::app_progress(bool driving) {
-  for (auto& e : engines_) (void)(driving ? app_turn(*e) : try_iterate(*e));
+  for (auto& e : engines_) (void)(driving ? app_turn(*e, Turn::poll) : try_iterate(*e, Turn::engine));
 }
 
-bool Device::app_turn(Engine& e) {
+bool Device::app_turn(Engine& e, Turn turn) {
   // Stamped before the attempt: an application that posts or polls is
   // driving, and the engine thread stays out of its way (engine_main).
   app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
-  return try_iterate(e);
+  return try_iterate(e, turn);
 }
 
 void Device::engine_main(Engine& e) {
@@ -1084,13 +1095,20 @@ void Device::send_slots(Engine& e, size_t n) {
     }
     n = plain;
   }
+  // Data before control: a SACK polled with the data of the same turn
+  // (an application answering a message, which is when its SACK was left
+  // for this turn: iterate) goes after that data, off its critical path.
+  auto control = [&](uint16_t k) { return e.slots[k].tx.tc == core::TrafficClass::control; };
   if (cfg_.burst > 1) {
     auto key = [&](uint16_t k) {
       const core::Transmit& t = e.slots[k].tx;
-      return std::tuple(t.port, t.entropy, t.peer);
+      return std::tuple(control(k), t.port, t.entropy, t.peer);
     };
     std::stable_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
                      [&](uint16_t a, uint16_t b) { return key(a) < key(b); });
+  } else {
+    std::stable_partition(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
+                          [&](uint16_t k) { return !control(k); });
   }
   auto slot = [&](size_t k) -> TxSlot& { return e.slots[order[k]]; };
   size_t i = 0;

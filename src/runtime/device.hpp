@@ -426,7 +426,13 @@ class Device {
   void engine_main(Engine& e);
   /// One engine iteration: receive, timers, publish, poll and send. True if
   /// it moved a packet. The caller holds e.run_mu.
-  bool iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
+  /// Whose turn an iteration is: the engine thread's (or an application's
+  /// last look before it sleeps), an application's post (no receive: its
+  /// work goes out at once), or a polling application's (its completions
+  /// first: what it would send waits for its next turn, see iterate).
+  enum class Turn : uint8_t { engine, post, poll };
+  bool iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events,
+               Turn turn = Turn::engine);
   /// An application thread's turn (app_progress): one iteration of every
   /// engine no thread is running now. `driving`: the application keeps
   /// polling (the engine threads stay out of its way for a millisecond);
@@ -434,10 +440,10 @@ class Device {
   void app_progress(bool driving = true);
   /// An application thread's turn at one engine (a post, or app_progress):
   /// notes that an application is driving, then try_iterate.
-  bool app_turn(Engine& e);
+  bool app_turn(Engine& e, Turn turn);
   /// One iteration of `e` on the calling (application) thread, if no
   /// thread is in one; false if one is.
-  bool try_iterate(Engine& e);
+  bool try_iterate(Engine& e, Turn turn = Turn::engine);
   /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
   std::vector<std::unique_lock<SpinThenBlockMutex>> lock_all_engines();
   bool receive_all(Engine& e);

@@ -390,11 +390,19 @@ int Cq::wait(ibv_wc* wc, int n, double timeout_s, const char* what, Channel* pee
         epoll_event ev[2]{};
         const int rc = epoll_wait(epfd_, ev, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
         if (rc < 0 && errno != EINTR) throw PerfError(fmt::format("epoll_wait: {}", err_text(errno)));
-        for (int i = 0; i < rc; ++i)
-          if (ev[i].data.u32 == 1 && peer != nullptr) check_peer(peer, what);
+        bool peer_spoke = false;
+        for (int i = 0; i < rc; ++i) peer_spoke |= ev[i].data.u32 == 1 && peer != nullptr;
         mrc_cq* ev_cq = nullptr;
         void* ev_ctx = nullptr;
         while (mrc_get_cq_event(channel_, &ev_cq, &ev_ctx) == 0) mrc_ack_cq_events(ev_cq, 1);
+        // The completion first: the peer may speak as soon as its own
+        // completion arrived, and the channel's event for ours (published
+        // before the acknowledgement that completed the peer's) can be
+        // returned by the same epoll_wait.
+        if (peer_spoke) {
+          if (int k = poll(wc, n); k > 0) return k;
+          check_peer(peer, what);
+        }
       }
     } else if ((spins & 4095) == 0 && peer != nullptr) {
       pollfd p{peer->fd(), POLLIN, 0};
