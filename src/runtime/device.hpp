@@ -397,7 +397,7 @@ class Device {
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
     std::vector<TxSlot> slots;
-    platform::RxBatch rx_batch{16, 65536};
+    platform::RxBatch rx_batch{64, 65536};
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
