@@ -101,7 +101,9 @@ struct DeviceConfig {
   uint16_t ev_port_base = 49152;
   /// EVs per plane in the default EV profile; one sending socket each.
   uint32_t evs_per_plane = 16;
-  /// Packets per GSO burst (1 = per-packet spraying), at most 64.
+  /// Packets per GSO burst (1 = per-packet spraying), at most 64. A
+  /// responder SACKs at least every burst x 4 KiB (raising
+  /// protocol.sack_bytes_threshold to that): a burst arrives at once.
   uint32_t burst = 1;
   /// DSCP (1..63) to mark control-class packets with: SACK, NACK, ACK and
   /// the reliability probes (core::TrafficClass::control), so a network

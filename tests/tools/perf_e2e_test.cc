@@ -438,11 +438,13 @@ TEST(PerfE2E, DscpControlMarksTheClientsControlPacketsOnly) {
   auto pr = run_pair(MRC_WRITE_BW,
                      {"-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.40", "--dscp-control", "46"},
                      {"127.0.0.1", "-p", port, "--udp-port", kUdpPort, "--planes", "127.0.63.41", "-n", "20", "-s",
-                      "65536", "--dscp-control", "46", "--pcap", pcap},
+                      "65536", "--dscp-control", "46", "--pcap", pcap, "--counters"},
                      "dscp");
   if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
   ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
   EXPECT_NE(slurp(pr.client.out).find("Control DSCP"), std::string::npos) << "the banner names the marking";
+  EXPECT_NE(slurp(pr.client.out).find("Device counters: tx "), std::string::npos) << "--counters prints them at the end";
+  EXPECT_EQ(slurp(pr.server.out).find("Device counters"), std::string::npos) << "only where asked for";
   size_t data = 0, control = 0;
   for (const auto& [len, dscp] : pcap_dscps(pcap)) {
     // The client sends 4 KiB WRITE packets and receives SACKs (and an ACK

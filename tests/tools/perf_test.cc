@@ -52,11 +52,15 @@ TEST(PerfCli, NoCarrierWatch) {
   }
 }
 
-TEST(PerfCli, DscpControl) {
+TEST(PerfCli, DscpControlAndCounters) {
   Options o;
   auto r = parse(Tool::write_bw, {"--dscp-control", "46"}, o);
   ASSERT_TRUE(r.run) << r.text;
   EXPECT_EQ(o.dscp_control, 46u);
+  EXPECT_FALSE(o.counters);
+  r = parse(Tool::write_lat, {"--counters"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_TRUE(o.counters);
   for (const char* bad : {"64", "-1", "ef"}) {
     Options b;
     r = parse(Tool::write_bw, {"--dscp-control", bad}, b);

@@ -189,6 +189,9 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   app.add_flag("!--no-carrier-watch", o.carrier_watch,
                "the device does not follow its planes' interfaces: a plane whose link dies leaves service only "
                "when its paths time out (default: it leaves at once, as if the controller disabled the port)");
+  app.add_flag("--counters", o.counters,
+               "print this side's device counters when the run ends (packets and datagrams sent, GSO bursts' "
+               "size, retransmissions, drops by cause)");
   app.add_option("--dscp-control", o.dscp_control,
                  "DSCP of SACKs, NACKs, ACKs and probes, for a network with a strict-priority control class "
                  "(46 in tools/fabric; 0 = no marking)")

@@ -93,6 +93,9 @@ struct Options {
   /// --dscp-control: DSCP of control packets (0 = no marking;
   /// mrc_soft_device_attr.dscp_control).
   uint32_t dscp_control = 0;
+  /// --counters: print the device's counters (packets, datagrams,
+  /// retransmissions, drops by cause) when the run ends.
+  bool counters = false;
   uint64_t seed = 0;
   uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever

@@ -705,6 +705,7 @@ int tool_main(Tool tool, int argc, char** argv, const Role& server, const Role& 
     } else {
       client(s, report);
     }
+    if (o.counters && s.dev) std::printf("%s\n", s.dev->stats_text().c_str());
   });
 }
 
