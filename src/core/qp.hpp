@@ -292,6 +292,9 @@ class Qp {
   size_t fifo_index_after(uint64_t tx_seq) const;
   void on_recovery_timer(Time now);
   bool retry_exhausted() const;
+  /// Packets of one EV burst: ProtocolConfig::ev_burst, fewer if that
+  /// many would exceed ev_burst_bytes at this QP's MTU.
+  uint32_t burst_packets() const;
 
   // ---- responder ----
   struct RxSlot {

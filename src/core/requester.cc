@@ -209,7 +209,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
     ev = path_->select(now, port_mask, path::PathPolicy::kNone);
     if (ev == path::PathPolicy::kNone) return SendResult::ports_busy;
     burst_ev_ = ev;
-    burst_left_ = ep_.cfg_.protocol.ev_burst - 1;
+    burst_left_ = burst_packets() - 1;
   }
   if (m.sent_pkts == 0) {
     m.first_psn = next_psn_;
@@ -645,6 +645,13 @@ Duration Qp::tail_probe_timeout() const {
 // responder answer on a fresh reverse EV (reference 4.8), so more than one
 // try makes a dead reverse set cost probe timeouts, not the ACK timeout.
 bool Qp::tail_probe_due() const { return tail_probes_sent_ < ep_.cfg_.protocol.tail_probes && !fifo_.empty(); }
+
+uint32_t Qp::burst_packets() const {
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  if (pc.ev_burst <= 1 || pc.ev_burst_bytes == 0) return std::max<uint32_t>(1, pc.ev_burst);
+  const uint32_t per_packet = mtu_ + static_cast<uint32_t>(wire::kMaxHeaderBytes) + 4 /*ICRC*/;
+  return std::clamp<uint32_t>(pc.ev_burst_bytes / per_packet, 1, pc.ev_burst);
+}
 
 bool Qp::retry_exhausted() const {
   if (attr_.retry_exp >= 25) return false;  // 25 = retry forever (reference 3.8)

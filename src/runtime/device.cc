@@ -44,6 +44,9 @@ platform::SockAddr without_port(platform::SockAddr a) {
 }
 
 constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
+/// Bytes of one GSO super-packet's UDP payload we send (the kernel's limit
+/// is 65,507 less the IP options; a round margin).
+constexpr uint32_t kMaxGsoBytes = 65000;
 constexpr Duration kMaxSleep = Duration::ms(50);
 /// epoll user data: the wake eventfd, and engine 0's link monitor (plane
 /// sockets carry their plane number).
@@ -167,7 +170,10 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   ec.entropy = os_random_u64;
   ec.ports.assign(cfg.planes.size(), core::PortConfig{100'000'000'000ull});
   ec.protocol = cfg.protocol;
-  ec.protocol.ev_burst = cfg.burst;
+  // A burst is one GSO super-packet: at most kMaxGsoBytes, and three
+  // slices (header, payload, ICRC) per segment.
+  ec.protocol.ev_burst = std::min<uint32_t>(cfg.burst, platform::UdpSocket::kMaxIovPerDatagram / 3);
+  ec.protocol.ev_burst_bytes = kMaxGsoBytes;
   // A burst's packets arrive together (one GRO datagram, one iteration):
   // SACK them once, not every 16 KiB of them. Four SACKs per 16-packet
   // burst were a quarter of the sender's receive work; per burst, 1 MiB
@@ -1145,7 +1151,7 @@ void Device::send_slots(Engine& e, size_t n) {
         if (cfg_.burst == 1 || t.port != t0.port || t.entropy != t0.entropy || t.peer != t0.peer ||
             (t.tc == core::TrafficClass::control) != (t0.tc == core::TrafficClass::control) ||
             bytes > seg_bytes || prev_bytes != seg_bytes || iovs + 3 > std::size(iov) ||
-            total + bytes > 65000 || j - i >= platform::UdpSocket::kMaxGsoSegments)
+            total + bytes > kMaxGsoBytes || j - i >= platform::UdpSocket::kMaxGsoSegments)
           break;
       }
       wire::FrameFields f;

@@ -291,9 +291,10 @@ TEST(Queries, ReturnPlainValuesOfTheQpAndItsEvs) {
 
 // The software device's burst mode: k consecutive packets on one EV, then
 // a fresh pick; k = 1 sprays every packet.
-std::vector<uint32_t> data_evs(uint32_t burst) {
+std::vector<uint32_t> data_evs(uint32_t burst, uint32_t burst_bytes = 0) {
   harness::FabricConfig fc = testing::small_fabric();
   fc.endpoint.protocol.ev_burst = burst;
+  fc.endpoint.protocol.ev_burst_bytes = burst_bytes;
   Fabric f(fc);
   const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
   Fabric::Buffer& src = f.alloc(0, 64 * 4096);
@@ -327,6 +328,27 @@ TEST(Spraying, ABurstKeepsOneEvForKPacketsThenPicksAgain) {
   const std::vector<uint32_t> single = data_evs(1);
   ASSERT_GE(single.size(), 16u);
   for (size_t i = 1; i < single.size(); ++i) EXPECT_NE(single[i], single[i - 1]);
+}
+
+// A burst also stops where its packets would no longer fit the device's
+// GSO super-packet (ev_burst_bytes, at the QP's 4 KiB MTU with the largest
+// headers and the ICRC): 16 asked for, 5 fit.
+TEST(Spraying, ABurstEndsWhereItsBytesWouldExceedTheLimit) {
+  const uint32_t per_packet = 4096 + static_cast<uint32_t>(wire::kMaxHeaderBytes) + 4;
+  for (const uint32_t bytes : {5 * per_packet, 6 * per_packet - 1}) {
+    const std::vector<uint32_t> evs = data_evs(16, bytes);
+    ASSERT_GE(evs.size(), 30u);
+    for (size_t i = 0; i + 5 <= evs.size(); i += 5) {
+      for (size_t j = 1; j < 5; ++j) EXPECT_EQ(evs[i + j], evs[i]) << "packet " << i + j << ", limit " << bytes;
+      if (i + 5 < evs.size()) {
+        EXPECT_NE(evs[i + 5], evs[i]) << "packet " << i + 5 << ", limit " << bytes;
+      }
+    }
+  }
+  // A limit below one packet still sends (bursts of one).
+  const std::vector<uint32_t> one = data_evs(16, 100);
+  ASSERT_GE(one.size(), 16u);
+  for (size_t i = 1; i < one.size(); ++i) EXPECT_NE(one[i], one[i - 1]);
 }
 
 TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
