@@ -48,6 +48,9 @@ constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
 /// is 65,507 less the IP options; a round margin).
 constexpr uint32_t kMaxGsoBytes = 65000;
 constexpr Duration kMaxSleep = Duration::ms(50);
+/// The soonest an engine thread wakes for a timer while an application
+/// drives (engine_main).
+constexpr Duration kAppTimerSlack = Duration::us(200);
 /// epoll user data: the wake eventfd, and engine 0's link monitor (plane
 /// sockets carry their plane number).
 constexpr uint64_t kWakeTag = ~uint64_t{0};
@@ -814,19 +817,32 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   }
   // Publishing before polling packets is what makes completions safe
   // (file comment): no packet polled below belongs to a completed WR.
-  const bool completed = !staged.empty();
+  // A message arrived for the application (a receive completion): what
+  // this turn would send is that message's SACK (see below).
+  const bool received = std::any_of(staged.begin(), staged.end(), [](const StagedCompletion& c) {
+    return c.wc.opcode == core::WcOpcode::recv_rdma_with_imm;
+  });
   publish(staged, events);
   staged.clear();
   if (sink_)
     for (const core::Event& ev : events) sink_(ev);
   events.clear();
-  // A polling application that just got completions is about to act on
-  // them, and it runs this iteration: sending now (typically the SACK of
-  // the message that completed, a system call) would hold its answer back.
-  // The packets wait for its next turn, a post or a poll, microseconds
-  // away, where they leave after that turn's data (send_slots); if it does
-  // not come back, the engine thread takes over within a millisecond.
-  if (turn == Turn::poll && completed) return true;
+  // A polling application that just received a message is about to
+  // answer it, and it runs this iteration: sending now (the message's SACK,
+  // a system call) would hold its answer back. The engine thread is kicked
+  // to send it instead, while the application reads its completions;
+  // whatever is still there on the application's next turn leaves after
+  // that turn's data (send_slots). (Leaving it to the application's next
+  // turn alone delayed the SACK by the engine's millisecond of deference
+  // when the application stopped polling: the writer's tail probe fired
+  // first.) Send completions are not handed off: a writer's next turn has
+  // more data, and waking the engine thread for each of them made it
+  // compete with the writer for the core again.
+  if (turn == Turn::poll && received) {
+    e.handoff.store(true, std::memory_order_release);
+    kick(e);
+    return true;
+  }
   size_t n = 0;
   {
     // Lock order everywhere: peers_mu_, then an engine's mutex.
@@ -879,7 +895,11 @@ void Device::engine_main(Engine& e) {
     const int64_t since_app = clock_.now().ps() - app_polled_ps_.load(std::memory_order_relaxed);
     const bool app_driving = since_app < Duration::ms(1).count_ps();
     bool busy = false, deferred = false;
-    if (app_driving) {
+    // A handoff (iterate) is work the application left to this thread: it
+    // waits for the lock like any turn, and its timers (a SACK's coalescing
+    // delay) are kept to the microsecond.
+    const bool handed = e.handoff.exchange(false, std::memory_order_acq_rel);
+    if (app_driving && !handed) {
       if (e.run_mu.try_lock()) {
         busy = iterate(e, staged, events);
         e.run_mu.unlock();
@@ -904,10 +924,18 @@ void Device::engine_main(Engine& e) {
     if (!pending) {
       Duration wait = kMaxSleep;
       if (!deadline.is_never()) wait = std::min(wait, std::max(Duration{}, deadline - clock_.now()));
-      // While the application drives, wake for kicks only (it runs the
-      // timers), and when it has stopped polling for a millisecond, to take
-      // over.
-      if (app_driving) wait = Duration::ps(std::max<int64_t>(0, Duration::ms(1).count_ps() - since_app));
+      // While the application drives, its turns run the timers: wake for
+      // kicks, when it has stopped for a millisecond (to take over), and
+      // for a timer, but never sooner than kAppTimerSlack from now, so an
+      // application that keeps polling is not preempted for every timer of
+      // its QPs, while one that stopped (a server computing its answer)
+      // leaves its SACK timers late by that much at most, well inside the
+      // peer's tail-probe and loss ages. (When the application was
+      // iterating, the next timer is unknown: the slack.)
+      if (app_driving && !handed) {
+        const Duration until_idle = Duration::ps(std::max<int64_t>(0, Duration::ms(1).count_ps() - since_app));
+        wait = std::min(until_idle, deferred ? kAppTimerSlack : std::max(wait, kAppTimerSlack));
+      }
       ++e.st.engine_sleeps;
       auto r = (app_driving ? e.quiet_epoll : e.epoll).wait(evs, wait);
       if (r)

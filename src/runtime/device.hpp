@@ -403,6 +403,7 @@ class Device {
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
+    std::atomic<bool> handoff{false};         ///< a polling application left its sends to this thread (iterate)
     std::mutex send_mu;                       ///< held while the engine sends (see file comment)
     std::vector<std::pair<uint32_t, uint64_t>> cqs;   ///< (core CQ id, serial) of every live CQ
     std::vector<StagedCompletion> staged;
