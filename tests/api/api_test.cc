@@ -29,14 +29,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kPort = 24792;
 
-ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1,
-                      mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
+/// The attributes every test's device shares: `n` planes at `planes`, the
+/// test port, 4 EVs per plane.
+mrc_soft_device_attr attr_for(const char* const* planes, int n) {
   mrc_soft_device_attr a{};
-  a.plane_addrs = planes.data();
-  a.num_planes = static_cast<int>(planes.size());
+  a.plane_addrs = planes;
+  a.num_planes = n;
   a.udp_port = kPort;
   a.ev_port_base = 41000;
   a.evs_per_plane = 4;
+  return a;
+}
+
+ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1,
+                      mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
+  mrc_soft_device_attr a = attr_for(planes.data(), static_cast<int>(planes.size()));
   a.burst = burst;
   a.seed = 3;
   a.transport = transport;
@@ -645,12 +652,7 @@ TEST(Api, ControllerPortCallsAndArgumentChecks) {
 TEST(Api, CarrierWatchAttributeAndStats) {
   for (const int off : {0, 1, 7}) {
     const char* planes[] = {"127.0.2.15", "127.0.2.16"};
-    mrc_soft_device_attr a{};
-    a.plane_addrs = planes;
-    a.num_planes = 2;
-    a.udp_port = kPort;
-    a.ev_port_base = 41000;
-    a.evs_per_plane = 4;
+    mrc_soft_device_attr a = attr_for(planes, 2);
     a.no_carrier_watch = off;
     ibv_context* dev = mrc_soft_open_device(&a);
     ASSERT_NE(dev, nullptr) << "no_carrier_watch " << off << ": " << std::strerror(errno);
@@ -670,12 +672,7 @@ TEST(Api, CarrierWatchAttributeAndStats) {
 TEST(Api, DscpControlAttributeIsChecked) {
   for (const int dscp : {0, 1, 46, 63, 64, -1, 255}) {
     const char* planes[] = {"127.0.2.17"};
-    mrc_soft_device_attr a{};
-    a.plane_addrs = planes;
-    a.num_planes = 1;
-    a.udp_port = kPort;
-    a.ev_port_base = 41000;
-    a.evs_per_plane = 4;
+    mrc_soft_device_attr a = attr_for(planes, 1);
     a.dscp_control = dscp;
     errno = 0;
     ibv_context* dev = mrc_soft_open_device(&a);
