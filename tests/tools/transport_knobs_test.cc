@@ -59,6 +59,11 @@ TEST(TransportKnobs, EachFamilyGetsItsOwnKnobs) {
   EXPECT_EQ(mrc.retry_linear, 7u);
   EXPECT_EQ(mrc.retry_exp, 3u);
   for (const TransportSpec& t : r.transports) EXPECT_EQ(t.mtu, 1024u);
+  EXPECT_EQ(r.scenario.protocol.sack_bytes_threshold, 16384u) << "the reference's default";
+  EXPECT_EQ(r.scenario.protocol.rc_ack_packets, 16u);
+  const ResolvedRun a = resolved({"--mrc-sack-bytes", "65536", "--roce-ack-packets", "4"});
+  EXPECT_EQ(a.scenario.protocol.sack_bytes_threshold, 65536u);
+  EXPECT_EQ(a.scenario.protocol.rc_ack_packets, 4u);
   // --qps-per-peer is the fallback of both families.
   const ResolvedRun q = resolved({"--qps-per-peer", "3", "--roce-qps-per-peer", "5"});
   EXPECT_EQ(q.transports[0].qps_per_peer, 3u);
@@ -84,6 +89,7 @@ TEST(TransportKnobs, ScenarioFileKeys) {
   std::string why;
   ASSERT_TRUE(load_config_text("[run]\nmtu = 2048\nroce_ack_timeout = 9\nroce_retry_count = 7\nmrc_qps_per_peer = 2\n"
                                "roce_qps_per_peer = 4\nmrc_ack_timeout = 5\nmrc_retry_count = 0\nbase_rtt_us = 8.5\n"
+                               "mrc_sack_bytes = 32768\nroce_ack_packets = 8\n"
                                "[topology.queue]\necn_at_dequeue = true\n",
                                "t.toml", &o, &why))
       << why;
@@ -95,6 +101,8 @@ TEST(TransportKnobs, ScenarioFileKeys) {
   EXPECT_EQ(o.mrc_ack_timeout, 5u);
   EXPECT_EQ(o.mrc_retry_count, 0u);
   EXPECT_EQ(o.base_rtt_us, 8.5);
+  EXPECT_EQ(o.mrc_sack_bytes, 32768u);
+  EXPECT_EQ(o.roce_ack_packets, 8u);
   EXPECT_TRUE(o.queue.ecn_at_dequeue);
   SimOptions p;
   EXPECT_FALSE(load_config_text("[run]\nmtu = 1500\n", "t.toml", &p, &why));

@@ -166,6 +166,11 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
   if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
   if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
   if (!t.qp_hints) out += ", no QP hints";
+  const core::ProtocolConfig dp;
+  if (!roce && sc.protocol.sack_bytes_threshold != dp.sack_bytes_threshold)
+    out += fmt::format(", SACK every {} B", sc.protocol.sack_bytes_threshold);
+  if (roce && sc.protocol.rc_ack_packets != dp.rc_ack_packets)
+    out += fmt::format(", ACK every {} packets", sc.protocol.rc_ack_packets);
   if (t.pin_t0_uplink >= 0)
     out += t.pin_only ? fmt::format(", only T0 uplink {}", t.pin_t0_uplink)
                       : fmt::format(", active EVs pinned to T0 uplink {}", t.pin_t0_uplink);
@@ -352,6 +357,8 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   if (sc.sample_every <= Duration{}) return fail(Errc::invalid_argument, "the sample interval must be > 0 (sample_us)");
   sc.protocol.probe_interval = Duration::us(100);
   sc.protocol.probe_interval_max = Duration::ms(2);
+  sc.protocol.sack_bytes_threshold = o.mrc_sack_bytes;
+  sc.protocol.rc_ack_packets = o.roce_ack_packets;
   if (sc.workload == WorkloadKind::matrix) {
     if (o.cm_file.empty()) return fail(Errc::invalid_argument, "workload cm needs a connection matrix (--cm FILE)");
     auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);

@@ -68,6 +68,12 @@ struct SimOptions {
   uint32_t mrc_retry_count = 32;   ///< mrc_retry_count: retries before the QP fails; 32 = forever
   uint32_t roce_retry_count = 32;  ///< roce_retry_count: the same for roce* transports
   uint32_t mtu = 4096;             ///< mtu: path MTU (payload bytes per packet) of every transport
+  /// mrc_sack_bytes: an mrc* responder SACKs after this many new bytes when
+  /// nothing forces one sooner (core::ProtocolConfig::sack_bytes_threshold)
+  uint32_t mrc_sack_bytes = 16384;
+  /// roce_ack_packets: a roce* responder ACKs every this many packets
+  /// (core::ProtocolConfig::rc_ack_packets)
+  uint32_t roce_ack_packets = 16;
   double base_rtt_us = 0;          ///< base_rtt_us: buffer sizing and CC base RTT; 0 = derived from the topology
   /// pin_t0_uplink: every QP of every transport starts with its active EVs on
   /// this uplink of its T0 (TransportSpec::pin_t0_uplink; SRv6 only);
