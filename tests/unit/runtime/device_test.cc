@@ -159,12 +159,14 @@ TEST(Device, ASackLeftByAnApplicationThatStopsPollingStillLeaves) {
     EXPECT_EQ(sent[0].status, core::WcStatus::success);
   }
   std::sort(gaps_us.begin(), gaps_us.end());
-  const double median = gaps_us[gaps_us.size() / 2];
-  std::printf("  writer's completion after the receiver's: median %.0f us, max %.0f us\n", median, gaps_us.back());
-  // Measured here: median 4-29 us; 260 us with the SACK left to the
-  // engine's timer slack (kAppTimerSlack), 1 ms with it left to the
-  // engine's deference.
-  EXPECT_LT(median, 150.0) << "the SACK waited for the engine thread's timers";
+  const double quartile = gaps_us[gaps_us.size() / 4], median = gaps_us[gaps_us.size() / 2];
+  std::printf("  writer's completion after the receiver's: lower quartile %.0f us, median %.0f us, max %.0f us\n",
+              quartile, median, gaps_us.back());
+  // Measured here: median 4-31 us; every round 260 us or more with the SACK
+  // left to the engine's timer slack (kAppTimerSlack), 1 ms with it left to
+  // the engine's deference. The lower quartile, since a loaded machine
+  // (CI's sanitizer stage) only ever adds delay.
+  EXPECT_LT(quartile, 150.0) << "the SACK waited for the engine thread's timers";
 }
 
 TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
