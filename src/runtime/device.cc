@@ -48,6 +48,9 @@ constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
 /// is 65,507 less the IP options; a round margin).
 constexpr uint32_t kMaxGsoBytes = 65000;
 constexpr Duration kMaxSleep = Duration::ms(50);
+/// An application that posted or polled this recently is driving: the
+/// engine threads stay out of its way (engine_main).
+constexpr Duration kAppDrivingWindow = Duration::ms(1);
 /// The soonest an engine thread wakes for a timer while an application
 /// drives (engine_main).
 constexpr Duration kAppTimerSlack = Duration::us(200);
@@ -181,7 +184,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // SACK them once, not every 16 KiB of them. Four SACKs per 16-packet
   // burst were a quarter of the sender's receive work; per burst, 1 MiB
   // WRITEs went from 20.6 to 21.2 Gbit/s (median of 8, --burst 16).
-  ec.protocol.sack_bytes_threshold = std::max<uint32_t>(ec.protocol.sack_bytes_threshold, cfg.burst * 4096);
+  ec.protocol.sack_bytes_threshold = std::max<uint32_t>(ec.protocol.sack_bytes_threshold, ec.protocol.ev_burst * 4096);
   ec.cap_svc_time = false;  // no service-time reporting in software
   ec.qpn_shard_bits = static_cast<uint32_t>(std::countr_zero(cfg.engines));
 
@@ -819,9 +822,9 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   // (file comment): no packet polled below belongs to a completed WR.
   // A message arrived for the application (a receive completion): what
   // this turn would send is that message's SACK (see below).
-  const bool received = std::any_of(staged.begin(), staged.end(), [](const StagedCompletion& c) {
-    return c.wc.opcode == core::WcOpcode::recv_rdma_with_imm;
-  });
+  const bool received = turn == Turn::poll && std::any_of(staged.begin(), staged.end(), [](const StagedCompletion& c) {
+                                                 return c.wc.opcode == core::WcOpcode::recv_rdma_with_imm;
+                                               });
   publish(staged, events);
   staged.clear();
   if (sink_)
@@ -838,7 +841,7 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   // first.) Send completions are not handed off: a writer's next turn has
   // more data, and waking the engine thread for each of them made it
   // compete with the writer for the core again.
-  if (turn == Turn::poll && received) {
+  if (received) {
     e.handoff.store(true, std::memory_order_release);
     kick(e);
     return true;
@@ -893,7 +896,7 @@ void Device::engine_main(Engine& e) {
     // on every iteration the application finished: a 1 MiB write_bw client
     // switched 7,000 times a second, preempting the peer's engine on 2 cores.)
     const int64_t since_app = clock_.now().ps() - app_polled_ps_.load(std::memory_order_relaxed);
-    const bool app_driving = since_app < Duration::ms(1).count_ps();
+    const bool app_driving = since_app < kAppDrivingWindow.count_ps();
     bool busy = false, deferred = false;
     // A handoff (iterate) is work the application left to this thread: it
     // waits for the lock like any turn, and its timers (a SACK's coalescing
@@ -933,7 +936,7 @@ void Device::engine_main(Engine& e) {
       // peer's tail-probe and loss ages. (When the application was
       // iterating, the next timer is unknown: the slack.)
       if (app_driving && !handed) {
-        const Duration until_idle = Duration::ps(std::max<int64_t>(0, Duration::ms(1).count_ps() - since_app));
+        const Duration until_idle = Duration::ps(std::max<int64_t>(0, kAppDrivingWindow.count_ps() - since_app));
         wait = std::min(until_idle, deferred ? kAppTimerSlack : std::max(wait, kAppTimerSlack));
       }
       ++e.st.engine_sleeps;
@@ -1116,8 +1119,16 @@ void Device::send_slots(Engine& e, size_t n) {
   // batch interleave, which would cut every GSO burst short. The sort is
   // stable, so each EV's packets keep the order the core gave them; order
   // across EVs means nothing (they take different paths anyway).
+  // Data before control: a SACK polled with the data of the same turn
+  // (an application answering a message, which is when its SACK was left
+  // for this turn: iterate) goes after that data, off its critical path.
+  // The partitions and the sort below are stable, so they keep it.
+  auto control = [&](size_t k) { return e.slots[k].tx.tc == core::TrafficClass::control; };
   std::array<uint16_t, kTxBatch> order;
-  for (size_t k = 0; k < n; ++k) order[k] = static_cast<uint16_t>(k);
+  size_t filled = 0;
+  for (const bool want_control : {false, true})
+    for (size_t k = 0; k < n; ++k)
+      if (control(k) == want_control) order[filled++] = static_cast<uint16_t>(k);
   if (cfg_.ev_mode == EvWire::srv6) {
     // Packets with a wire EV go encapsulated through the raw socket; the
     // rest (no SRv6 profile) through the EV sockets below.
@@ -1134,10 +1145,6 @@ void Device::send_slots(Engine& e, size_t n) {
     }
     n = plain;
   }
-  // Data before control: a SACK polled with the data of the same turn
-  // (an application answering a message, which is when its SACK was left
-  // for this turn: iterate) goes after that data, off its critical path.
-  auto control = [&](uint16_t k) { return e.slots[k].tx.tc == core::TrafficClass::control; };
   if (cfg_.burst > 1) {
     auto key = [&](uint16_t k) {
       const core::Transmit& t = e.slots[k].tx;
@@ -1145,9 +1152,6 @@ void Device::send_slots(Engine& e, size_t n) {
     };
     std::stable_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
                      [&](uint16_t a, uint16_t b) { return key(a) < key(b); });
-  } else {
-    std::stable_partition(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
-                          [&](uint16_t k) { return !control(k); });
   }
   auto slot = [&](size_t k) -> TxSlot& { return e.slots[order[k]]; };
   size_t i = 0;
