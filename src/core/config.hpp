@@ -24,8 +24,15 @@ struct PortConfig {
 struct ProtocolConfig {
   /// SACK after this many new bytes when nothing forces one sooner (item 4).
   uint32_t sack_bytes_threshold = 16384;
-  /// Send a pending SACK at most this long after the data that wants it (item 4).
+  /// Send a pending SACK once data has stopped for this long (item 4: "on a
+  /// short timer when data stops"): each arrival that does not force a SACK
+  /// restarts the wait ...
   Duration sack_coalesce_delay = Duration::ns(1000);
+  /// ... but never later than this after the first arrival it covers, so a
+  /// trickle of small packets that never reaches the byte threshold is still
+  /// acknowledged (>= sack_coalesce_delay; equal = a fixed timer from the
+  /// first arrival).
+  Duration sack_coalesce_max = Duration::us(4);
   /// TSETH tick: default resolution 128 ns (reference 3.3).
   Duration timestamp_tick = Duration::ns(128);
   /// Unloaded RTT of the longest path (config_base_rtt, item 15).
@@ -112,6 +119,13 @@ struct ProtocolConfig {
   Duration reverse_probe_interval = Duration::us(100);
   /// Reverse (control) EVs kept per port; control packets rotate through them.
   uint32_t reverse_evs_per_port = 4;
+  /// SACKs take turns over the usable ports (each on that port's reverse
+  /// EV), so a QP's acknowledgements load every plane's reverse direction
+  /// alike. false: each leaves on the plane its trigger arrived on, like
+  /// NACKs and probe answers (reference item 13); a regular spray then puts
+  /// every byte-triggered SACK of a QP on the same one or two planes, which
+  /// finish their share of the QP's own data that much later.
+  bool spread_sacks = true;
   /// Port-status updates are repeated this many times this far apart, since
   /// endpoint operations are not retransmitted (reference 4.7).
   uint32_t port_status_repeats = 3;

@@ -695,6 +695,16 @@ uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {
   return static_cast<uint8_t>(std::countr_zero(up));
 }
 
+uint8_t Qp::pick_sack_port(uint32_t port_mask) const {
+  // A SACK is cumulative: any plane may carry it. The next usable port after
+  // the last SACK's that is free now, so the SACKs even out over the ports
+  // (and a busy one is passed over rather than waited for).
+  const uint32_t usable = ep_.local_up_ & (path_ ? path_->port_mask() : ep_.local_up_) & port_mask;
+  if (usable == 0) return 0xFF;
+  const uint32_t after = last_sack_port_ >= 31 ? 0 : usable & (~0u << (last_sack_port_ + 1));
+  return static_cast<uint8_t>(std::countr_zero(after != 0 ? after : usable));
+}
+
 bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) {
   // The first queued control packet that may leave on one of these ports
   // (looking a bounded distance into the queue, so one busy port does not
@@ -703,7 +713,10 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
   const size_t n = std::min(ctrl_q_.size(), kLookahead);
   for (size_t i = 0; i < n; ++i) {
     // A RoCE QP answers on its one path (rc_ctrl_port()), like its data.
-    const uint8_t port = pick_port(roce() ? rc_ctrl_port() : ctrl_q_[i].port, port_mask);
+    const PendingCtrl& q = ctrl_q_[i];
+    const uint8_t port = roce()                                                        ? pick_port(rc_ctrl_port(), port_mask)
+                         : q.kind == PendingCtrl::sack && ep_.cfg_.protocol.spread_sacks ? pick_sack_port(port_mask)
+                                                                                         : pick_port(q.port, port_mask);
     if (port == 0xFF) continue;
     const PendingCtrl c = pop_ctrl_at(i);
     build_control(now, c, port, hdr, tx);

@@ -161,6 +161,7 @@ class Qp {
     return header_len + payload_len + 4 /*ICRC*/ + 8 /*UDP*/ + 40;
   }
   uint8_t pick_port(uint8_t preferred, uint32_t port_mask) const;
+  uint8_t pick_sack_port(uint32_t port_mask) const;
   bool roce() const { return init_.transport == Transport::roce_rc; }
   bool pace(Time now, uint32_t nominal);
   void complete_acked_messages();
@@ -411,6 +412,7 @@ class Qp {
   Ring<RecvWr> recv_q_;
   bool sack_pending_ = false;
   PendingCtrl pending_sack_;
+  Time sack_since_;              ///< first arrival the pending SACK covers
 
   // RoCE RC requester: PSNs in [rc_resend_, next_psn_) were sent and are
   // queued for go-back-N retransmission, in order, before any new data.

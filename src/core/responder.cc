@@ -140,12 +140,19 @@ void Qp::want_sack(Time now, const PendingCtrl& trigger, bool immediate) {
     push_ctrl(c);
     return;
   }
-  // Coalesce: remember the latest trigger, send when the delay runs out.
+  // Coalesce: remember the latest trigger, send once data stops. The wait
+  // restarts on every arrival: a timer fixed at the first one fires in the
+  // middle of a sprayed message whose packets come a few hundred ns apart
+  // (many QPs share the ports), doubling the SACKs the byte threshold sends.
+  // sack_coalesce_max bounds it for a trickle that never reaches the
+  // threshold.
   pending_sack_ = c;
   if (!sack_pending_) {
     sack_pending_ = true;
-    set_timer(QpTimer::sack, now + ep_.cfg_.protocol.sack_coalesce_delay);
+    sack_since_ = now;
   }
+  const ProtocolConfig& pc = ep_.cfg_.protocol;
+  set_timer(QpTimer::sack, std::min(now + pc.sack_coalesce_delay, sack_since_ + pc.sack_coalesce_max));
 }
 
 void Qp::deliver_completions(Time now, uint64_t from, uint64_t to, const PendingCtrl& trig) {

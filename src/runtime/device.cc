@@ -82,7 +82,12 @@ core::ProtocolConfig DeviceConfig::default_protocol() {
   // of microseconds, and a sleeping engine wakes in about 50 us.
   p.base_rtt = Duration::us(100);
   p.reorder_allowance = Duration::us(100);
+  // A fixed 5 us from the first arrival (the core's default restarts its
+  // wait on each arrival): a burst arrives at once and is SACKed by its
+  // bytes, and the engine's turn, not the spacing of arrivals, sets when
+  // the rest go.
   p.sack_coalesce_delay = Duration::us(5);
+  p.sack_coalesce_max = Duration::us(5);
   p.probe_interval = Duration::ms(1);
   p.probe_interval_max = Duration::ms(100);
   return p;

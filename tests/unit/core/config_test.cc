@@ -51,6 +51,8 @@ TEST(EndpointConfigValidate, RejectsEachBadFieldByName) {
       {"sack_bytes_threshold", [](EndpointConfig& c) { c.protocol.sack_bytes_threshold = 0; }},
       {"sack_coalesce_delay", [](EndpointConfig& c) { c.protocol.sack_coalesce_delay = Duration{}; }},
       {"sack_coalesce_delay", [](EndpointConfig& c) { c.protocol.sack_coalesce_delay = Duration::ns(-1); }},
+      {"sack_coalesce_max",
+       [](EndpointConfig& c) { c.protocol.sack_coalesce_max = c.protocol.sack_coalesce_delay - Duration::ps(1); }},
       {"timestamp_tick", [](EndpointConfig& c) { c.protocol.timestamp_tick = Duration{}; }},
       {"base_rtt", [](EndpointConfig& c) { c.protocol.base_rtt = Duration{}; }},
       {"reorder_packets", [](EndpointConfig& c) { c.protocol.reorder_packets = 0; }},

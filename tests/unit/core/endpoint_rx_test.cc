@@ -49,6 +49,7 @@ struct Sent {
 };
 
 struct EndpointRxTest : ::testing::Test {
+  EndpointConfig cfg;  // a derived fixture's constructor may change it
   std::unique_ptr<Endpoint> ep;
   uint32_t qpn = 0;
   Bytes mem = Bytes(kGuard + kRegion + kGuard, 0xAB);
@@ -56,7 +57,6 @@ struct EndpointRxTest : ::testing::Test {
   EndpointStats before;
 
   void SetUp() override {
-    EndpointConfig cfg;
     cfg.ports.assign(2, PortConfig{});
     auto e = Endpoint::create(cfg);
     ASSERT_TRUE(e.ok());
@@ -130,6 +130,17 @@ struct EndpointRxTest : ::testing::Test {
 
   void deliver(const Bytes& b, const RxMeta& m) { ep->handle_datagram(t0, m, b); }
   void deliver(const Bytes& b) { deliver(b, meta()); }
+  // The `i`th of a run of small WRITEs without an ack request, arriving at `at`.
+  void deliver_small(uint32_t i, Time at) {
+    ep->handle_datagram(at, meta(), write_only(kFirstPsn + i, region() + 16 * i, 16, 0x40, 0, /*ack_req=*/false));
+  }
+  // The SACKs among what the endpoint sends now (semantic ACKs dropped).
+  std::vector<Sent> sacks() {
+    std::vector<Sent> out;
+    for (Sent& x : drain())
+      if (x.p.h.bth.opcode == 0xDC) out.push_back(x);
+    return out;
+  }
 
   std::vector<Sent> drain() {
     std::vector<Sent> out;
@@ -441,6 +452,87 @@ TEST_F(EndpointRxTest, SackIsCoalescedWithoutAckRequest) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].p.h.bth.opcode, 0xDC);
   EXPECT_EQ(s[0].p.h.seth.cack_psn, kFirstPsn);
+}
+
+TEST_F(EndpointRxTest, CoalescedSackWaitsForDataToStop) {
+  // Packets 600 ns apart, below the byte threshold: the 1 us wait restarts
+  // on each, so one SACK goes 1 us after the last and covers all three.
+  for (uint32_t i = 0; i < 3; ++i) {
+    deliver_small(i, t0 + Duration::ns(600 * i));
+    EXPECT_TRUE(sacks().empty()) << "packet " << i;
+  }
+  const Time due = ep->next_timeout();
+  EXPECT_EQ(due, t0 + Duration::ns(1200 + 1000));
+  ep->handle_timeout(due);
+  const std::vector<Sent> s = sacks();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].p.h.seth.cack_psn, (kFirstPsn + 2) & wire::kPsnMask);
+}
+
+TEST_F(EndpointRxTest, ATrickleIsSackedWithinTheCoalescingBound) {
+  // One packet every 900 ns never lets the wait run out: the SACK goes
+  // sack_coalesce_max (4 us) after the first packet it covers.
+  ASSERT_EQ(cfg.protocol.sack_coalesce_max, Duration::us(4));
+  for (uint32_t i = 0; i < 5; ++i) deliver_small(i, t0 + Duration::ns(900 * i));
+  EXPECT_TRUE(sacks().empty());
+  const Time due = ep->next_timeout();
+  EXPECT_EQ(due, t0 + Duration::us(4));
+  ep->handle_timeout(due);
+  std::vector<Sent> s = sacks();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].p.h.seth.cack_psn, (kFirstPsn + 4) & wire::kPsnMask);
+  // The next packet starts a new wait.
+  deliver_small(5, due + Duration::ns(100));
+  EXPECT_EQ(ep->next_timeout(), due + Duration::ns(1100));
+}
+
+TEST_F(EndpointRxTest, SacksTakeTurnsOverTheFreePorts) {
+  // Every packet arrives on port 1; their SACKs alternate, so one QP's
+  // acknowledgements load both planes' reverse direction alike.
+  std::vector<uint8_t> ports;
+  for (uint32_t i = 0; i < 4; ++i) {
+    deliver(write_only(kFirstPsn + i, region() + 16 * i, 16));
+    for (const Sent& x : sacks()) ports.push_back(x.tx.port);
+  }
+  EXPECT_EQ(ports, (std::vector<uint8_t>{1, 0, 1, 0}));
+  // A busy port is passed over, not waited for: with only port 1 free, the
+  // SACK whose turn was port 1's leaves there, and so does the next.
+  for (uint32_t i = 4; i < 6; ++i) {
+    deliver(write_only(kFirstPsn + i, region() + 16 * i, 16));
+    bool sacked = false;
+    for (int guard = 0; guard < 4; ++guard) {
+      auto tx = ep->poll_transmit(t0, 0b10, hdr_);
+      if (!tx.ok()) break;
+      auto p = wire::parse(std::span<const uint8_t>(hdr_.data(), tx->header_len));
+      ASSERT_TRUE(p.ok());
+      EXPECT_EQ(tx->port, 1);
+      sacked |= p->h.bth.opcode == 0xDC;
+    }
+    EXPECT_TRUE(sacked) << "packet " << i;
+  }
+}
+
+struct EndpointRxArrivalPortTest : EndpointRxTest {
+  EndpointRxArrivalPortTest() { cfg.protocol.spread_sacks = false; }
+};
+
+TEST_F(EndpointRxArrivalPortTest, WithoutSpreadingEverySackFollowsItsTrigger) {
+  for (uint32_t i = 0; i < 4; ++i) {
+    deliver(write_only(kFirstPsn + i, region() + 16 * i, 16), meta(static_cast<uint8_t>(i % 2 == 0 ? 1 : 0)));
+    const std::vector<Sent> s = sacks();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].tx.port, i % 2 == 0 ? 1 : 0) << "packet " << i;
+  }
+  // And it waits for that port rather than leave on another.
+  deliver(write_only(kFirstPsn + 4, region() + 64, 16), meta(1));
+  for (int guard = 0; guard < 4; ++guard) {
+    auto tx = ep->poll_transmit(t0, 0b01, hdr_);
+    if (!tx.ok()) break;
+    auto p = wire::parse(std::span<const uint8_t>(hdr_.data(), tx->header_len));
+    ASSERT_TRUE(p.ok());
+    EXPECT_NE(p->h.bth.opcode, 0xDC) << "a SACK left on port 0";
+  }
+  EXPECT_EQ(sacks().size(), 1u);
 }
 
 TEST_F(EndpointRxTest, DuplicateWritesNothingNew) {
