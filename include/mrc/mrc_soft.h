@@ -189,6 +189,12 @@ struct mrc_soft_stats {
    *  is off, when netlink could not be used, or when every plane is on a
    *  loopback interface. */
   uint64_t carrier_watched_mask;
+  /* Why the retransmissions were sent, over the QPs that exist now: */
+  uint64_t losses_rule;       /**< packets declared lost by the SACK loss rule */
+  uint64_t losses_timeout;    /**< packets declared lost by ACK timeouts */
+  uint64_t tail_probes;       /**< newest packets resent after a silent tail */
+  uint64_t spurious_losses;   /**< losses later proven spurious (SACKed after all) */
+  uint64_t rx_duplicates;     /**< data packets received twice (a peer's unneeded retransmissions) */
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

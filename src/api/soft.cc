@@ -338,6 +338,11 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->carrier_downs = s.carrier_down;
   out->carrier_ups = s.carrier_up;
   out->carrier_watched_mask = s.carrier_watched;
+  out->losses_rule = s.losses_rule;
+  out->losses_timeout = s.losses_timeout;
+  out->tail_probes = s.tail_probes;
+  out->spurious_losses = s.spurious_losses;
+  out->rx_duplicates = s.duplicates_received;
   return 0;
 }
 

@@ -82,6 +82,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   tx.peer = peer_;
   tx.tc = rtx ? TrafficClass::data_rtx : TrafficClass::data;
   tx.trimmable = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
+  tx.burst_more = false;  // poll_data sets it for new data
   tx.header_len = static_cast<uint16_t>(hlen);
   set_payload(m, offset, len, tx);
 
@@ -223,6 +224,7 @@ Qp::SendResult Qp::poll_data(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   const uint32_t index = m.sent_pkts++;
   if (m.sent_pkts == m.npkts) ++sq_next_;
   build_data(now, m, psn, index, false, ev, hdr, tx);
+  tx.burst_more = burst_left_ > 0;
   ++stats_.data_packets_sent;
   stats_.max_psn_span = std::max(stats_.max_psn_span, next_psn_ - snd_una_);
   return SendResult::sent;

@@ -349,6 +349,10 @@ struct Transmit {
   uint64_t peer = 0;         ///< destination address id
   TrafficClass tc = TrafficClass::data;
   bool trimmable = false;
+  /// New data whose EV burst (ProtocolConfig::ev_burst) goes on: the QP's
+  /// next new packet takes this EV too. A driver that batches packets
+  /// stops its batch where this is false, so a burst is not cut in two.
+  bool burst_more = false;
   uint16_t header_len = 0;   ///< bytes written to the header buffer
   const uint8_t* payload = nullptr;  ///< local payload address (never owned)
   uint32_t payload_len = 0;

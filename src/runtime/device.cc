@@ -43,7 +43,10 @@ platform::SockAddr without_port(platform::SockAddr a) {
   return a;
 }
 
-constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration
+constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration ...
+/// ... plus what it takes to finish the EV burst in progress at the 64th
+/// (a burst is at most a GSO datagram's kMaxIovPerDatagram / 3 segments).
+constexpr size_t kTxSlots = kTxBatch + platform::UdpSocket::kMaxIovPerDatagram / 3;
 /// Bytes of one GSO super-packet's UDP payload we send (the kernel's limit
 /// is 65,507 less the IP options; a round margin).
 constexpr uint32_t kMaxGsoBytes = 65000;
@@ -217,7 +220,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     e->ep = std::move(*ep);
     if (Status s = e->ep->set_ev_profile(0, evp, why); !s) return s.error();
     if (Status s = e->ep->set_cc_profile(0, ccp, why); !s) return s.error();
-    e->slots.resize(kTxBatch);
+    e->slots.resize(kTxSlots);
     d->engines_.push_back(std::move(e));
   }
   const uint32_t all = d->num_planes() >= 32 ? ~0u : (1u << d->num_planes()) - 1;
@@ -787,8 +790,16 @@ DeviceStats Device::stats() {
     s.core.ep_responses += c.ep_responses;
     s.core.ep_replies_shed += c.ep_replies_shed;
     s.core.ctrl_shed += c.ctrl_shed;
-    for (uint32_t qpn : e->ep->qp_numbers())
-      if (auto q = e->ep->query_qp(qpn)) s.retransmissions += q->stats.retransmissions;
+    for (uint32_t qpn : e->ep->qp_numbers()) {
+      const auto q = e->ep->query_qp(qpn);
+      if (!q) continue;
+      s.retransmissions += q->stats.retransmissions;
+      s.losses_rule += q->stats.losses_rule;
+      s.losses_timeout += q->stats.losses_timeout;
+      s.tail_probes += q->stats.tail_probes;
+      s.spurious_losses += q->stats.spurious_losses;
+      s.duplicates_received += q->stats.duplicates_received;
+    }
   }
   s.carrier_down = carrier_downs_.load(std::memory_order_relaxed);
   s.carrier_up = carrier_ups_.load(std::memory_order_relaxed);
@@ -1083,11 +1094,14 @@ void Device::attach_ep_wire(Engine& e, TxSlot& s) {
 
 // Polls up to a batch of packets from the engine's core into slots; ports
 // are always offered (the kernel queues what the socket buffer holds).
+// A batch ends where an EV burst does: cut at a fixed count, a burst left
+// as two datagrams (64 slots held four 15-packet bursts and 4 packets of
+// the fifth, whose other 11 went in the next batch).
 // Called holding peers_mu_ (shared) and the engine's mutex.
 size_t Device::poll_transmits(Engine& e, Time now) {
   const uint32_t all = num_planes() >= 32 ? ~0u : (1u << num_planes()) - 1;
   size_t n = 0;
-  while (n < e.slots.size()) {
+  while (n < e.slots.size() && (n < kTxBatch || e.slots[n - 1].tx.burst_more)) {
     TxSlot& s = e.slots[n];
     auto tx = e.ep->poll_transmit(now, all, s.hdr);
     if (!tx) break;
@@ -1129,7 +1143,7 @@ void Device::send_slots(Engine& e, size_t n) {
   // for this turn: iterate) goes after that data, off its critical path.
   // The partitions and the sort below are stable, so they keep it.
   auto control = [&](size_t k) { return e.slots[k].tx.tc == core::TrafficClass::control; };
-  std::array<uint16_t, kTxBatch> order;
+  std::array<uint16_t, kTxSlots> order;
   size_t filled = 0;
   for (const bool want_control : {false, true})
     for (size_t k = 0; k < n; ++k)

@@ -183,6 +183,15 @@ struct DeviceStats {
   uint64_t engine_iterations = 0;
   uint64_t engine_sleeps = 0;
   uint64_t retransmissions = 0;   ///< over the QPs that exist now
+  /// Why they were sent, and what they were worth (core::QpStats summed
+  /// over the QPs that exist now): losses declared by the SACK loss rule and
+  /// by ACK timeouts, tail probes, losses later proven spurious, and data
+  /// packets this side received twice (a peer's unneeded retransmissions).
+  uint64_t losses_rule = 0;
+  uint64_t losses_timeout = 0;
+  uint64_t tail_probes = 0;
+  uint64_t spurious_losses = 0;
+  uint64_t duplicates_received = 0;
   uint64_t pcap_packets = 0;      ///< packets written to DeviceConfig::pcap_path
   uint64_t pcap_dropped = 0;      ///< packets not captured: pcap_max_packets reached, or a write failed
   /// Carrier transitions of watched planes (DeviceConfig::watch_carrier):

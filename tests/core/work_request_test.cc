@@ -291,7 +291,7 @@ TEST(Queries, ReturnPlainValuesOfTheQpAndItsEvs) {
 
 // The software device's burst mode: k consecutive packets on one EV, then
 // a fresh pick; k = 1 sprays every packet.
-std::vector<uint32_t> data_evs(uint32_t burst, uint32_t burst_bytes = 0) {
+std::vector<uint32_t> data_evs(uint32_t burst, uint32_t burst_bytes = 0, std::vector<bool>* burst_more = nullptr) {
   harness::FabricConfig fc = testing::small_fabric();
   fc.endpoint.protocol.ev_burst = burst;
   fc.endpoint.protocol.ev_burst_bytes = burst_bytes;
@@ -311,23 +311,32 @@ std::vector<uint32_t> data_evs(uint32_t burst, uint32_t burst_bytes = 0) {
   while (evs.size() < 32) {
     auto tx = f.ep(0).poll_transmit(f.now(), 0xF, hdr);
     if (!tx) break;
-    if (tx->payload_len > 0) evs.push_back(tx->entropy);
+    if (tx->payload_len > 0) {
+      evs.push_back(tx->entropy);
+      if (burst_more) burst_more->push_back(tx->burst_more);
+    }
   }
   return evs;
 }
 
 TEST(Spraying, ABurstKeepsOneEvForKPacketsThenPicksAgain) {
-  const std::vector<uint32_t> evs = data_evs(4);
+  std::vector<bool> more;
+  const std::vector<uint32_t> evs = data_evs(4, 0, &more);
   ASSERT_GE(evs.size(), 16u);
   for (size_t i = 0; i + 4 <= evs.size(); i += 4) {
     for (size_t j = 1; j < 4; ++j) EXPECT_EQ(evs[i + j], evs[i]) << "packet " << i + j;
+    // Each packet says whether the burst goes on, so a driver's batch can
+    // end with it rather than split it over two datagrams.
+    for (size_t j = 0; j < 4; ++j) EXPECT_EQ(more[i + j], j < 3) << "packet " << i + j;
     if (i + 4 < evs.size()) {
       EXPECT_NE(evs[i + 4], evs[i]) << "the next burst sprays elsewhere";
     }
   }
-  const std::vector<uint32_t> single = data_evs(1);
+  more.clear();
+  const std::vector<uint32_t> single = data_evs(1, 0, &more);
   ASSERT_GE(single.size(), 16u);
   for (size_t i = 1; i < single.size(); ++i) EXPECT_NE(single[i], single[i - 1]);
+  for (size_t i = 0; i < more.size(); ++i) EXPECT_FALSE(more[i]) << "packet " << i;
 }
 
 // A burst also stops where its packets would no longer fit the device's

@@ -444,6 +444,8 @@ TEST(PerfE2E, DscpControlMarksTheClientsControlPacketsOnly) {
   ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
   EXPECT_NE(slurp(pr.client.out).find("Control DSCP"), std::string::npos) << "the banner names the marking";
   EXPECT_NE(slurp(pr.client.out).find("Device counters: tx "), std::string::npos) << "--counters prints them at the end";
+  EXPECT_NE(slurp(pr.client.out).find(" (lost by the SACK rule "), std::string::npos)
+      << "and why retransmissions were sent";
   EXPECT_EQ(slurp(pr.server.out).find("Device counters"), std::string::npos) << "only where asked for";
   size_t data = 0, control = 0;
   for (const auto& [len, dscp] : pcap_dscps(pcap)) {

@@ -245,7 +245,16 @@ TEST(ImpairE2e, RandomDropBothWays) {
   const auto took = transfer(r);
   report("drop 2%", r, took);
   EXPECT_GT(r.total().dropped_random, 0u);
-  EXPECT_GT(r.a.dev->stats().retransmissions, 0u);
+  const DeviceStats sa = r.a.dev->stats();
+  EXPECT_GT(sa.retransmissions, 0u);
+  // The device's loss counters are its QPs' (one here).
+  const auto q = r.a.dev->query_qp(r.a.qpn);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(sa.losses_rule, q->stats.losses_rule);
+  EXPECT_EQ(sa.losses_timeout, q->stats.losses_timeout);
+  EXPECT_EQ(sa.tail_probes, q->stats.tail_probes);
+  EXPECT_EQ(sa.spurious_losses, q->stats.spurious_losses);
+  EXPECT_GT(sa.losses_rule + sa.losses_timeout + sa.tail_probes, 0u) << "something said why it resent";
 }
 
 TEST(ImpairE2e, Reorder) {
@@ -262,6 +271,11 @@ TEST(ImpairE2e, Duplicate) {
   const auto took = transfer(r);
   report("dup 5%", r, took);
   EXPECT_GT(r.total().duplicated, 0u);
+  // The forwarder's copies of data packets reach B twice.
+  const auto qb = r.b.dev->query_qp(r.b.qpn);
+  ASSERT_TRUE(qb);
+  EXPECT_GT(r.b.dev->stats().duplicates_received, 0u);
+  EXPECT_EQ(r.b.dev->stats().duplicates_received, qb->stats.duplicates_received);
 }
 
 TEST(ImpairE2e, CorruptPacketsAreCountedAndRecovered) {
