@@ -413,6 +413,11 @@ class Device {
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
     std::atomic<bool> handoff{false};         ///< a polling application left its sends to this thread (iterate)
+    /// A receiving poll turn left its sends (the message's SACK) unsent,
+    /// and whose turn sent them last time: the application's (it answers
+    /// its messages; no kick) or this thread's (it stopped polling; kick).
+    std::atomic<bool> handoff_waiting{false};
+    std::atomic<bool> app_answers{true};
     std::mutex send_mu;                       ///< held while the engine sends (see file comment)
     std::vector<std::pair<uint32_t, uint64_t>> cqs;   ///< (core CQ id, serial) of every live CQ
     std::vector<StagedCompletion> staged;
