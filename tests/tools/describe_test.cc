@@ -70,5 +70,15 @@ TEST(Describe, TransportsShowTheirResolvedQpsAndPaths) {
       << e;
 }
 
+// Acknowledgement knobs away from their defaults are named on the MRC
+// transports they apply to, and only there.
+TEST(Describe, NonDefaultSackSettingsAreShownOnMrcOnly) {
+  const std::string e = echo({"--transports", "mrc,roce", "--mrc-sack-bytes", "65536", "--mrc-sack-ports", "arrival",
+                              "--mrc-sack-wait-max-us", "1"});
+  EXPECT_TRUE(has(e, ", SACK every 65536 B, SACKs on the arrival plane, SACK wait at most 1 us\n")) << e;
+  EXPECT_FALSE(has(e.substr(e.find("roce:")), "SACK")) << e;
+  EXPECT_FALSE(has(echo({}), "SACK")) << "defaults are not repeated";
+}
+
 }  // namespace
 }  // namespace mrc::sim::tool

@@ -169,6 +169,9 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
   const core::ProtocolConfig dp;
   if (!roce && sc.protocol.sack_bytes_threshold != dp.sack_bytes_threshold)
     out += fmt::format(", SACK every {} B", sc.protocol.sack_bytes_threshold);
+  if (!roce && sc.protocol.spread_sacks != dp.spread_sacks) out += ", SACKs on the arrival plane";
+  if (!roce && sc.protocol.sack_coalesce_max != dp.sack_coalesce_max)
+    out += fmt::format(", SACK wait at most {:.3g} us", sc.protocol.sack_coalesce_max.to_us());
   if (roce && sc.protocol.rc_ack_packets != dp.rc_ack_packets)
     out += fmt::format(", ACK every {} packets", sc.protocol.rc_ack_packets);
   if (t.pin_t0_uplink >= 0)
@@ -358,6 +361,8 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.protocol.probe_interval = Duration::us(100);
   sc.protocol.probe_interval_max = Duration::ms(2);
   sc.protocol.sack_bytes_threshold = o.mrc_sack_bytes;
+  sc.protocol.spread_sacks = o.mrc_sack_ports == "spread";
+  sc.protocol.sack_coalesce_max = from_units(o.mrc_sack_wait_max_us, 1e6);
   sc.protocol.rc_ack_packets = o.roce_ack_packets;
   if (sc.workload == WorkloadKind::matrix) {
     if (o.cm_file.empty()) return fail(Errc::invalid_argument, "workload cm needs a connection matrix (--cm FILE)");

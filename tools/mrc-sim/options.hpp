@@ -71,6 +71,13 @@ struct SimOptions {
   /// mrc_sack_bytes: an mrc* responder SACKs after this many new bytes when
   /// nothing forces one sooner (core::ProtocolConfig::sack_bytes_threshold)
   uint32_t mrc_sack_bytes = 16384;
+  /// mrc_sack_ports: "spread" (SACKs take turns over the ports) or
+  /// "arrival" (each on its trigger's plane; core::ProtocolConfig::spread_sacks)
+  std::string mrc_sack_ports = "spread";
+  /// mrc_sack_wait_max_us: a coalesced SACK waits for data to stop, at most
+  /// this long after the first arrival it covers (sack_coalesce_max; 1 = a
+  /// fixed 1 us timer, as before stop 14)
+  double mrc_sack_wait_max_us = 4;
   /// roce_ack_packets: a roce* responder ACKs every this many packets
   /// (core::ProtocolConfig::rc_ack_packets)
   uint32_t roce_ack_packets = 16;

@@ -153,6 +153,14 @@ std::vector<Setting> settings(SimOptions& o) {
       {"run", "mrc_sack_bytes", "--mrc-sack-bytes",
        "an mrc* responder SACKs after this many new bytes (the reference's UEC default: 16384)", &o.mrc_sack_bytes,
        integer(256, 16 << 20, "16384")},
+      {"run", "mrc_sack_ports", "--mrc-sack-ports",
+       "spread: an mrc* responder's SACKs take turns over the ports; arrival: each leaves on the plane its "
+       "trigger arrived on (the reference's choice)",
+       &o.mrc_sack_ports, one_of({"spread", "arrival"})},
+      {"run", "mrc_sack_wait_max_us", "--mrc-sack-wait-max-us",
+       "a coalesced mrc* SACK waits for data to stop (1 us) but at most this long after the first arrival it "
+       "covers, us",
+       &o.mrc_sack_wait_max_us, number(1, 1000, false, "4; 1 = a fixed 1 us timer")},
       {"run", "roce_ack_packets", "--roce-ack-packets", "a roce* responder ACKs every this many packets",
        &o.roce_ack_packets, integer(1, 4096, "16")},
       {"run", "mtu", "--mtu", "path MTU: payload bytes per packet", &o.mtu,
