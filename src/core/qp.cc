@@ -713,10 +713,17 @@ bool Qp::poll_control(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx) 
   const size_t n = std::min(ctrl_q_.size(), kLookahead);
   for (size_t i = 0; i < n; ++i) {
     // A RoCE QP answers on its one path (rc_ctrl_port()), like its data.
+    // An MRC SACK may take any plane (spread_sacks); other answers leave
+    // on the plane their trigger arrived on.
     const PendingCtrl& q = ctrl_q_[i];
-    const uint8_t port = roce()                                                        ? pick_port(rc_ctrl_port(), port_mask)
-                         : q.kind == PendingCtrl::sack && ep_.cfg_.protocol.spread_sacks ? pick_sack_port(port_mask)
-                                                                                         : pick_port(q.port, port_mask);
+    uint8_t port;
+    if (roce()) {
+      port = pick_port(rc_ctrl_port(), port_mask);
+    } else if (q.kind == PendingCtrl::sack && ep_.cfg_.protocol.spread_sacks) {
+      port = pick_sack_port(port_mask);
+    } else {
+      port = pick_port(q.port, port_mask);
+    }
     if (port == 0xFF) continue;
     const PendingCtrl c = pop_ctrl_at(i);
     build_control(now, c, port, hdr, tx);

@@ -82,7 +82,6 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   tx.peer = peer_;
   tx.tc = rtx ? TrafficClass::data_rtx : TrafficClass::data;
   tx.trimmable = !(attr_.cap & qp_cap::kTrimNackDestUnsupported);
-  tx.burst_more = false;  // poll_data sets it for new data
   tx.header_len = static_cast<uint16_t>(hlen);
   set_payload(m, offset, len, tx);
 
