@@ -1142,10 +1142,11 @@ size_t Device::poll_transmits(Engine& e, Time now) {
 // destination with equal sizes form one GSO burst (burst mode); otherwise
 // each is a datagram. The ICRC is computed here, outside the engine lock.
 void Device::send_slots(Engine& e, size_t n) {
-  // Every datagram of the batch is built first, then each socket's run of
-  // them leaves in one sendmmsg: per packet (--burst 1) the EVs' sockets
-  // take turns, and one sendmsg per 4 KiB packet was the per-packet mode's
-  // largest cost beyond the raw program's (which batches 32 per call).
+  // Every datagram of the batch is built first, then each run of
+  // consecutive datagrams on one socket leaves in one sendmmsg (control
+  // packets to one peer, bursts of small packets past the GSO limit). Per
+  // packet (--burst 1) a spray gives every packet another EV, hence another
+  // socket: one sendmsg each, which the order forbids to regroup.
   struct Built {
     platform::UdpSocket* sock;
     uint16_t sport;
@@ -1157,14 +1158,16 @@ void Device::send_slots(Engine& e, size_t n) {
   std::array<Built, kTxSlots> built;
   size_t nb = 0, iov_used = 0;
   uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0, errors = 0;
-  // Packets of one EV go together: several QPs (or retransmissions) in a
-  // batch interleave, which would cut every GSO burst short. The sort is
-  // stable, so each EV's packets keep the order the core gave them; order
-  // across EVs means nothing (they take different paths anyway).
-  // Data before control: a SACK polled with the data of the same turn
-  // (an application answering a message, which is when its SACK was left
-  // for this turn: iterate) goes after that data, off its critical path.
-  // The partitions and the sort below are stable, so they keep it.
+  // The batch leaves in the core's order, data before control. The core
+  // keeps a QP's EV burst together (Endpoint::poll_transmit), so a burst's
+  // packets are already side by side; regrouping the batch by EV would
+  // reorder a QP's own packets, and behind a slow bottleneck a packet moved
+  // a few dozen places back arrives milliseconds late, declared lost by the
+  // core's loss rule (which counts later-sent packets delivered) with its
+  // EV demoted. Control goes after the data: a SACK polled with the data of
+  // the same turn (an application answering a message, which is when its
+  // SACK was left for this turn: iterate) is off that data's critical path.
+  // The partitions below are stable, so they keep the core's order.
   auto control = [&](size_t k) { return e.slots[k].tx.tc == core::TrafficClass::control; };
   std::array<uint16_t, kTxSlots> order;
   size_t filled = 0;
@@ -1186,15 +1189,6 @@ void Device::send_slots(Engine& e, size_t n) {
       errors += c.errors;
     }
     n = plain;
-  }
-  {
-    // Bursts' packets, and every datagram of one socket, side by side.
-    auto key = [&](uint16_t k) {
-      const core::Transmit& t = e.slots[k].tx;
-      return std::tuple(control(k), t.port, t.entropy, t.peer);
-    };
-    std::stable_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
-                     [&](uint16_t a, uint16_t b) { return key(a) < key(b); });
   }
   auto slot = [&](size_t k) -> TxSlot& { return e.slots[order[k]]; };
   size_t i = 0;

@@ -360,6 +360,50 @@ TEST(Spraying, ABurstEndsWhereItsBytesWouldExceedTheLimit) {
   for (size_t i = 1; i < one.size(); ++i) EXPECT_NE(one[i], one[i - 1]);
 }
 
+// Two QPs with data to send take turns burst by burst, not packet by packet:
+// a burst's packets leave side by side, so a driver sends them as one GSO
+// super-packet in the core's order, with nothing to regroup.
+TEST(Spraying, AQpWhoseBurstGoesOnKeepsItsTurn) {
+  harness::FabricConfig fc = testing::small_fabric();
+  fc.endpoint.protocol.ev_burst = 4;
+  Fabric f(fc);
+  std::vector<uint32_t> qps;
+  for (int i = 0; i < 2; ++i) {
+    const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+    Fabric::Buffer& src = f.alloc(0, 32 * 4096);
+    Fabric::Buffer& dst = f.alloc(1, 32 * 4096);
+    core::SendWr wr;
+    wr.local_addr = src.addr();
+    wr.lkey = src.mr.lkey;
+    wr.length = 32 * 4096;
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.mr.rkey;
+    ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+    qps.push_back(qp.a);
+  }
+  // Which QP each data packet came from: its destination QP on the peer.
+  std::vector<uint32_t> dest;
+  std::vector<bool> more;
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  while (dest.size() < 32) {
+    auto tx = f.ep(0).poll_transmit(f.now(), 0xF, hdr);
+    if (!tx) break;
+    if (tx->payload_len == 0) continue;
+    auto p = wire::parse(std::span<const uint8_t>(hdr, tx->header_len));
+    ASSERT_TRUE(p.ok());
+    dest.push_back(p->h.bth.dest_qp);
+    more.push_back(tx->burst_more);
+  }
+  ASSERT_GE(dest.size(), 16u);
+  size_t switches = 0;
+  for (size_t i = 1; i < dest.size(); ++i) {
+    if (dest[i] == dest[i - 1]) continue;
+    ++switches;
+    EXPECT_FALSE(more[i - 1]) << "packet " << i << " cut the other QP's burst";
+  }
+  EXPECT_GE(switches, 3u) << "the QPs take turns";
+}
+
 TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
   std::array<uint8_t, 64> mem{};
   const std::array<core::Sge, 4> sg{{{reinterpret_cast<uint64_t>(mem.data()), 10, 0},
