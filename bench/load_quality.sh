@@ -48,10 +48,10 @@ trap 'rm -rf "$tmp"' EXIT
 # their shape; the numbers are not comparable with a full run).
 if [[ $quick == 1 ]]; then
   r2r_bytes=20000000 perm_bytes=$((4 << 20)) a2a_bytes=$((512 << 10)) ft3_hosts=128 ft3_bytes=$((1 << 20))
-  incast_bytes=$((256 << 10)) ar_bytes=$((4 << 20))
+  incast_bytes=$((256 << 10)) ar_bytes=$((4 << 20)) a2a_sizes="65536"
 else
   r2r_bytes=200000000 perm_bytes=$((64 << 20)) a2a_bytes=$((4 << 20)) ft3_hosts=1024 ft3_bytes=$((2 << 20))
-  incast_bytes=$((4 << 20)) ar_bytes=$((32 << 20))
+  incast_bytes=$((4 << 20)) ar_bytes=$((32 << 20)) a2a_sizes="16384 65536 262144 1048576"
 fi
 
 # Rack-to-rack: hosts 0-7 (T0 0 of the default clos2) each send to one of
@@ -105,6 +105,16 @@ run "incast 127->1 $((incast_bytes >> 10)) KiB, no QP hints" incast 0 --workload
 for q in 1 8 16; do
   run "all-reduce 64 hosts $((ar_bytes >> 20)) MiB, $q QP/peer" allreduce 0 --workload allreduce \
     --bytes "$ar_bytes" --qps-per-peer "$q" --transports mrc,roce
+done
+
+# Lossless all-to-all against RoCE with PFC (no drops): 16 hosts, one
+# message per ordered pair, at several sizes, with MRC's default one QP per
+# peer and with RoCE's default one per plane (8) for both.
+for b in $a2a_sizes; do
+  for q in 1 8; do
+    run "lossless all-to-all 16 hosts $((b >> 10)) KiB, $q QP/peer" a2a 0 --workload alltoall --hosts 16 \
+      --bytes "$b" --qps-per-peer "$q" --transports mrc,roce-pfc
+  done
 done
 
 python3 - "$manifest" "$quick" >"$tmp/table.md" <<'PY'
@@ -162,6 +172,7 @@ def payload_ceiling(run):
 table = []
 held_rows = []
 allreduce = {}  # (label) -> {transport: us}
+alltoall = {}  # (label) -> {transport: (last FCT us, p50 FCT us)}
 for label, kind, line_gbps, path, _cmd in rows:
     doc = json.load(open(path))
     for run in doc["runs"]:
@@ -185,6 +196,9 @@ for label, kind, line_gbps, path, _cmd in rows:
             time_cell = f"{p50:.1f} us" if p50 is not None else "-"
             slow_cell = f"{smax:.2f}" if smax is not None else "-"
             jain_cell = f"{j:.3f}" if j is not None else "-"
+            if kind == "a2a":
+                last = max((f["fct_us"] for f in flows), default=None)
+                alltoall.setdefault(label, {})[t] = (last, p50) if done and last is not None else None
         if not done:
             time_cell += " (did not complete)"
         # The issue's goals, for the MRC transports (RoCE is the baseline).
@@ -244,6 +258,18 @@ for label, by in allreduce.items():
     else:
         verdict = "met" if m <= r else "missed"
         print(f"- {label}: mrc {m:.1f} us, roce {r:.1f} us, mrc/roce {m / r:.4f}: {verdict}")
+print()
+print("Lossless all-to-all (goal: MRC at least as fast as RoCE at every size and QP count; the time is the last "
+      "flow's completion, RoCE with PFC):")
+print()
+for label, by in alltoall.items():
+    m, r = by.get("mrc"), by.get("roce-pfc")
+    if m is None or r is None:
+        print(f"- {label}: a run did not complete")
+    else:
+        verdict = "met" if m[0] <= r[0] else "missed"
+        print(f"- {label}: mrc {m[0]:.2f} us (p50 {m[1]:.2f}), roce-pfc {r[0]:.2f} us (p50 {r[1]:.2f}), "
+              f"mrc/roce {m[0] / r[0]:.4f}: {verdict}")
 if quick:
     print()
     print("(--quick: reduced sizes, a smoke run; not the issue's scenarios)")
