@@ -291,21 +291,28 @@ TEST(Queries, ReturnPlainValuesOfTheQpAndItsEvs) {
 
 // The software device's burst mode: k consecutive packets on one EV, then
 // a fresh pick; k = 1 sprays every packet.
+// A new QP from host 0 to host 1 with one WRITE of `packets` 4 KiB packets
+// posted; its requester QPN.
+uint32_t connect_and_write(Fabric& f, uint32_t packets) {
+  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
+  Fabric::Buffer& src = f.alloc(0, packets * 4096);
+  Fabric::Buffer& dst = f.alloc(1, packets * 4096);
+  core::SendWr wr;
+  wr.local_addr = src.addr();
+  wr.lkey = src.mr.lkey;
+  wr.length = packets * 4096;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  EXPECT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  return qp.a;
+}
+
 std::vector<uint32_t> data_evs(uint32_t burst, uint32_t burst_bytes = 0, std::vector<bool>* burst_more = nullptr) {
   harness::FabricConfig fc = testing::small_fabric();
   fc.endpoint.protocol.ev_burst = burst;
   fc.endpoint.protocol.ev_burst_bytes = burst_bytes;
   Fabric f(fc);
-  const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
-  Fabric::Buffer& src = f.alloc(0, 64 * 4096);
-  Fabric::Buffer& dst = f.alloc(1, 64 * 4096);
-  core::SendWr wr;
-  wr.local_addr = src.addr();
-  wr.lkey = src.mr.lkey;
-  wr.length = 64 * 4096;
-  wr.remote_addr = dst.addr();
-  wr.rkey = dst.mr.rkey;
-  EXPECT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  connect_and_write(f, 64);
   std::vector<uint32_t> evs;
   uint8_t hdr[wire::kMaxHeaderBytes];
   while (evs.size() < 32) {
@@ -367,20 +374,7 @@ TEST(Spraying, AQpWhoseBurstGoesOnKeepsItsTurn) {
   harness::FabricConfig fc = testing::small_fabric();
   fc.endpoint.protocol.ev_burst = 4;
   Fabric f(fc);
-  std::vector<uint32_t> qps;
-  for (int i = 0; i < 2; ++i) {
-    const harness::QpPair qp = f.connect(0, 1, testing::default_qp());
-    Fabric::Buffer& src = f.alloc(0, 32 * 4096);
-    Fabric::Buffer& dst = f.alloc(1, 32 * 4096);
-    core::SendWr wr;
-    wr.local_addr = src.addr();
-    wr.lkey = src.mr.lkey;
-    wr.length = 32 * 4096;
-    wr.remote_addr = dst.addr();
-    wr.rkey = dst.mr.rkey;
-    ASSERT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
-    qps.push_back(qp.a);
-  }
+  for (int i = 0; i < 2; ++i) connect_and_write(f, 32);
   // Which QP each data packet came from: its destination QP on the peer.
   std::vector<uint32_t> dest;
   std::vector<bool> more;
