@@ -474,9 +474,9 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       // A QP whose EV burst goes on keeps its turn, so the burst leaves as
       // one run (a driver makes it one GSO super-packet) without the driver
       // regrouping packets, which would reorder the QP's own sends.
-      if (tx.burst_more && q->wants_data()) data_list_.push_front(q);
-      else if (q->wants_data()) data_list_.push_back(q);
-      else q->in_data_list_ = false;
+      if (!q->wants_data()) q->in_data_list_ = false;
+      else if (tx.burst_more) data_list_.push_front(q);
+      else data_list_.push_back(q);
       heap_update(*q);
       ++stats_.tx_packets;
       return tx;

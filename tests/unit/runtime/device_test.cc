@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <cstring>
@@ -16,6 +17,8 @@
 #include <iterator>
 #include <memory>
 #include <vector>
+
+#include <unistd.h>
 
 #include "../platform/netns_helper.hpp"
 #include "device_fixture.hpp"
