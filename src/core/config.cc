@@ -161,6 +161,10 @@ Status CcProfile::validate(std::string* why) const {
   if (bad_nscc_double(n.fi)) return bad_double("fi", n.fi);
   if (bad_nscc_double(n.fi_scale)) return bad_double("fi_scale", n.fi_scale);
   if (bad_nscc_double(n.max_fulfill_growth)) return bad_double("max_fulfill_growth", n.max_fulfill_growth);
+  if (bad_nscc_double(n.hint_share)) return bad_double("hint_share", n.hint_share);
+  if (n.hint_share_cap > 65536)
+    return reject(why, "cc_profile.nscc.hint_share_cap: must be <= 65536 packets (0 = default 8); got " +
+                           std::to_string(n.hint_share_cap));
   if (bad_nscc_double(n.gamma) || n.gamma > 1)
     return reject(why, "cc_profile.nscc.gamma: must be in (0, 1] (0 = default 0.8); got " + std::to_string(n.gamma));
   if (bad_nscc_double(n.max_md_jump) || n.max_md_jump >= 1)

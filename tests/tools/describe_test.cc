@@ -80,5 +80,18 @@ TEST(Describe, NonDefaultSackSettingsAreShownOnMrcOnly) {
   EXPECT_FALSE(has(echo({}), "SACK")) << "defaults are not repeated";
 }
 
+// A hinted-share boost away from its defaults is named on the NSCC
+// transports, not on RoCE's DCQCN nor on mrc-fixed, nor without hints.
+TEST(Describe, ANonDefaultHintShareIsShownWhereNsccReadsIt) {
+  const std::string e = echo({"--transports", "mrc,mrc-fixed,roce", "--mrc-hint-share", "4"});
+  const size_t fixed = e.find("mrc-fixed:");
+  ASSERT_NE(fixed, std::string::npos) << e;
+  EXPECT_TRUE(has(e.substr(0, fixed), ", small hinted shares x 4 up to 8 packets\n")) << e;
+  EXPECT_FALSE(has(e.substr(fixed), "hinted shares")) << e;
+  EXPECT_TRUE(has(echo({"--mrc-hint-share-cap", "3"}), ", small hinted shares x 2 up to 3 packets\n"));
+  EXPECT_FALSE(has(echo({"--mrc-hint-share", "4", "--no-qp-hints"}), "hinted shares")) << "no hint, no share";
+  EXPECT_FALSE(has(echo({}), "hinted shares")) << "defaults are not repeated";
+}
+
 }  // namespace
 }  // namespace mrc::sim::tool

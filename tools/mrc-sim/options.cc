@@ -166,6 +166,10 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
   if (t.retry_exp < 25) out += fmt::format(", {} retries", t.retry_linear + t.retry_exp);
   if (t.mtu != d.mtu) out += fmt::format(", MTU {}", t.mtu);
   if (!t.qp_hints) out += ", no QP hints";
+  else if (t.cc.algorithm == core::kCcNscc && (o.mrc_hint_share != SimOptions{}.mrc_hint_share ||
+                                                o.mrc_hint_share_cap != SimOptions{}.mrc_hint_share_cap))
+    out += fmt::format(", small hinted shares x {:g} up to {} packets", t.cc.nscc.hint_share,
+                       t.cc.nscc.hint_share_cap);
   const core::ProtocolConfig dp;
   if (!roce && sc.protocol.sack_bytes_threshold != dp.sack_bytes_threshold)
     out += fmt::format(", SACK every {} B", sc.protocol.sack_bytes_threshold);
@@ -329,6 +333,8 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     s->retry_exp = static_cast<uint8_t>(retries >= 32 ? 25 : retries - s->retry_linear);
     s->mtu = o.mtu;
     s->qp_hints = o.qp_hints;
+    s->cc.nscc.hint_share = o.mrc_hint_share;  // read by NSCC only (mrc, mrc-nscc)
+    s->cc.nscc.hint_share_cap = o.mrc_hint_share_cap;
     if (o.pin_t0_uplink != kNoPin) {
       s->pin_t0_uplink = static_cast<int32_t>(o.pin_t0_uplink);
       s->pin_only = o.pin_only;

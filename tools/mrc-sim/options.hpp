@@ -54,6 +54,11 @@ struct SimOptions {
   std::vector<std::string> failures;  ///< parse_failure() texts; empty = defaults (if default_failures)
   // [run]
   bool qp_hints = true;  ///< qp_hints: QPs get the application's traffic hint (core::QpHint)
+  /// mrc_hint_share, mrc_hint_share_cap: an mrc* QP whose hinted share of
+  /// the target's line rate is a few packets starts NSCC at this many
+  /// shares, up to the cap in packets (core::NsccConfig::hint_share)
+  double mrc_hint_share = 2;
+  uint32_t mrc_hint_share_cap = 8;
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed

@@ -179,6 +179,12 @@ std::vector<Setting> settings(SimOptions& o) {
        "give QPs no traffic hint (by default each gets QPs per peer and its target's senders, and NSCC starts "
        "at that share of line rate)",
        &o.qp_hints, any()},
+      {"run", "mrc_hint_share", "--mrc-hint-share",
+       "an mrc* QP whose hinted share of its target's line rate is a few packets starts its window at this "
+       "many shares, up to --mrc-hint-share-cap packets",
+       &o.mrc_hint_share, number(0, 65536, true, "2")},
+      {"run", "mrc_hint_share_cap", "--mrc-hint-share-cap", "the most packets --mrc-hint-share raises a window to",
+       &o.mrc_hint_share_cap, integer(1, 65536, "8")},
       {"run", "default_failures", "!--no-default-failures",
        "without --fail, run no failures (by default the T1 reboot and link flap of the default scenario)",
        &o.default_failures, any()},

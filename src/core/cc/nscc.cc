@@ -62,6 +62,8 @@ NsccParams derive_nscc_params(const NsccConfig& cfg, const CcContext& ctx) {
   p.adjust_bytes_threshold = cfg.adjust_bytes_threshold > 0 ? cfg.adjust_bytes_threshold : uint64_t{8} * ctx.mtu_bytes;
   p.adjust_period_threshold = cfg.adjust_period_threshold > Duration{} ? cfg.adjust_period_threshold : p.base_rtt;
   p.max_fulfill_growth = cfg.max_fulfill_growth > 0 ? cfg.max_fulfill_growth : 1.0;
+  p.hint_share = cfg.hint_share > 0 ? cfg.hint_share : 2.0;
+  p.hint_share_cap = uint64_t{cfg.hint_share_cap > 0 ? cfg.hint_share_cap : 8u} * ctx.mtu_bytes;
   return p;
 }
 
@@ -72,8 +74,13 @@ Nscc::Nscc(const NsccConfig& cfg, const CcContext& ctx) : cfg_(cfg), ctx_(ctx), 
   // target's when the application's hint says how many share it (QpHint):
   // the first round trip is sent blind, and 127 senders at MaxWnd overflow
   // the target's last hop (21,080 trimmed headers dropped and 60 ACK
-  // timeouts in the 127 -> 1 incast; none at MaxWnd / 127).
-  cwnd_ = std::max<uint64_t>(ctx.mtu_bytes, max_wnd_ / std::max<uint32_t>(1, ctx.window_divisor));
+  // timeouts in the 127 -> 1 incast; none at MaxWnd / 127). A share of a
+  // few packets is boosted (NsccConfig::hint_share): so small a window
+  // leaves the target's link idle while it grows.
+  const uint32_t divisor = std::max<uint32_t>(1, ctx.window_divisor);
+  const double share = static_cast<double>(max_wnd_) / divisor;
+  const double boosted = std::min(p_.hint_share * share, static_cast<double>(p_.hint_share_cap));
+  set_cwnd(divisor == 1 ? share : std::max(share, boosted));
 }
 
 Duration Nscc::avg_delay() const { return Duration::ps(std::llround(avg_delay_ps_)); }

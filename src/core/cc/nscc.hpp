@@ -83,6 +83,8 @@ struct NsccParams {
   uint64_t adjust_bytes_threshold = 0;  ///< 8 x MTU
   Duration adjust_period_threshold;     ///< 1 x base_rtt
   double max_fulfill_growth = 0;        ///< 1.0: a window update at most doubles the window
+  double hint_share = 0;                ///< a small hinted share's multiplier (NsccConfig)
+  uint64_t hint_share_cap = 0;          ///< ... up to this many bytes (hint_share_cap x MTU)
 };
 
 /// Resolves `cfg` against the QP's link facts (reference 5.5). `cfg` must have

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -153,10 +154,47 @@ TEST(NsccDefaults, AHintedQpStartsAtItsShareOfTheTargetNotAtLineRate) {
   ctx.window_divisor = 16;
   Nscc cc(NsccConfig{}, ctx);
   EXPECT_EQ(cc.max_cwnd(), 1'500'000u) << "the ceiling is the QP's line rate still";
-  EXPECT_EQ(cc.cwnd_bytes(), 1'500'000u / 16);
+  EXPECT_EQ(cc.cwnd_bytes(), 1'500'000u / 16) << "a share of 22 packets is not boosted";
+  // A share of a few packets is doubled (NsccConfig::hint_share), up to 8
+  // packets (hint_share_cap): 1.5 MB / 500 = 3,000 B -> 6,000 B.
+  ctx.window_divisor = 500;
+  EXPECT_EQ(Nscc(NsccConfig{}, ctx).cwnd_bytes(), 6'000u);
+  ctx.window_divisor = 160;  // 9,375 B -> 18,750 B
+  EXPECT_EQ(Nscc(NsccConfig{}, ctx).cwnd_bytes(), 18'750u);
+  ctx.window_divisor = 64;  // 23,437 B -> capped at 8 x 4096 = 32,768 B
+  EXPECT_EQ(Nscc(NsccConfig{}, ctx).cwnd_bytes(), 8u * kMtu);
+  ctx.window_divisor = 32;  // 46,875 B: above the cap, left as it is
+  EXPECT_EQ(Nscc(NsccConfig{}, ctx).cwnd_bytes(), 46'875u);
+  NsccConfig c;
+  c.hint_share = 1.0;
+  ctx.window_divisor = 500;
+  EXPECT_EQ(Nscc(c, ctx).cwnd_bytes(), kMtu) << "1.0: the bare share (3,000 B), at least one MTU";
+  ctx.window_divisor = 160;
+  EXPECT_EQ(Nscc(c, ctx).cwnd_bytes(), 9'375u) << "1.0: the bare share";
+  c.hint_share = 1000.0;
+  c.hint_share_cap = 1000;
+  ctx.window_divisor = 2;
+  EXPECT_EQ(Nscc(c, ctx).cwnd_bytes(), 1'500'000u) << "never above MaxWnd";
+  ctx.window_divisor = 1;
+  EXPECT_EQ(Nscc(c, ctx).cwnd_bytes(), 1'500'000u) << "no hint: line rate";
   ctx.window_divisor = 65536;
   Nscc tiny(NsccConfig{}, ctx);
   EXPECT_EQ(tiny.cwnd_bytes(), kMtu) << "never below one MTU";
+}
+
+TEST(NsccDefaults, BadHintShareFieldsAreRejected) {
+  CcProfile p;
+  std::string why;
+  p.nscc.hint_share = -1;
+  EXPECT_FALSE(p.validate(&why));
+  EXPECT_NE(why.find("cc_profile.nscc.hint_share"), std::string::npos) << why;
+  p.nscc.hint_share = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(p.validate(&why));
+  p.nscc.hint_share = 4;
+  EXPECT_TRUE(p.validate(&why)) << why;
+  p.nscc.hint_share_cap = 70000;
+  EXPECT_FALSE(p.validate(&why));
+  EXPECT_NE(why.find("cc_profile.nscc.hint_share_cap"), std::string::npos) << why;
 }
 
 TEST(NsccDefaults, WithoutTrimmingTargetIsBaseRttAndQaThresholdFourTargets) {
