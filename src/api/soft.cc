@@ -136,6 +136,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
     return nullptr;
   }
   cfg.dscp_control = static_cast<uint8_t>(attr->dscp_control);
+  cfg.raw_send = attr->raw_send != 0;
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {

@@ -178,13 +178,15 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
   return s;
 }
 
-Result<UdpSocket> UdpSocket::open_raw_ipv6(const UdpSocketOptions& o) {
+Result<UdpSocket> UdpSocket::open_raw(AddrFamily family, const UdpSocketOptions& o) {
   UdpSocket s;
-  s.fd_.reset(::socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW));
-  if (!s.fd_.valid()) return record_os_error(errno, "socket(AF_INET6, SOCK_RAW, IPPROTO_RAW)");
+  const bool v6 = family == AddrFamily::ipv6;
+  s.fd_.reset(::socket(v6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW));
+  if (!s.fd_.valid())
+    return record_os_error(errno, v6 ? "socket(AF_INET6, SOCK_RAW, IPPROTO_RAW)" : "socket(AF_INET, SOCK_RAW, IPPROTO_RAW)");
   // The family is what send_batch() checks destinations against; the raw
   // socket is bound to no address (the header names the source).
-  s.local_ = SockAddr::ipv6_any(0);
+  s.local_ = v6 ? SockAddr::ipv6_any(0) : SockAddr::ipv4_any(0);
   s.tx_ = std::make_unique<TxScratch>();
   if (o.sndbuf_bytes > 0)
     if (Status st = s.set_sndbuf(o.sndbuf_bytes); !st) return st.error();

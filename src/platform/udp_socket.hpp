@@ -204,16 +204,22 @@ class UdpSocket {
   /// first option that failed; last_error_message() has the errno and call.
   static Result<UdpSocket> open(const SockAddr& local, const UdpSocketOptions& opts = {});
 
-  /// Opens a non-blocking raw IPv6 socket that sends whole IPv6 packets
-  /// the caller built, header included (IPPROTO_RAW, which implies
-  /// IPV6_HDRINCL): send_batch() then takes, per datagram, the packet from
-  /// its first IPv6 header on, and `dest` is the address the kernel routes
-  /// it by (the packet's outer destination, port 0). No GSO, no TOS or flow
-  /// label control messages (the header carries them), and nothing is ever
+  /// Opens a non-blocking raw socket of `family` that sends whole IP
+  /// packets the caller built, header included (IPPROTO_RAW, which implies
+  /// IP_HDRINCL / IPV6_HDRINCL): send_batch() then takes, per datagram, the
+  /// packet from its first IP header on, and `dest` is the address the
+  /// kernel routes it by (the packet's (outer) destination; the port is not
+  /// used). The kernel fills in an IPv4 header's checksum and total length,
+  /// and its identification when it is 0. No GSO, no TOS or flow label
+  /// control messages (the header carries them), and nothing is ever
   /// received on it. The software device sends SRv6 (IPv6-in-IPv6) frames
-  /// through one. Only the buffer size options apply. Errors: permission
-  /// without CAP_NET_RAW, not_supported without IPv6.
-  static Result<UdpSocket> open_raw_ipv6(const UdpSocketOptions& opts = {});
+  /// through one, and per-packet sprays with DeviceConfig::raw_send. Only
+  /// the buffer size options apply. Errors: permission without
+  /// CAP_NET_RAW, not_supported without the family.
+  static Result<UdpSocket> open_raw(AddrFamily family, const UdpSocketOptions& opts = {});
+  static Result<UdpSocket> open_raw_ipv6(const UdpSocketOptions& opts = {}) {
+    return open_raw(AddrFamily::ipv6, opts);
+  }
   int fd() const { return fd_.get(); }
   bool valid() const { return fd_.valid(); }
   AddrFamily family() const { return local_.family(); }

@@ -117,6 +117,9 @@ Status DeviceConfig::validate(std::string* why) const {
   if (ev_port_base <= udp_port && udp_port < ev_end)
     return reject(why, "ev_port_base: the EV source ports must not include udp_port");
   if (burst == 0 || burst > 64) return reject(why, "burst: must be 1..64 (1 = per-packet spraying)");
+  if (raw_send && (burst != 1 || ev_mode != EvWire::udp))
+    return reject(why, "raw_send: needs burst 1 and ev_mode udp (GSO bursts, flow labels and SRv6 frames go "
+                       "through their own sockets); turn raw_send off or use per-packet udp mode");
   if (dscp_control > 63) return reject(why, "dscp_control: must be 0..63 (a DSCP, or 0 to mark nothing)");
   if (engines == 0 || engines > 16 || (engines & (engines - 1)) != 0)
     return reject(why, "engines: must be 1, 2, 4, 8 or 16 (QPs are sharded by the low bits of their QPN)");
@@ -171,6 +174,11 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   d->srv6_fmt_ = d->fmt_;
   d->srv6_fmt_.mode = wire::EvMode::srv6;
   d->srv6_fmt_.ip = wire::IpVersion::v6;
+  // raw_send: the datagram the EV sockets would send. The ICRC covers the
+  // whole packet, so an IPv4 UDP checksum would only cost a pass over the
+  // payload; IPv6 requires one (RFC 8200).
+  d->raw_fmt_ = d->fmt_;
+  if (d->raw_fmt_.ip == wire::IpVersion::v4) d->raw_fmt_.checksum = wire::UdpChecksumMode::zero;
   if (!cfg.pcap_path.empty()) {
     platform::PcapOptions po;
     po.max_packets = cfg.pcap_max_packets;
@@ -297,14 +305,15 @@ Status Device::open_engine(Engine& e, std::string* why) {
       e.tx[p].push_back(std::move(*tx));
     }
   }
-  if (cfg_.ev_mode == EvWire::srv6) {
+  if (cfg_.ev_mode == EvWire::srv6 || cfg_.raw_send) {
     platform::UdpSocketOptions so;
     so.sndbuf_bytes = buf;
-    auto raw = platform::UdpSocket::open_raw_ipv6(so);
+    const auto fam = cfg_.ev_mode == EvWire::srv6 ? platform::AddrFamily::ipv6 : planes_[0].addr.family();
+    auto raw = platform::UdpSocket::open_raw(fam, so);
     if (!raw) {
       if (why)
-        *why = "ev_mode srv6: raw IPv6 socket: " + platform::last_error_message() +
-               " (srv6 mode needs CAP_NET_RAW: run as root or grant the capability)";
+        *why = std::string(cfg_.ev_mode == EvWire::srv6 ? "ev_mode srv6" : "raw_send") + ": raw socket: " +
+               platform::last_error_message() + " (needs CAP_NET_RAW: run as root or grant the capability)";
       return raw.error();
     }
     e.raw = std::move(*raw);
@@ -1174,14 +1183,16 @@ void Device::send_slots(Engine& e, size_t n) {
   for (const bool want_control : {false, true})
     for (size_t k = 0; k < n; ++k)
       if (control(k) == want_control) order[filled++] = static_cast<uint16_t>(k);
-  if (cfg_.ev_mode == EvWire::srv6) {
-    // Packets with a wire EV go encapsulated through the raw socket; the
-    // rest (no SRv6 profile) through the EV sockets below.
-    auto* mid = std::stable_partition(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
-                                      [&](uint16_t k) { return e.slots[k].tx.wire_ev == nullptr; });
+  if (cfg_.ev_mode == EvWire::srv6 || cfg_.raw_send) {
+    // Whole frames through the raw socket: with raw_send every packet; in
+    // srv6 mode the packets with a wire EV, encapsulated (the rest, with no
+    // SRv6 profile, through the EV sockets below).
+    auto* mid = cfg_.raw_send ? order.begin()
+                              : std::stable_partition(order.begin(), order.begin() + static_cast<ptrdiff_t>(n),
+                                                      [&](uint16_t k) { return e.slots[k].tx.wire_ev == nullptr; });
     const size_t plain = static_cast<size_t>(mid - order.begin());
     if (plain < n) {
-      const SendCount c = send_srv6(e, std::span<const uint16_t>(mid, n - plain));
+      const SendCount c = send_frames(e, std::span<const uint16_t>(mid, n - plain));
       sent_pkts += c.packets;
       sent_bytes += c.bytes;
       datagrams += c.packets;
@@ -1293,7 +1304,7 @@ void Device::send_slots(Engine& e, size_t n) {
   e.st.tx_errors += errors;
 }
 
-Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) {
+Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order) {
   constexpr size_t kSlices = 4;  // outer+inner+UDP headers, transport headers, payload, ICRC
   std::array<platform::TxDatagram, platform::UdpSocket::kMaxBatch> dgs;
   std::array<platform::IoSlice, platform::UdpSocket::kMaxBatch * kSlices> iov;
@@ -1304,23 +1315,35 @@ Device::SendCount Device::send_srv6(Engine& e, std::span<const uint16_t> order) 
     for (; k < dgs.size() && i + k < order.size(); ++k) {
       TxSlot& s = e.slots[order[i + k]];
       const core::Transmit& t = s.tx;
-      const core::WireEv& w = *t.wire_ev;
       wire::FrameFields f;
       f.src = planes_[t.port].ip;
       f.dst = s.dst_ip;
-      std::copy_n(w.bytes.begin(), 16, f.srv6_carrier.begin());
-      f.ev = t.entropy & 0xFFFF;  // the controller's limits keep compact SRv6 EVs to 16 bits
+      // The compact EV: the UDP source port (raw_send, which carries the
+      // core's entropy as it is, where the EV sockets only have the
+      // profile's ports), or an SRv6 EV, which the controller's limits keep
+      // to 16 bits.
+      f.ev = t.entropy & 0xFFFF;
       if (cfg_.dscp_control != 0 && t.tc == core::TrafficClass::control)
         f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2);
+      const bool srv6 = t.wire_ev != nullptr;
+      if (srv6) std::copy_n(t.wire_ev->bytes.begin(), 16, f.srv6_carrier.begin());
       const std::span<const uint8_t> transport(s.hdr.data(), t.header_len);
       const std::span<const uint8_t> payload(s.payload, t.payload_len);
-      const auto built = wire::build_frame(srv6_fmt_, f, transport, payload, s.net);
+      const auto built = wire::build_frame(srv6 ? srv6_fmt_ : raw_fmt_, f, transport, payload, s.net);
       // A frame that cannot be built (it cannot happen with the limits the
       // controller enforces) is lost like a dropped packet.
       const size_t hl = built ? built->header_len : 0;
       s.net_len = static_cast<uint16_t>(hl);
       wire::put_icrc(built ? built->icrc : 0, s.icrc.data());
-      s.carrier = platform::SockAddr::ipv6(f.srv6_carrier, 0);
+      // The address the kernel routes by: the outer destination in srv6;
+      // else the peer's, port 0 (an IPv6 raw socket takes a port as the
+      // protocol and refuses one above 255).
+      if (srv6) {
+        s.carrier = platform::SockAddr::ipv6(f.srv6_carrier, 0);
+      } else {
+        s.carrier = s.dest;
+        s.carrier.set_port(0);
+      }
       platform::IoSlice* v = &iov[k * kSlices];
       size_t m = 0;
       v[m++] = platform::IoSlice{s.net.data(), hl};

@@ -105,6 +105,15 @@ struct DeviceConfig {
   /// responder SACKs at least every burst x 4 KiB (raising
   /// protocol.sack_bytes_threshold to that): a burst arrives at once.
   uint32_t burst = 1;
+  /// Per-packet spraying in udp mode (burst 1): the device writes each
+  /// packet's IP and UDP headers itself and sends the whole batch through
+  /// one raw socket per engine, in one sendmmsg whatever the packets' EVs.
+  /// Through the EV sockets (the default) each EV is its own socket, so a
+  /// spray costs one sendmsg per packet. The IPv4 UDP checksum is left 0
+  /// (the ICRC covers the packet); IPv6 has it computed. Needs CAP_NET_RAW
+  /// (Device::open fails with permission without it); receiving is
+  /// unchanged. docs/software-device.md has the figures.
+  bool raw_send = false;
   /// DSCP (1..63) to mark control-class packets with: SACK, NACK, ACK and
   /// the reliability probes (core::TrafficClass::control), so a network
   /// with a strict-priority control class (reference 3.9, 5.8) serves them
@@ -478,13 +487,15 @@ class Device {
   size_t poll_transmits(Engine& e, Time now);
   void attach_ep_wire(Engine& e, TxSlot& s);
   void send_slots(Engine& e, size_t n);
-  /// EvWire::srv6: sends slots order[0, n) (each with a wire EV) as
-  /// IPv6-in-IPv6 frames through the engine's raw socket. Counts what the
-  /// kernel took, refused (full buffer) and failed in `sent`.
+  /// Sends slots order[0, n) as whole frames through the engine's raw
+  /// socket, in that order: a slot with a wire EV (EvWire::srv6) as an
+  /// IPv6-in-IPv6 frame to its carrier, any other (raw_send) as a plain
+  /// UDP datagram whose source port is its entropy. Returns what the
+  /// kernel took, refused (full buffer) and failed.
   struct SendCount {
     uint64_t packets = 0, bytes = 0, refused = 0, errors = 0;
   };
-  SendCount send_srv6(Engine& e, std::span<const uint16_t> order);
+  SendCount send_frames(Engine& e, std::span<const uint16_t> order);
   void collect_events(Engine& e);
   void publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
   void kick(Engine& e);
@@ -509,6 +520,7 @@ class Device {
   core::EvProfile default_evp_;
   wire::FrameFormat fmt_;                      ///< what the UDP sockets send and receive (udp / stev)
   wire::FrameFormat srv6_fmt_;                 ///< EvWire::srv6 frames (send only)
+  wire::FrameFormat raw_fmt_;                  ///< raw_send datagrams (send only)
   platform::MonotonicClock clock_;
   std::unique_ptr<platform::PcapWriter> pcap_;  ///< DeviceConfig::pcap_path; null = no capture
   std::atomic<uint64_t> pcap_failed_{0};        ///< captures refused for another reason than the bound

@@ -184,6 +184,27 @@ TEST(PerfE2E, WriteBwOne256MiBWriteVerified) {
   EXPECT_EQ(j["results"][0]["verify"], "ok");
 }
 
+// Per-packet sends through one raw socket (--raw-send) on both sides:
+// 1 MiB WRITEs verified byte for byte, the banner and JSON say which path.
+// Needs root (CAP_NET_RAW); CI has it.
+TEST(PerfE2E, WriteBwRawSendVerified) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (--raw-send opens a raw socket)";
+  const std::string port = std::to_string(tcp_port(0));
+  const std::string cj = tmp("bw_raw_client.json");
+  auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--planes", "127.0.51.1,127.0.51.3", "--raw-send"},
+                     {"127.0.0.1", "-p", port, "--planes", "127.0.51.2,127.0.51.4", "--raw-send", "-s", "1048576",
+                      "-n", "40", "--verify", "--out_json_file", cj, "--timeout", "20"},
+                     "bwraw", 60);
+  if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
+  ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
+  ASSERT_EQ(exit_code(pr.server), 0) << describe(pr);
+  const auto j = read_json(cj);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["verify"], "ok");
+  EXPECT_EQ(j["config"]["raw_send"], true) << j.dump();
+  EXPECT_NE(slurp(pr.client.out).find("raw socket"), std::string::npos) << describe(pr);
+}
+
 TEST(PerfE2E, WriteLatPingPong) {
   const std::string port = std::to_string(tcp_port(2));
   const std::string cj = tmp("lat_client.json");

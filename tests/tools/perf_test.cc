@@ -197,6 +197,15 @@ TEST(PerfCli, ConflictsAndUnknownFlags) {
   r = parse(Tool::write_bw, {"-n", "5", "-D", "2"}, o);
   EXPECT_FALSE(r.run);
   EXPECT_NE(r.text.find("--duration"), std::string::npos) << r.text;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--raw-send", "--burst", "8"},
+                                               std::vector<std::string>{"--raw-send", "--ev-mode", "stev"}}) {
+    r = parse(Tool::write_bw, args, o);
+    EXPECT_FALSE(r.run) << args[1];
+    EXPECT_NE(r.text.find("--raw-send"), std::string::npos) << r.text;
+  }
+  r = parse(Tool::write_bw, {"--raw-send"}, o);
+  EXPECT_TRUE(r.run) << r.text;
+  EXPECT_TRUE(o.raw_send);
   r = parse(Tool::write_bw, {"--verify", "--no-verify"}, o);
   EXPECT_FALSE(r.run);
   r = parse(Tool::write_bw, {"--busy-poll", "--no-busy-poll"}, o);

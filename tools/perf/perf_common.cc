@@ -180,6 +180,9 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   app.add_option("--burst", o.burst, "packets sent back to back on one EV as a GSO burst (1 = per packet)")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
+  app.add_flag("--raw-send", o.raw_send,
+               "per packet (--burst 1, UDP EV mode): send through one raw socket, headers written by the device, a "
+               "whole batch in one sendmmsg whatever its EVs (faster than a socket per EV; needs root or CAP_NET_RAW)");
   app.add_option("--engines", o.engines, "progress engine threads of the device")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
@@ -260,6 +263,8 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
                         "exists without one)",
                         out.ev_profile != 0 ? "ev-profile" : "cc-profile",
                         out.ev_profile != 0 ? out.ev_profile : out.cc_profile)};
+  if (out.raw_send && (out.burst != 1 || out.ev_mode != "udp"))
+    return {false, 2, "--raw-send: sends per packet in UDP EV mode only; drop --burst and --ev-mode, or --raw-send"};
   if (out.timeline_ms != 0 && out.is_server())
     return {false, 2, "--timeline: the client measures the timeline; give it to the client"};
   for (const char* flag : {"--transport", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--mtu",
@@ -1075,6 +1080,7 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"EVs per plane", std::to_string(o.evs)},
       {"EV mode", o.ev_mode == "stev" ? "STEV" : o.ev_mode == "srv6" ? "SRv6" : "UDP source port"},
       {"GSO burst", o.burst == 1 ? "1 (per packet)" : std::to_string(o.burst)},
+      {"Send path", o.raw_send ? "raw socket" : "a socket per EV"},
       {"EV profile", o.ev_profile == 0 ? std::string("0 (default)") : std::to_string(o.ev_profile)},
       {"CC profile", o.cc_profile == 0 ? std::string("0 (default)") : std::to_string(o.cc_profile)},
       {"Engines", std::to_string(o.engines)},
@@ -1286,6 +1292,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["ev_mode"] = o.ev_mode;
   c["evs_per_plane"] = o.evs;
   c["burst"] = o.burst;
+  c["raw_send"] = o.raw_send;
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
   c["carrier_watch"] = o.carrier_watch;

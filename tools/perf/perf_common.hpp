@@ -85,6 +85,9 @@ struct Options {
   std::string ev_mode = "udp";
   uint32_t evs = 16;
   uint32_t burst = 1;
+  /// --raw-send: per-packet sends through one raw socket
+  /// (mrc_soft_device_attr.raw_send).
+  bool raw_send = false;
   uint32_t engines = 1;
   bool busy_poll = false;
   /// --no-carrier-watch turns it off: the device takes a plane out of

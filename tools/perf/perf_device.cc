@@ -55,6 +55,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.transport = o.transport == Transport::roce ? MRC_SOFT_TRANSPORT_ROCE_RC : MRC_SOFT_TRANSPORT_MRC;
   a.evs_per_plane = o.evs;
   a.burst = o.burst;
+  a.raw_send = o.raw_send ? 1 : 0;
   a.num_engines = o.engines;
   a.busy_poll = o.busy_poll ? 1 : 0;
   a.seed = o.seed;
@@ -71,6 +72,9 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
                          o.udp_port);
     else if (err == EADDRNOTAVAIL)
       hint = ": an address is not configured on this host (see `ip addr`); give --planes";
+    else if (err == EPERM && (o.raw_send || o.ev_mode == "srv6"))
+      hint = fmt::format(": {} sends through a raw socket, which needs root or CAP_NET_RAW",
+                         o.raw_send ? "--raw-send" : "--ev-mode srv6");
     else if (!o.pcap.empty() && (err == ENOENT || err == EACCES || err == EPERM || err == EROFS))
       hint = fmt::format(": cannot create the capture file {} (--pcap)", o.pcap);
     else if (err == EINVAL)
