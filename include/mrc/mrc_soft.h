@@ -128,8 +128,8 @@ struct mrc_soft_device_attr {
    *  (its source port); 1 = per-packet spraying (burst 1) in
    *  MRC_SOFT_EV_UDP mode writes each packet's IP and UDP headers itself
    *  and sends a whole batch through one raw socket per engine, one
-   *  sendmmsg whatever the EVs: about a quarter more bandwidth per packet
-   *  on loopback (docs/software-device.md). The IPv4 UDP checksum is left
+   *  sendmmsg whatever the EVs: 1 MiB WRITEs went from 5.2 to 5.9 Gbit/s
+   *  per packet on loopback (docs/software-device.md). The IPv4 UDP checksum is left
    *  0 (the ICRC covers the packet). Needs CAP_NET_RAW: open fails with
    *  EPERM without it, and with EINVAL with burst > 1 or another ev_mode. */
   int raw_send;

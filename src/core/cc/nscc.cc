@@ -76,11 +76,11 @@ Nscc::Nscc(const NsccConfig& cfg, const CcContext& ctx) : cfg_(cfg), ctx_(ctx), 
   // the target's last hop (21,080 trimmed headers dropped and 60 ACK
   // timeouts in the 127 -> 1 incast; none at MaxWnd / 127). A share of a
   // few packets is boosted (NsccConfig::hint_share): so small a window
-  // leaves the target's link idle while it grows.
-  const uint32_t divisor = std::max<uint32_t>(1, ctx.window_divisor);
-  const double share = static_cast<double>(max_wnd_) / divisor;
+  // leaves the target's link idle while it grows. Without a hint the share
+  // is MaxWnd, which set_cwnd never exceeds.
+  const double share = static_cast<double>(max_wnd_) / std::max<uint32_t>(1, ctx.window_divisor);
   const double boosted = std::min(p_.hint_share * share, static_cast<double>(p_.hint_share_cap));
-  set_cwnd(divisor == 1 ? share : std::max(share, boosted));
+  set_cwnd(std::max(share, boosted));
 }
 
 Duration Nscc::avg_delay() const { return Duration::ps(std::llround(avg_delay_ps_)); }
