@@ -49,5 +49,7 @@ function(mrc_add_test)
   if(T_SERIAL)
     set(serial TRUE)
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}" RUN_SERIAL ${serial})
+  # RUN_SERIAL before LABELS: the generated set_tests_properties() spreads a
+  # list value into separate words, so a property after it would be lost.
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES RUN_SERIAL ${serial} LABELS "${T_LABELS}")
 endfunction()
