@@ -573,7 +573,11 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
     mrc::wire::Headers h;
     h.bth.opcode = static_cast<uint8_t>(mrc::wire::Opcode::write_only);
     h.bth.dest_qp = qpn;
-    h.bth.psn = a.psn;
+    // Inside b's window, but not the PSN a's real write below takes: b
+    // answers a bad rkey or address with a fatal AETH NAK to a (whose
+    // address this forges), and an AETH NAK has no timestamp that would tell
+    // a late one from a NAK of the real write's packet at the same PSN.
+    h.bth.psn = a.psn + 100;
     h.bth.ts = true;
     h.meth.msn = 1;
     h.reth.va = va;
