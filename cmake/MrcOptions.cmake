@@ -30,3 +30,20 @@ if(MRC_WITH_ISAL)
 else()
   message(STATUS "OpenMRC: CRC-32 on the portable slice-by-8 tables")
 endif()
+
+# The software device sends a batch that spans several sockets with one
+# io_uring submission when liburing is there (Debian: liburing-dev); without
+# it, or where the kernel refuses io_uring at run time, each socket's run of
+# datagrams leaves with its own sendmmsg.
+include(MrcUring)
+option(MRC_WITH_URING "Build the software device's io_uring send path (default: ON if liburing is found)"
+       ${MRC_URING_FOUND})
+if(MRC_WITH_URING AND NOT MRC_URING_FOUND)
+  message(FATAL_ERROR "MRC_WITH_URING is ON but liburing was not found: install liburing-dev "
+                      "(scripts/deps.sh) or configure with -DMRC_WITH_URING=OFF")
+endif()
+if(MRC_WITH_URING)
+  message(STATUS "OpenMRC: software device sends through io_uring where the kernel allows it")
+else()
+  message(STATUS "OpenMRC: software device without io_uring (sendmmsg per socket)")
+endif()

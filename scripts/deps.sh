@@ -10,6 +10,7 @@ pkgs=(
   clang libclang-rt-14-dev   # libFuzzer targets and their bounded run
   libibverbs-dev             # verbs types (ibv_send_wr, ibv_wc, ...) for the OCP C API
   libisal-dev                # ISA-L's PCLMULQDQ CRC-32 for the ICRC (MRC_WITH_ISAL)
+  liburing-dev               # the software device's io_uring send path (MRC_WITH_URING)
   iproute2 ethtool nftables iputils-ping  # tools/fabric and its test (namespace Clos)
   tshark                     # tests/wireshark: tools/wireshark/mrc.lua under Debian's tshark
 )

@@ -133,6 +133,14 @@ struct mrc_soft_device_attr {
    *  0 (the ICRC covers the packet). Needs CAP_NET_RAW: open fails with
    *  EPERM without it, and with EINVAL with burst > 1 or another ev_mode. */
   int raw_send;
+  /** 0 (default) = a batch whose datagrams leave from several EV sockets
+   *  (a per-packet spray, several EV bursts) goes to the kernel in one
+   *  io_uring submission, in order, where the kernel allows io_uring (no
+   *  privilege needed); where it does not, or the library was built
+   *  without liburing, each socket's run leaves with its own sendmmsg
+   *  (mrc_soft_stats.tx_uring_submits stays 0). 1 = always sendmmsg.
+   *  Ignored with raw_send (one sendmmsg already takes a whole batch). */
+  int no_io_uring;
 };
 
 /**
@@ -204,6 +212,7 @@ struct mrc_soft_stats {
   uint64_t tail_probes;       /**< newest packets resent after a silent tail */
   uint64_t spurious_losses;   /**< losses later proven spurious (SACKed after all) */
   uint64_t rx_duplicates;     /**< data packets received twice (a peer's unneeded retransmissions) */
+  uint64_t tx_uring_submits;  /**< batches sent with one io_uring submission (no_io_uring) */
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

@@ -137,6 +137,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   }
   cfg.dscp_control = static_cast<uint8_t>(attr->dscp_control);
   cfg.raw_send = attr->raw_send != 0;
+  cfg.io_uring = attr->no_io_uring == 0;
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {
@@ -327,6 +328,7 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->tx_datagrams = s.tx_datagrams;
   out->tx_eagain = s.tx_eagain;
   out->tx_errors = s.tx_errors;
+  out->tx_uring_submits = s.tx_uring_submits;
   out->rx_packets = s.rx_packets;
   out->rx_bytes = s.rx_bytes;
   out->rx_icrc_errors = s.rx_icrc_errors;

@@ -108,10 +108,9 @@ RxBatch& RxBatch::operator=(RxBatch&&) noexcept = default;
 struct UdpSocket::TxScratch {
   std::array<mmsghdr, kMaxBatch> msgs{};
   std::vector<iovec> iov = std::vector<iovec>(kMaxBatch * kMaxIovPerDatagram);
-  // Per datagram: UDP_SEGMENT (u16) + IP_TOS/IPV6_TCLASS (int).
-  static constexpr size_t kTxCtrl = cmsg_space(sizeof(uint16_t)) + cmsg_space(sizeof(int));
-  std::array<std::array<uint64_t, (kTxCtrl + 7) / 8>, kMaxBatch> ctrl{};
+  std::array<TxCtrl, kMaxBatch> ctrl{};
   std::array<SockAddr, kMaxBatch> dest_copy{};  // only for per-datagram flow labels
+  static_assert(sizeof(TxCtrl) >= cmsg_space(sizeof(uint16_t)) + cmsg_space(sizeof(int)));
 };
 
 UdpSocket::UdpSocket() = default;
@@ -257,76 +256,70 @@ Result<uint32_t> UdpSocket::lease_flow_label(const SockAddr& dest, uint32_t labe
   return ntohl(req.flr_label) & 0xfffffu;
 }
 
+Errc UdpSocket::prepare(const TxDatagram& d, ::msghdr& m, ::iovec* iov, TxCtrl& ctrl, SockAddr& dest_copy) const {
+  const bool v6 = family() == AddrFamily::ipv6;
+  if (d.dest == nullptr || d.dest->family() != family() || d.iov.size() > kMaxIovPerDatagram || d.tos > 255 ||
+      (d.flow_label != 0 && !v6))
+    return Errc::invalid_argument;
+  size_t total = 0;
+  for (const IoSlice& s : d.iov) total += s.bytes;
+  if (d.gso_segment_bytes != 0 && (total + d.gso_segment_bytes - 1) / d.gso_segment_bytes > kMaxGsoSegments)
+    return Errc::invalid_argument;
+  m = msghdr{};
+  for (size_t i = 0; i < d.iov.size(); ++i) iov[i] = iovec{const_cast<void*>(d.iov[i].data), d.iov[i].bytes};
+  m.msg_iov = iov;
+  m.msg_iovlen = d.iov.size();
+  const SockAddr* dest = d.dest;
+  if (d.flow_label != 0) {
+    dest_copy = *d.dest;
+    dest_copy.set_flow_label(d.flow_label);
+    dest = &dest_copy;
+  }
+  // sendmsg never writes through msg_name.
+  m.msg_name = const_cast<void*>(dest->native());
+  m.msg_namelen = dest->native_len();
+  if (d.gso_segment_bytes != 0 || d.tos >= 0) {
+    ctrl.fill(0);
+    m.msg_control = ctrl.data();
+    size_t ctrl_len = 0;
+    if (d.gso_segment_bytes != 0) ctrl_len += cmsg_space(sizeof(uint16_t));
+    if (d.tos >= 0) ctrl_len += cmsg_space(sizeof(int));
+    m.msg_controllen = ctrl_len;
+    cmsghdr* c = cmsg_first(&m);
+    if (d.gso_segment_bytes != 0) {
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = cmsg_len(sizeof(uint16_t));
+      const uint16_t seg = d.gso_segment_bytes;
+      std::memcpy(cmsg_data(c), &seg, sizeof seg);
+      c = cmsg_next(&m, c);
+    }
+    if (d.tos >= 0) {
+      c->cmsg_level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+      c->cmsg_type = v6 ? IPV6_TCLASS : IP_TOS;
+      c->cmsg_len = cmsg_len(sizeof(int));
+      const int tos = d.tos;
+      std::memcpy(cmsg_data(c), &tos, sizeof tos);
+    }
+  }
+  return Errc::ok;
+}
+
 Result<size_t> UdpSocket::send_batch(std::span<const TxDatagram> datagrams) {
   if (!valid()) return Errc::bad_state;
   const size_t n = std::min(datagrams.size(), kMaxBatch);
   if (n == 0) return size_t{0};
   TxScratch& t = *tx_;
-  const bool v6 = family() == AddrFamily::ipv6;
-  size_t iov_used = 0;
   size_t built = 0;
-  Errc first_error = Errc::ok;
   for (; built < n; ++built) {
-    const TxDatagram& d = datagrams[built];
-    Errc bad = Errc::ok;
-    if (d.dest == nullptr || d.dest->family() != family() || d.iov.size() > kMaxIovPerDatagram ||
-        d.tos > 255 || (d.flow_label != 0 && !v6)) {
-      bad = Errc::invalid_argument;
-    }
-    size_t total = 0;
-    for (const IoSlice& s : d.iov) total += s.bytes;
-    if (bad == Errc::ok && d.gso_segment_bytes != 0 &&
-        (total + d.gso_segment_bytes - 1) / d.gso_segment_bytes > kMaxGsoSegments) {
-      bad = Errc::invalid_argument;
-    }
+    const Errc bad = prepare(datagrams[built], t.msgs[built].msg_hdr, &t.iov[built * kMaxIovPerDatagram],
+                             t.ctrl[built], t.dest_copy[built]);
     if (bad != Errc::ok) {
       // Send the valid datagrams before it; report the error when it is first.
-      if (built == 0) first_error = bad;
+      if (built == 0) return bad;
       break;
     }
-    mmsghdr& m = t.msgs[built];
-    m = mmsghdr{};
-    for (size_t i = 0; i < d.iov.size(); ++i)
-      t.iov[iov_used + i] = iovec{const_cast<void*>(d.iov[i].data), d.iov[i].bytes};
-    m.msg_hdr.msg_iov = &t.iov[iov_used];
-    m.msg_hdr.msg_iovlen = d.iov.size();
-    iov_used += d.iov.size();
-    const SockAddr* dest = d.dest;
-    if (d.flow_label != 0) {
-      t.dest_copy[built] = *d.dest;
-      t.dest_copy[built].set_flow_label(d.flow_label);
-      dest = &t.dest_copy[built];
-    }
-    // sendmsg never writes through msg_name.
-    m.msg_hdr.msg_name = const_cast<void*>(dest->native());
-    m.msg_hdr.msg_namelen = dest->native_len();
-    if (d.gso_segment_bytes != 0 || d.tos >= 0) {
-      auto& buf = t.ctrl[built];
-      buf.fill(0);
-      m.msg_hdr.msg_control = buf.data();
-      size_t ctrl_len = 0;
-      if (d.gso_segment_bytes != 0) ctrl_len += cmsg_space(sizeof(uint16_t));
-      if (d.tos >= 0) ctrl_len += cmsg_space(sizeof(int));
-      m.msg_hdr.msg_controllen = ctrl_len;
-      cmsghdr* c = cmsg_first(&m.msg_hdr);
-      if (d.gso_segment_bytes != 0) {
-        c->cmsg_level = SOL_UDP;
-        c->cmsg_type = UDP_SEGMENT;
-        c->cmsg_len = cmsg_len(sizeof(uint16_t));
-        const uint16_t seg = d.gso_segment_bytes;
-        std::memcpy(cmsg_data(c), &seg, sizeof seg);
-        c = cmsg_next(&m.msg_hdr, c);
-      }
-      if (d.tos >= 0) {
-        c->cmsg_level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
-        c->cmsg_type = v6 ? IPV6_TCLASS : IP_TOS;
-        c->cmsg_len = cmsg_len(sizeof(int));
-        const int tos = d.tos;
-        std::memcpy(cmsg_data(c), &tos, sizeof tos);
-      }
-    }
   }
-  if (built == 0) return first_error;
   int r;
   do {
     r = ::sendmmsg(fd(), t.msgs.data(), static_cast<unsigned>(built), MSG_DONTWAIT);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,9 @@
 #include "platform/sock_addr.hpp"
 #include "util/result.hpp"
 #include "util/time.hpp"
+
+struct msghdr;  // <sys/socket.h>
+struct iovec;   // <sys/uio.h>
 
 namespace mrc::platform {
 
@@ -300,6 +304,16 @@ class UdpSocket {
   Result<size_t> recv_batch(RxBatch& batch);
 
  private:
+  friend class UringSender;
+  /// Control-message space of one outgoing datagram: UDP_SEGMENT (u16) and
+  /// IP_TOS / IPV6_TCLASS (int), each CMSG_SPACE-aligned (24 + 24 bytes on
+  /// 64-bit Linux); uint64_t for cmsghdr alignment.
+  using TxCtrl = std::array<uint64_t, 6>;
+  /// Builds the msghdr of one datagram for this socket (no system call):
+  /// the slices into iov (room for kMaxIovPerDatagram), the control
+  /// messages into ctrl, a flow-labelled copy of the destination into
+  /// dest_copy. invalid_argument: the checks send_batch() documents.
+  Errc prepare(const TxDatagram& d, ::msghdr& m, ::iovec* iov, TxCtrl& ctrl, SockAddr& dest_copy) const;
   struct TxScratch;  // mmsghdr/iovec/cmsg arrays, defined in the .cc
   UniqueFd fd_;
   SockAddr local_;

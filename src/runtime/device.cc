@@ -47,6 +47,7 @@ constexpr size_t kTxBatch = 64;        ///< packets polled per engine iteration 
 /// ... plus what it takes to finish the EV burst in progress at the 64th
 /// (a burst is at most a GSO datagram's kMaxIovPerDatagram / 3 segments).
 constexpr size_t kTxSlots = kTxBatch + platform::UdpSocket::kMaxIovPerDatagram / 3;
+static_assert(kTxSlots <= platform::UringSender::kMaxBatch, "a batch goes in one io_uring submission");
 /// Bytes of one GSO super-packet's UDP payload we send (the kernel's limit
 /// is 65,507 less the IP options; a round margin).
 constexpr uint32_t kMaxGsoBytes = 65000;
@@ -317,6 +318,16 @@ Status Device::open_engine(Engine& e, std::string* why) {
       return raw.error();
     }
     e.raw = std::move(*raw);
+  }
+  // raw_send already sends a whole batch with one call. A kernel without
+  // io_uring, or one that refuses it (kernel.io_uring_disabled, a
+  // container's seccomp filter), leaves the sendmmsg path: not an error.
+  if (cfg_.io_uring && !cfg_.raw_send) {
+    auto u = platform::UringSender::open();
+    if (u) {
+      e.uring = std::move(*u);
+      e.uring_live = true;
+    }
   }
   return {};
 }
@@ -775,6 +786,7 @@ DeviceStats Device::stats() {
     s.tx_datagrams += t.tx_datagrams;
     s.tx_eagain += t.tx_eagain;
     s.tx_errors += t.tx_errors;
+    s.tx_uring_submits += t.tx_uring_submits;
     s.rx_packets += t.rx_packets;
     s.rx_bytes += t.rx_bytes;
     s.rx_icrc_errors += t.rx_icrc_errors;
@@ -1259,34 +1271,59 @@ void Device::send_slots(Engine& e, size_t n) {
     iov_used += iovs;
     i = j;
   }
+  // A datagram the kernel took: counted, and captured when asked.
+  auto sent = [&](size_t d) {
+    const Built& x = built[d];
+    if (pcap_) [[unlikely]] {
+      for (size_t k = x.first; k < x.end; ++k) {
+        const TxSlot& s = slot(k);
+        wire::FrameFields f;
+        f.src = planes_[s.tx.port].ip;
+        f.dst = s.dst_ip;
+        f.ev = x.sport;
+        f.traffic_class = dgs[d].tos >= 0 ? static_cast<uint8_t>(dgs[d].tos) : 0;
+        capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
+                std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
+      }
+    }
+    sent_pkts += x.end - x.first;
+    sent_bytes += x.bytes;
+    ++datagrams;
+  };
+  // What was not taken is lost as if the network dropped it; the protocol
+  // recovers it.
+  const bool several_sockets = nb > 1 && std::any_of(built.begin() + 1, built.begin() + static_cast<ptrdiff_t>(nb),
+                                                       [&](const Built& x) { return x.sock != built[0].sock; });
+  uint64_t uring_submits = 0;
+  if (several_sockets && e.uring_live) {
+    // The whole batch, whatever its sockets, in one submission and in order.
+    std::array<platform::UringSender::Item, kTxSlots> items;
+    std::array<int, kTxSlots> res;
+    for (size_t d = 0; d < nb; ++d) items[d] = {built[d].sock, &dgs[d]};
+    auto r = e.uring.send(std::span<const platform::UringSender::Item>(items.data(), nb),
+                          std::span<int>(res.data(), nb));
+    if (r) {
+      ++uring_submits;
+      for (size_t d = 0; d < *r; ++d) {
+        if (res[d] >= 0) sent(d);
+        else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) refused += built[d].end - built[d].first;
+        else errors += built[d].end - built[d].first;
+      }
+    }
+    // A ring that failed is retired (UringSender::send): this batch and the
+    // later ones take the sendmmsg path.
+    if (!r) e.uring_live = false;
+    if (r) nb = 0;
+  }
   // Each socket's run of datagrams in as few calls as the kernel takes.
   for (size_t b = 0; b < nb;) {
     size_t run = b + 1;
     while (run < nb && built[run].sock == built[b].sock) ++run;
     while (b < run) {
       auto r = built[b].sock->send_batch(std::span<const platform::TxDatagram>(&dgs[b], run - b));
-      // 0: a full socket buffer; an error concerns the first datagram. Either
-      // way what was not taken is lost as if the network dropped it; the
-      // protocol recovers it.
+      // 0: a full socket buffer; an error concerns the first datagram.
       const size_t took = r ? *r : 0;
-      for (size_t d = b; d < b + took; ++d) {
-        const Built& x = built[d];
-        if (pcap_) [[unlikely]] {
-          for (size_t k = x.first; k < x.end; ++k) {
-            const TxSlot& s = slot(k);
-            wire::FrameFields f;
-            f.src = planes_[s.tx.port].ip;
-            f.dst = s.dst_ip;
-            f.ev = x.sport;
-            f.traffic_class = dgs[d].tos >= 0 ? static_cast<uint8_t>(dgs[d].tos) : 0;
-            capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
-                    std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
-          }
-        }
-        sent_pkts += x.end - x.first;
-        sent_bytes += x.bytes;
-        ++datagrams;
-      }
+      for (size_t d = b; d < b + took; ++d) sent(d);
       b += took;
       if (took == 0 || !r) {
         // Refused: the rest of the run if the buffer is full, else the one
@@ -1302,6 +1339,7 @@ void Device::send_slots(Engine& e, size_t n) {
   e.st.tx_datagrams += datagrams;
   e.st.tx_eagain += refused;
   e.st.tx_errors += errors;
+  e.st.tx_uring_submits += uring_submits;
 }
 
 Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order) {

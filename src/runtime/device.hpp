@@ -67,6 +67,7 @@
 #include "platform/pcap_writer.hpp"
 #include "platform/sock_addr.hpp"
 #include "platform/udp_socket.hpp"
+#include "platform/uring_sender.hpp"
 #include "runtime/spsc_ring.hpp"
 #include "util/result.hpp"
 #include "util/spin_mutex.hpp"
@@ -114,6 +115,14 @@ struct DeviceConfig {
   /// (Device::open fails with permission without it); receiving is
   /// unchanged. docs/software-device.md has the figures.
   bool raw_send = false;
+  /// Send a batch whose datagrams leave from several sockets (a per-packet
+  /// spray over the EV sockets, several EV bursts) with one io_uring
+  /// submission, in the core's order, instead of one sendmmsg per run of
+  /// one socket's datagrams. Needs no privilege. Where io_uring is missing
+  /// (a build without liburing, a kernel or container that refuses it) the
+  /// device quietly sends as with false; DeviceStats::tx_uring_submits says
+  /// whether it is in use. raw_send, where allowed, is faster still.
+  bool io_uring = true;
   /// DSCP (1..63) to mark control-class packets with: SACK, NACK, ACK and
   /// the reliability probes (core::TrafficClass::control), so a network
   /// with a strict-priority control class (reference 3.9, 5.8) serves them
@@ -183,6 +192,9 @@ struct DeviceStats {
   /// headers (about 150 bytes with both IPv6 headers; use jumbo frames),
   /// ENETUNREACH when a carrier has no route.
   uint64_t tx_errors = 0;
+  /// Batches sent with one io_uring submission (DeviceConfig::io_uring);
+  /// 0 when the device sends with sendmmsg only.
+  uint64_t tx_uring_submits = 0;
   uint64_t rx_packets = 0;
   uint64_t rx_bytes = 0;
   uint64_t rx_icrc_errors = 0;
@@ -416,6 +428,8 @@ class Device {
     std::vector<platform::UdpSocket> rx;      ///< per plane, in the plane's reuseport group
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
+    platform::UringSender uring;              ///< DeviceConfig::io_uring, when the kernel allows it
+    bool uring_live = false;                  ///< uring is open (send_mu guards it with uring)
     std::vector<TxSlot> slots;
     platform::RxBatch rx_batch{64, 65536};
     platform::Epoll epoll;

@@ -5,6 +5,8 @@
 // (other test programs use other ranges, so ctest -j runs them side by side).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "mrc/mrc.h"
@@ -43,11 +46,12 @@ mrc_soft_device_attr attr_for(const char* const* planes, int n) {
 }
 
 ibv_context* open_dev(std::vector<const char*> planes, uint32_t burst = 1,
-                      mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
+                      mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC, int no_io_uring = 0) {
   mrc_soft_device_attr a = attr_for(planes.data(), static_cast<int>(planes.size()));
   a.burst = burst;
   a.seed = 3;
   a.transport = transport;
+  a.no_io_uring = no_io_uring;
   return mrc_soft_open_device(&a);
 }
 
@@ -62,10 +66,11 @@ struct End {
   std::vector<uint8_t> mem;
   ibv_mr* mr = nullptr;
   uint32_t psn = 0;
+  int no_io_uring = 0;  ///< mrc_soft_device_attr.no_io_uring of the next open()
 
   void open(std::vector<const char*> planes, size_t bytes = 1 << 20, int cqe = 256, uint32_t max_send_wr = 256,
             mrc_soft_transport transport = MRC_SOFT_TRANSPORT_MRC) {
-    dev = open_dev(planes, 1, transport);
+    dev = open_dev(planes, 1, transport, no_io_uring);
     ASSERT_NE(dev, nullptr) << strerror(errno);
     ctx = mrc_create_context(dev, nullptr);
     ASSERT_NE(ctx, nullptr);
@@ -693,6 +698,41 @@ TEST(Api, DscpControlAttributeIsChecked) {
 
 // raw_send: per packet in UDP EV mode only (EINVAL with a GSO burst or
 // another mode); as root it opens, without CAP_NET_RAW it is EPERM.
+// Whether this kernel lets a process set up an io_uring (a container's
+// seccomp filter or kernel.io_uring_disabled may refuse it).
+bool io_uring_here() {
+  io_uring_params p{};
+  const long fd = ::syscall(__NR_io_uring_setup, 1, &p);
+  if (fd < 0) return false;
+  ::close(static_cast<int>(fd));
+  return true;
+}
+
+TEST(Api, ASprayLeavesThroughIoUringUnlessTheAttributeSaysNo) {
+  for (const int no : {0, 1}) {
+    End a, b;
+    a.no_io_uring = b.no_io_uring = no;
+    const std::string n = std::to_string(20 + 4 * no);
+    const std::string pa0 = "127.0.2." + n, pa1 = "127.0.2." + std::to_string(21 + 4 * no);
+    const std::string pb0 = "127.0.2." + std::to_string(22 + 4 * no), pb1 = "127.0.2." + std::to_string(23 + 4 * no);
+    a.open({pa0.c_str(), pa1.c_str()});
+    b.open({pb0.c_str(), pb1.c_str()});
+    connect(a, b, 2);
+    const auto p = transfer_and_count_planes(a, b);
+    EXPECT_GT(p[0], 0u);
+    EXPECT_GT(p[1], 0u);
+    mrc_soft_stats st{};
+    ASSERT_EQ(mrc_soft_query_stats(a.dev, &st), 0);
+    if (no == 0 && io_uring_here()) {
+      EXPECT_GT(st.tx_uring_submits, 0u) << "batches over several EV sockets in one submission";
+    } else {
+      EXPECT_EQ(st.tx_uring_submits, 0u) << (no ? "no_io_uring: sendmmsg only" : "this kernel refuses io_uring");
+    }
+    a.close();
+    b.close();
+  }
+}
+
 TEST(Api, RawSendAttributeIsChecked) {
   const char* planes[] = {"127.0.2.18"};
   mrc_soft_device_attr a = attr_for(planes, 1);

@@ -470,6 +470,7 @@ TEST(PerfE2E, DscpControlMarksTheClientsControlPacketsOnly) {
   EXPECT_NE(slurp(pr.client.out).find("Device counters: tx "), std::string::npos) << "--counters prints them at the end";
   EXPECT_NE(slurp(pr.client.out).find(" (lost by the SACK rule "), std::string::npos)
       << "and why retransmissions were sent";
+  EXPECT_NE(slurp(pr.client.out).find(" io_uring submissions)"), std::string::npos) << "and how the batches left";
   EXPECT_EQ(slurp(pr.server.out).find("Device counters"), std::string::npos) << "only where asked for";
   size_t data = 0, control = 0;
   for (const auto& [len, dscp] : pcap_dscps(pcap)) {

@@ -206,6 +206,12 @@ TEST(PerfCli, ConflictsAndUnknownFlags) {
   r = parse(Tool::write_bw, {"--raw-send"}, o);
   EXPECT_TRUE(r.run) << r.text;
   EXPECT_TRUE(o.raw_send);
+  Options u;
+  r = parse(Tool::write_bw, {}, u);
+  EXPECT_FALSE(u.no_io_uring) << "io_uring where the kernel allows it, by default";
+  r = parse(Tool::write_lat, {"--no-io-uring"}, u);
+  EXPECT_TRUE(r.run) << r.text;
+  EXPECT_TRUE(u.no_io_uring);
   r = parse(Tool::write_bw, {"--verify", "--no-verify"}, o);
   EXPECT_FALSE(r.run);
   r = parse(Tool::write_bw, {"--busy-poll", "--no-busy-poll"}, o);

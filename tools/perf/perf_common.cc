@@ -183,6 +183,9 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   app.add_flag("--raw-send", o.raw_send,
                "per packet (--burst 1, UDP EV mode): send through one raw socket, headers written by the device, a "
                "whole batch in one sendmmsg whatever its EVs (faster than a socket per EV; needs root or CAP_NET_RAW)");
+  app.add_flag("--no-io-uring", o.no_io_uring,
+               "send each EV socket's datagrams with their own sendmmsg, never a batch across sockets in one "
+               "io_uring submission (the default where the kernel allows io_uring)");
   app.add_option("--engines", o.engines, "progress engine threads of the device")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
@@ -1080,7 +1083,9 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"EVs per plane", std::to_string(o.evs)},
       {"EV mode", o.ev_mode == "stev" ? "STEV" : o.ev_mode == "srv6" ? "SRv6" : "UDP source port"},
       {"GSO burst", o.burst == 1 ? "1 (per packet)" : std::to_string(o.burst)},
-      {"Send path", o.raw_send ? "raw socket" : "a socket per EV"},
+      {"Send path", o.raw_send      ? "raw socket"
+                    : o.no_io_uring ? "a socket per EV, sendmmsg"
+                                    : "a socket per EV, io_uring if the kernel allows"},
       {"EV profile", o.ev_profile == 0 ? std::string("0 (default)") : std::to_string(o.ev_profile)},
       {"CC profile", o.cc_profile == 0 ? std::string("0 (default)") : std::to_string(o.cc_profile)},
       {"Engines", std::to_string(o.engines)},
@@ -1293,6 +1298,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["evs_per_plane"] = o.evs;
   c["burst"] = o.burst;
   c["raw_send"] = o.raw_send;
+  c["io_uring"] = !o.no_io_uring && !o.raw_send;
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
   c["carrier_watch"] = o.carrier_watch;

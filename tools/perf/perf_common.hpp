@@ -88,6 +88,9 @@ struct Options {
   /// --raw-send: per-packet sends through one raw socket
   /// (mrc_soft_device_attr.raw_send).
   bool raw_send = false;
+  /// --no-io-uring: never one io_uring submission across sockets
+  /// (mrc_soft_device_attr.no_io_uring).
+  bool no_io_uring = false;
   uint32_t engines = 1;
   bool busy_poll = false;
   /// --no-carrier-watch turns it off: the device takes a plane out of

@@ -56,6 +56,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.evs_per_plane = o.evs;
   a.burst = o.burst;
   a.raw_send = o.raw_send ? 1 : 0;
+  a.no_io_uring = o.no_io_uring ? 1 : 0;
   a.num_engines = o.engines;
   a.busy_poll = o.busy_poll ? 1 : 0;
   a.seed = o.seed;
@@ -117,10 +118,10 @@ std::string Device::stats_text() const {
   mrc_soft_stats st{};
   if (mrc_soft_query_stats(dev_, &st) != 0) return {};
   return fmt::format(
-      " Device counters: tx {} packets ({} datagrams, {} deferred), rx {} packets ({} duplicates), "
+      " Device counters: tx {} packets ({} datagrams, {} deferred, {} io_uring submissions), rx {} packets ({} duplicates), "
       "retransmissions {} (lost by the SACK rule {}, by timeouts {}, tail probes {}; {} proven spurious), dropped: "
       "{} ICRC, {} unknown source, {} malformed, {} other, {} access; carrier {} down, {} up (watched planes {:#x})",
-      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.rx_packets, st.rx_duplicates, st.retransmissions,
+      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
       st.losses_rule, st.losses_timeout, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
       st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.carrier_downs, st.carrier_ups, st.carrier_watched_mask);
 }

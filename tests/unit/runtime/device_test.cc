@@ -23,6 +23,7 @@
 #include "../platform/netns_helper.hpp"
 #include "device_fixture.hpp"
 #include "platform/udp_socket.hpp"
+#include "platform/uring_sender.hpp"
 #include "wire/packet.hpp"
 #include "wire/psn.hpp"
 
@@ -77,12 +78,18 @@ struct Pair {
 struct SendPath {
   uint32_t burst = 1;
   bool raw = false;
-  int net = 0;  ///< Pair::prefix's loopback net, one per test and path
+  int net = 0;           ///< Pair::prefix's loopback net, one per test and path
+  bool io_uring = true;  ///< DeviceConfig::io_uring (the default)
 };
 std::string send_path_name(const ::testing::TestParamInfo<SendPath>& i) {
   if (i.param.raw) return "RawPerPacket";
-  return i.param.burst == 1 ? std::string("PerPacket") : "Burst" + std::to_string(i.param.burst);
+  return (i.param.burst == 1 ? std::string("PerPacket") : "Burst" + std::to_string(i.param.burst)) +
+         (i.param.io_uring ? "" : "Sendmmsg");
 }
+/// Whether this kernel lets the device use io_uring (a container's seccomp
+/// filter or kernel.io_uring_disabled may refuse it; the device then sends
+/// with sendmmsg, and so do the io_uring paths' tests).
+bool io_uring_here() { return platform::UringSender::open().ok(); }
 /// raw_send needs CAP_NET_RAW: "" when this process may use it (root; CI
 /// runs as root), else why the test skips.
 std::string raw_send_skip(const SendPath& s) {
@@ -92,6 +99,7 @@ std::string raw_send_skip(const SendPath& s) {
 DeviceConfig config(std::vector<std::string> planes, const SendPath& s) {
   DeviceConfig c = config(std::move(planes), s.burst);
   c.raw_send = s.raw;
+  c.io_uring = s.io_uring;
   return c;
 }
 
@@ -130,6 +138,13 @@ TEST_P(DeviceTransfer, WritesOfEverySizeArriveIntactOverTwoPlanes) {
     EXPECT_EQ(sa.tx_datagrams, sa.tx_packets) << "one datagram per packet";
   }
   EXPECT_EQ(sa.tx_errors, 0u);
+  // A spray's batches span several EV sockets: one io_uring submission each
+  // where the kernel allows it (raw_send needs none: one raw socket).
+  if (path.io_uring && !path.raw && io_uring_here()) {
+    EXPECT_GT(sa.tx_uring_submits, 0u) << "a batch over several sockets went out in one io_uring submission";
+  } else {
+    EXPECT_EQ(sa.tx_uring_submits, 0u);
+  }
   // Every EV of both planes carried data.
   const auto info = p.a.dev->query_qp(p.a.qpn);
   ASSERT_TRUE(info.has_value());
@@ -140,7 +155,8 @@ TEST_P(DeviceTransfer, WritesOfEverySizeArriveIntactOverTwoPlanes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Granularity, DeviceTransfer,
-                         ::testing::Values(SendPath{1, false, 11}, SendPath{8, false, 12}, SendPath{1, true, 32}),
+                         ::testing::Values(SendPath{1, false, 11}, SendPath{8, false, 12}, SendPath{1, true, 32},
+                                           SendPath{1, false, 34, false}, SendPath{8, false, 35, false}),
                          send_path_name);
 
 // The device may group a batch's datagrams by socket, but never reorder a
@@ -203,7 +219,8 @@ TEST_P(DeviceOrder, AQpsDataLeavesInTheOrderTheCoreSentIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Granularity, DeviceOrder,
-                         ::testing::Values(SendPath{1, false, 30}, SendPath{8, false, 31}, SendPath{1, true, 33}),
+                         ::testing::Values(SendPath{1, false, 30}, SendPath{8, false, 31}, SendPath{1, true, 33},
+                                           SendPath{1, false, 36, false}),
                          send_path_name);
 
 TEST(Device, WriteWithImmediateCompletesReceivesInOrder) {
