@@ -19,31 +19,14 @@ option(MRC_WERROR "Treat compiler warnings as errors" OFF)
 # code when ISA-L is installed (Debian: libisal-dev), else on wire's own
 # slice-by-8 tables; both are always built and tested against each other.
 include(MrcIsal)
-option(MRC_WITH_ISAL "Use Intel ISA-L's crc32_gzip_refl for the CRC-32 (default: ON if found)"
-       ${MRC_ISAL_FOUND})
-if(MRC_WITH_ISAL AND NOT MRC_ISAL_FOUND)
-  message(FATAL_ERROR "MRC_WITH_ISAL is ON but ISA-L was not found: install libisal-dev "
-                      "(scripts/deps.sh) or configure with -DMRC_WITH_ISAL=OFF")
-endif()
-if(MRC_WITH_ISAL)
-  message(STATUS "OpenMRC: CRC-32 on ISA-L")
-else()
-  message(STATUS "OpenMRC: CRC-32 on the portable slice-by-8 tables")
-endif()
+mrc_optional_lib(MRC_WITH_ISAL MRC_ISAL_FOUND "Intel ISA-L's crc32_gzip_refl for the CRC-32" libisal-dev
+                 "CRC-32 on ISA-L" "CRC-32 on the portable slice-by-8 tables")
 
 # The software device sends a batch that spans several sockets with one
 # io_uring submission when liburing is there (Debian: liburing-dev); without
 # it, or where the kernel refuses io_uring at run time, each socket's run of
 # datagrams leaves with its own sendmmsg.
 include(MrcUring)
-option(MRC_WITH_URING "Build the software device's io_uring send path (default: ON if liburing is found)"
-       ${MRC_URING_FOUND})
-if(MRC_WITH_URING AND NOT MRC_URING_FOUND)
-  message(FATAL_ERROR "MRC_WITH_URING is ON but liburing was not found: install liburing-dev "
-                      "(scripts/deps.sh) or configure with -DMRC_WITH_URING=OFF")
-endif()
-if(MRC_WITH_URING)
-  message(STATUS "OpenMRC: software device sends through io_uring where the kernel allows it")
-else()
-  message(STATUS "OpenMRC: software device without io_uring (sendmmsg per socket)")
-endif()
+mrc_optional_lib(MRC_WITH_URING MRC_URING_FOUND "liburing for the software device's io_uring send path"
+                 liburing-dev "software device sends through io_uring where the kernel allows it"
+                 "software device without io_uring (sendmmsg per socket)")

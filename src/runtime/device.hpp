@@ -109,8 +109,9 @@ struct DeviceConfig {
   /// Per-packet spraying in udp mode (burst 1): the device writes each
   /// packet's IP and UDP headers itself and sends the whole batch through
   /// one raw socket per engine, in one sendmmsg whatever the packets' EVs.
-  /// Through the EV sockets (the default) each EV is its own socket, so a
-  /// spray costs one sendmsg per packet. The IPv4 UDP checksum is left 0
+  /// Through the EV sockets (the default) each EV is its own socket: a
+  /// batch costs one io_uring submission (io_uring below) or, without it,
+  /// one sendmsg per packet. The IPv4 UDP checksum is left 0
   /// (the ICRC covers the packet); IPv6 has it computed. Needs CAP_NET_RAW
   /// (Device::open fails with permission without it); receiving is
   /// unchanged. docs/software-device.md has the figures.
