@@ -52,8 +52,10 @@ Result<UringSender> UringSender::open() {
   return s;
 }
 
+bool UringSender::live() const { return n_ && n_->live; }
+
 Result<size_t> UringSender::send(std::span<const Item> items, std::span<int> results) {
-  if (!n_ || !n_->live) return Errc::bad_state;
+  if (!live()) return Errc::bad_state;
   const size_t n = std::min(items.size(), kMaxBatch);
   if (results.size() < n) return Errc::invalid_argument;
   Native& x = *n_;
@@ -144,6 +146,7 @@ UringSender::UringSender(UringSender&&) noexcept = default;
 UringSender& UringSender::operator=(UringSender&&) noexcept = default;
 Result<UringSender> UringSender::open() { return Errc::not_supported; }
 Result<size_t> UringSender::send(std::span<const Item>, std::span<int>) { return Errc::bad_state; }
+bool UringSender::live() const { return false; }
 
 #endif
 

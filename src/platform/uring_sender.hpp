@@ -62,6 +62,10 @@ class UringSender {
   /// fails, with no datagram sent.
   Result<size_t> send(std::span<const Item> items, std::span<int> results);
 
+  /// True while the ring can send: opened, and not retired by a send() that
+  /// failed (the caller then sends with UdpSocket::send_batch).
+  bool live() const;
+
  private:
   struct Native;  // the liburing ring and msghdr scratch, defined in the .cc
   std::unique_ptr<Native> n_;

@@ -323,11 +323,7 @@ Status Device::open_engine(Engine& e, std::string* why) {
   // io_uring, or one that refuses it (kernel.io_uring_disabled, a
   // container's seccomp filter), leaves the sendmmsg path: not an error.
   if (cfg_.io_uring && !cfg_.raw_send) {
-    auto u = platform::UringSender::open();
-    if (u) {
-      e.uring = std::move(*u);
-      e.uring_live = true;
-    }
+    if (auto u = platform::UringSender::open()) e.uring = std::move(*u);
   }
   return {};
 }
@@ -1295,13 +1291,15 @@ void Device::send_slots(Engine& e, size_t n) {
   const bool several_sockets = nb > 1 && std::any_of(built.begin() + 1, built.begin() + static_cast<ptrdiff_t>(nb),
                                                        [&](const Built& x) { return x.sock != built[0].sock; });
   uint64_t uring_submits = 0;
-  if (several_sockets && e.uring_live) {
+  if (several_sockets && e.uring.live()) {
     // The whole batch, whatever its sockets, in one submission and in order.
     std::array<platform::UringSender::Item, kTxSlots> items;
     std::array<int, kTxSlots> res;
     for (size_t d = 0; d < nb; ++d) items[d] = {built[d].sock, &dgs[d]};
     auto r = e.uring.send(std::span<const platform::UringSender::Item>(items.data(), nb),
                           std::span<int>(res.data(), nb));
+    // A ring that fails retires itself (UringSender::send): then this batch
+    // and the later ones take the sendmmsg path below.
     if (r) {
       ++uring_submits;
       for (size_t d = 0; d < *r; ++d) {
@@ -1309,11 +1307,8 @@ void Device::send_slots(Engine& e, size_t n) {
         else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) refused += built[d].end - built[d].first;
         else errors += built[d].end - built[d].first;
       }
+      nb = 0;
     }
-    // A ring that failed is retired (UringSender::send): this batch and the
-    // later ones take the sendmmsg path.
-    if (!r) e.uring_live = false;
-    if (r) nb = 0;
   }
   // Each socket's run of datagrams in as few calls as the kernel takes.
   for (size_t b = 0; b < nb;) {

@@ -429,8 +429,7 @@ class Device {
     std::vector<platform::UdpSocket> rx;      ///< per plane, in the plane's reuseport group
     std::vector<std::vector<platform::UdpSocket>> tx;  ///< [plane][EV]
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
-    platform::UringSender uring;              ///< DeviceConfig::io_uring, when the kernel allows it
-    bool uring_live = false;                  ///< uring is open (send_mu guards it with uring)
+    platform::UringSender uring;              ///< DeviceConfig::io_uring, when the kernel allows it (send_mu)
     std::vector<TxSlot> slots;
     platform::RxBatch rx_batch{64, 65536};
     platform::Epoll epoll;
