@@ -19,7 +19,7 @@ option(MRC_WERROR "Treat compiler warnings as errors" OFF)
 # code when ISA-L is installed (Debian: libisal-dev), else on wire's own
 # slice-by-8 tables; both are always built and tested against each other.
 include(MrcIsal)
-mrc_optional_lib(MRC_WITH_ISAL MRC_ISAL_FOUND "Intel ISA-L's crc32_gzip_refl for the CRC-32" libisal-dev
+mrc_optional_lib(MRC_WITH_ISAL MRC_USE_ISAL MRC_ISAL_FOUND "Intel ISA-L's crc32_gzip_refl for the CRC-32" libisal-dev
                  "CRC-32 on ISA-L" "CRC-32 on the portable slice-by-8 tables")
 
 # The software device sends a batch that spans several sockets with one
@@ -27,6 +27,6 @@ mrc_optional_lib(MRC_WITH_ISAL MRC_ISAL_FOUND "Intel ISA-L's crc32_gzip_refl for
 # it, or where the kernel refuses io_uring at run time, each socket's run of
 # datagrams leaves with its own sendmmsg.
 include(MrcUring)
-mrc_optional_lib(MRC_WITH_URING MRC_URING_FOUND "liburing for the software device's io_uring send path"
+mrc_optional_lib(MRC_WITH_URING MRC_USE_URING MRC_URING_FOUND "liburing for the software device's io_uring send path"
                  liburing-dev "software device sends through io_uring where the kernel allows it"
                  "software device without io_uring (sendmmsg per socket)")
