@@ -83,7 +83,7 @@ void write_ipv6(uint8_t* p, uint8_t tc, uint32_t flow_label, size_t payload_len,
 }
 
 void write_ipv4(uint8_t* p, uint8_t tos, size_t total_len, uint8_t ttl, const IpAddress& src,
-                const IpAddress& dst) {
+                const IpAddress& dst, bool checksum) {
   p[0] = 0x45;  // version 4, IHL 5: no options
   p[1] = tos;
   store_be<uint16_t>(p + 2, static_cast<uint16_t>(total_len));
@@ -94,6 +94,7 @@ void write_ipv4(uint8_t* p, uint8_t tos, size_t total_len, uint8_t ttl, const Ip
   store_be<uint16_t>(p + 10, 0);
   std::memcpy(p + 12, src.data(), 4);
   std::memcpy(p + 16, dst.data(), 4);
+  if (!checksum) return;
   OnesSum s;
   s.add(std::span<const uint8_t>(p, kIpv4HeaderBytes));
   store_be<uint16_t>(p + 10, static_cast<uint16_t>(~s.folded()));
@@ -156,8 +157,10 @@ struct HeaderRun {
 // Writes the IP header(s) and UDP header (checksum 0) of a datagram whose
 // UDP payload is `udp_payload_len` bytes (BTH through ICRC). Shared by
 // build_frame() and datagram_icrc(); errors as build_frame() documents.
+// `ip_checksum` false leaves the IPv4 header checksum 0: headers built only
+// for the ICRC, which masks it.
 Result<HeaderRun> write_headers(const FrameFormat& fmt, const FrameFields& f, size_t udp_payload_len,
-                                std::span<uint8_t> out) {
+                                std::span<uint8_t> out, bool ip_checksum = true) {
   const bool srv6 = fmt.mode == EvMode::srv6;
   const bool v4 = fmt.ip == IpVersion::v4;
   if (v4 && fmt.mode != EvMode::udp) return Errc::invalid_argument;  // flow label needs IPv6
@@ -191,7 +194,7 @@ Result<HeaderRun> write_headers(const FrameFormat& fmt, const FrameFields& f, si
                f.src, f.srv6_carrier);
   }
   if (v4)
-    write_ipv4(ip, f.traffic_class, kIpv4HeaderBytes + udp_len, f.hop_limit, f.src, f.dst);
+    write_ipv4(ip, f.traffic_class, kIpv4HeaderBytes + udp_len, f.hop_limit, f.src, f.dst, ip_checksum);
   else
     write_ipv6(ip, f.traffic_class, flow_label, udp_len, kIpProtoUdp, f.hop_limit, f.src, f.dst);
   uint8_t* udp = ip + run.ip_len;
@@ -208,7 +211,7 @@ Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std
                                std::span<const uint8_t> payload) {
   if (transport.size() < Bth::kSize || fmt.mode == EvMode::srv6) return Errc::invalid_argument;
   uint8_t buf[kMaxFrameHeaderBytes];
-  auto run = write_headers(fmt, f, transport.size() + payload.size() + kIcrcBytes, buf);
+  auto run = write_headers(fmt, f, transport.size() + payload.size() + kIcrcBytes, buf, /*ip_checksum=*/false);
   if (!run) return run.error();
   return icrc(std::span<const uint8_t>(buf + run->ip_offset, run->ip_len + kUdpHeaderBytes), transport, payload);
 }

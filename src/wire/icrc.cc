@@ -115,8 +115,15 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
   else
     return Errc::invalid_argument;
 
-  // The masked copy of IP + UDP + BTH: at most 60 bytes, on the stack.
-  uint8_t m[kIpv6Bytes + kUdpBytes + Bth::kSize];
+  // The masked copy of IP + UDP + BTH, on the stack. When `transport` is
+  // only headers (a sender's call), all of it rides along, so that one CRC
+  // call covers every header: each call costs ~20 ns before its first byte,
+  // a sixth of a 4 KiB payload's. A long `transport` (a receiver's: headers
+  // and payload in one span) keeps its bytes after the BTH in one piece:
+  // ISA-L's cost also depends on the length modulo 256, and cutting 64
+  // bytes off the front made a 4 KiB packet's ICRC 30 ns slower.
+  constexpr size_t kHead = 64;
+  uint8_t m[kIpv6Bytes + kUdpBytes + kHead];
   std::memcpy(m, ip_udp.data(), ip_udp.size());
   if (ip_len == kIpv4Bytes) {
     m[1] = 0xFF;                   // type of service: DSCP remarking, ECN marking
@@ -128,11 +135,12 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
     m[7] = 0xFF;                   // hop limit
   }
   m[ip_len + 6] = m[ip_len + 7] = 0xFF;  // UDP checksum: may be zero or recomputed
+  const size_t head = transport.size() <= kHead ? transport.size() : Bth::kSize;
   uint8_t* bth = m + ip_len + kUdpBytes;
-  std::memcpy(bth, transport.data(), Bth::kSize);
+  std::memcpy(bth, transport.data(), head);
   bth[4] = 0xFF;                   // BTH resv8a (FECN/BECN in InfiniBand)
-  uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, ip_len + kUdpBytes + Bth::kSize));
-  crc = crc32_update(crc, transport.subspan(Bth::kSize));
+  uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, ip_len + kUdpBytes + head));
+  crc = crc32_update(crc, transport.subspan(head));
   crc = crc32_update(crc, payload);
   return ~crc;
 }
