@@ -498,8 +498,15 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
     // driving, or the engine threads would leave the packets to it.
     cq->progress_ = [this, cq] { app_progress(!cq->armed_.load(std::memory_order_acquire)); };
     cq->on_arm_ = [this] {
-      app_polled_ps_.store(INT64_MIN / 2, std::memory_order_relaxed);
-      for (auto& e : engines_) (void)e->wake.signal();  // out of the timers-only sleep
+      // Only an engine thread asleep on its timers alone needs waking: one
+      // asleep on its sockets takes the next packet anyway, and waking it
+      // for nothing cost a blocking ping-pong a third of its latency on 2
+      // cores (docs/performance.md, stop 19). Pairs with engine_main's
+      // store of `quiet` then load of app_polled_ps_: seq_cst on both
+      // sides, so at least one of them sees the other.
+      app_polled_ps_.store(kNotDriving, std::memory_order_seq_cst);
+      for (auto& e : engines_)
+        if (e->quiet.load(std::memory_order_seq_cst)) (void)e->wake.signal();  // out of the timers-only sleep
     };
   }
   cqs_.push_back(cq);
@@ -978,12 +985,23 @@ void Device::engine_main(Engine& e) {
       // leaves its SACK timers late by that much at most, well inside the
       // peer's tail-probe and loss ages. (When the application was
       // iterating, the next timer is unknown: the slack.)
-      if (app_driving && !handed) {
+      bool quiet = app_driving && !handed;
+      if (quiet) {
+        e.quiet.store(true, std::memory_order_seq_cst);
+        // An application that armed its CQ since (on_arm_) is about to
+        // sleep: watch the sockets after all.
+        if (app_polled_ps_.load(std::memory_order_seq_cst) == kNotDriving) {
+          quiet = false;
+          e.quiet.store(false, std::memory_order_relaxed);
+        }
+      }
+      if (quiet) {
         const Duration until_idle = Duration::ps(std::max<int64_t>(0, kAppDrivingWindow.count_ps() - since_app));
         wait = std::min(until_idle, deferred ? kAppTimerSlack : std::max(wait, kAppTimerSlack));
       }
       ++e.st.engine_sleeps;
-      auto r = (app_driving ? e.quiet_epoll : e.epoll).wait(evs, wait);
+      auto r = (quiet ? e.quiet_epoll : e.epoll).wait(evs, wait);
+      e.quiet.store(false, std::memory_order_relaxed);
       if (r)
         for (size_t i = 0; i < *r; ++i) {
           if (evs[i].user_data == kWakeTag) (void)e.wake.drain();

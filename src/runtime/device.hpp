@@ -435,6 +435,7 @@ class Device {
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
+    std::atomic<bool> quiet{false};           ///< asleep on quiet_epoll alone (an application drives): arming wakes it
     std::atomic<bool> handoff{false};         ///< a polling application left its sends to this thread (iterate)
     /// A receiving poll turn left its sends (the message's SACK) unsent,
     /// and whose turn sent them last time: the application's (it answers
@@ -572,7 +573,9 @@ class Device {
   bool carrier_failed_ = false;                ///< watch_carrier set, netlink unusable
   std::atomic<uint64_t> carrier_downs_{0}, carrier_ups_{0};
   std::atomic<uint64_t> netlink_malformed_{0}, netlink_overruns_{0};  ///< the monitor's counters, for stats()
-  std::atomic<int64_t> app_polled_ps_{INT64_MIN / 2};  ///< last app_turn(), clock_ picoseconds
+  /// app_polled_ps_ when no application drives: never, or it armed a CQ to sleep.
+  static constexpr int64_t kNotDriving = INT64_MIN / 2;
+  std::atomic<int64_t> app_polled_ps_{kNotDriving};  ///< last app_turn(), clock_ picoseconds
 };
 
 }  // namespace mrc::rt
