@@ -181,6 +181,16 @@ struct EndpointConfig {
   bool cap_trim_nack = true;            ///< device can generate trim NACKs
   bool cap_dynamic_mpr = true;
   bool cap_svc_time = true;
+  /// The NIC's arbiter, when poll_transmit offers a single port (a port
+  /// whose last packet has left, as a NIC or the simulator frees them): the
+  /// first QP in turn (within 64) for which that port is one of its
+  /// destination's least used sends first, so each destination's packets
+  /// spread evenly over the planes and its plane links finish together.
+  /// Off: plain turns. QPs that can use one port only (RoCE) are not
+  /// steered; EV bursts (ProtocolConfig::ev_burst > 1) turn it off, as a
+  /// burst stays on one EV. The software device turns it off (it offers
+  /// every port on every poll).
+  bool balance_peer_ports = true;
   ProtocolConfig protocol;
 
   /// Checks every field; the error message names the field and the fix.

@@ -460,36 +460,118 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       return tx;
     }
   }
-  // Data: round-robin over QPs with something to send.
+  // Data: the QPs with something to send take turns. A QP that cannot use
+  // the offered ports keeps its place: a NIC's port arbiters serve the QPs
+  // that can use their port, and a QP pinned to one plane (RoCE) must not
+  // lose its turn each time another port frees.
+  Qp* ahead[kArbiterScan];
+  size_t n_ahead = 0;
+  auto put_back = [&] {
+    while (n_ahead > 0) data_list_.push_front(ahead[--n_ahead]);
+  };
+  // Balancing matters where QPs compete for the ports; a QP alone spreads
+  // its own packets (and counts nothing, which keeps this path lean).
+  const bool balance = cfg_.balance_peer_ports && cfg_.protocol.ev_burst <= 1 && data_list_.size() > 1;
+  if (balance && std::popcount(port_mask) == 1) {
+    // One port free: the first QP in turn (within kArbiterScan) for which it
+    // is one of its peer's least used goes first, else turns as usual.
+    const size_t scan = std::min(data_list_.size(), kArbiterScan);
+    for (size_t i = 0; i < scan; ++i) {
+      Qp* q = data_list_[i];
+      if (!q->wants_data() || least_used_ports(*q, port_mask) == 0) continue;
+      for (size_t k = 0; k < i; ++k) {
+        ahead[n_ahead++] = data_list_.front();
+        data_list_.pop_front();
+      }
+      data_list_.pop_front();
+      // Taken out of its place, the QPs before it keep theirs. (No burst
+      // goes on here: balance needs ev_burst <= 1.)
+      const DataTurn t = data_turn(now, q, port_mask, hdr.data(), tx, true);
+      if (t == DataTurn::ports_busy) data_list_.push_front(q);
+      put_back();
+      if (t == DataTurn::sent) return tx;
+      break;
+    }
+  }
   for (size_t n = data_list_.size(); n > 0; --n) {
     Qp* q = data_list_.front();
     data_list_.pop_front();
-    if (!q->wants_data()) {
-      q->in_data_list_ = false;
-      continue;
-    }
-    const Qp::SendResult r = q->poll_data(now, port_mask, hdr.data(), tx);
-    q->flush_ev_events();
-    if (r == Qp::SendResult::sent) {
-      // A QP whose EV burst goes on keeps its turn, so the burst leaves as
-      // one run (a driver makes it one GSO super-packet) without the driver
-      // regrouping packets, which would reorder the QP's own sends.
-      if (!q->wants_data()) q->in_data_list_ = false;
-      else if (tx.burst_more) data_list_.push_front(q);
-      else data_list_.push_back(q);
-      heap_update(*q);
-      ++stats_.tx_packets;
+    const DataTurn t = data_turn(now, q, port_mask, hdr.data(), tx, balance);
+    if (t == DataTurn::sent) {
+      // The QPs that could not use these ports go back in front of the
+      // rest, but behind a QP whose burst goes on (data_turn put it first).
+      const bool first = tx.burst_more && q->wants_data();
+      if (first) data_list_.pop_front();
+      put_back();
+      if (first) data_list_.push_front(q);
       return tx;
     }
-    if (r == Qp::SendResult::ports_busy) {
-      data_list_.push_back(q);
-    } else {
-      q->in_data_list_ = false;
-      heap_update(*q);
+    if (t == DataTurn::ports_busy) {
+      if (n_ahead < kArbiterScan) ahead[n_ahead++] = q;
+      else data_list_.push_back(q);
     }
   }
+  put_back();
   return Errc::done;
 }
+
+[[gnu::always_inline]] inline Endpoint::DataTurn Endpoint::data_turn(Time now, Qp* q, uint32_t port_mask, uint8_t* hdr, Transmit& tx,
+                                       bool balance) {
+  if (!q->wants_data()) {
+    q->in_data_list_ = false;
+    return DataTurn::left;
+  }
+  const Qp::SendResult r = q->poll_data(now, port_mask, hdr, tx);
+  q->flush_ev_events();
+  if (r == Qp::SendResult::sent) {
+    if (balance) {
+      std::array<uint32_t, 32>& sent = peer_port_sent(*q);
+      if (++sent[tx.port] >= (1u << 30)) {
+        const uint32_t low = *std::min_element(sent.begin(), sent.end());
+        for (uint32_t& v : sent) v -= std::min(v, low);
+      }
+    }
+    // A QP whose EV burst goes on keeps its turn, so the burst leaves as
+    // one run (a driver makes it one GSO super-packet) without the driver
+    // regrouping packets, which would reorder the QP's own sends.
+    if (!q->wants_data()) q->in_data_list_ = false;
+    else if (tx.burst_more) data_list_.push_front(q);
+    else data_list_.push_back(q);
+    heap_update(*q);
+    ++stats_.tx_packets;
+    return DataTurn::sent;
+  }
+  if (r == Qp::SendResult::ports_busy) return DataTurn::ports_busy;
+  q->in_data_list_ = false;
+  heap_update(*q);
+  return DataTurn::left;
+}
+
+std::array<uint32_t, 32>& Endpoint::peer_port_sent(Qp& q) {
+  // Map nodes never move or go, so the QP keeps a pointer to its peer's.
+  if (q.peer_port_sent_ == nullptr || q.peer_port_sent_of_ != q.peer()) {
+    q.peer_port_sent_ = &peer_port_sent_[q.peer()];
+    q.peer_port_sent_of_ = q.peer();
+  }
+  return *q.peer_port_sent_;
+}
+
+uint32_t Endpoint::least_used_ports(Qp& q, uint32_t port_mask) {
+  const uint32_t usable = q.sendable_ports();
+  if (std::popcount(usable) < 2 || (usable & port_mask) == 0) return usable & port_mask;
+  const std::array<uint32_t, 32>& sent = peer_port_sent(q);
+  uint32_t fewest = UINT32_MAX, least = 0;
+  for (uint32_t u = usable; u != 0; u &= u - 1) {
+    const int p = std::countr_zero(u);
+    if (sent[p] < fewest) {
+      fewest = sent[p];
+      least = 0;
+    }
+    if (sent[p] == fewest) least |= 1u << p;
+  }
+  return least & port_mask;
+}
+
 
 // ----------------------------------------------------------------- ports and endpoint operations
 

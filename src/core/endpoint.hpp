@@ -18,6 +18,7 @@
 // Threading: an Endpoint is not thread-safe; a driver serializes calls.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -351,6 +352,22 @@ class Endpoint {
   std::vector<uint32_t> free_cqs_;
   Ring<Qp*> ctrl_list_;
   Ring<Qp*> data_list_;
+  /// Data packets sent to each peer on each port (balance_peer_ports),
+  /// kept small by subtracting their minimum.
+  std::unordered_map<uint64_t, std::array<uint32_t, 32>> peer_port_sent_;
+  /// Of `port_mask`, the ports `q` can use that its peer has had the fewest
+  /// data packets on (balance_peer_ports).
+  uint32_t least_used_ports(Qp& q, uint32_t port_mask);
+  std::array<uint32_t, 32>& peer_port_sent(Qp& q);
+  /// poll_transmit's data turn for `q`, taken off data_list_: it sent (and
+  /// is queued again), it could not use these ports (the caller puts it
+  /// back in its place), or it has nothing to send (it left the list).
+  enum class DataTurn : uint8_t { sent, ports_busy, left };
+  DataTurn data_turn(Time now, Qp* q, uint32_t port_mask, uint8_t* hdr, Transmit& tx, bool balance);
+  /// How far into the turns the arbiter looks for a QP to balance a peer's
+  /// planes, and how many QPs that cannot use the free ports keep their
+  /// place (more go to the back).
+  static constexpr size_t kArbiterScan = 64;
   std::vector<Qp*> heap_;
   Ring<EpCtrl> ep_ctrl_;
   std::vector<PendingProbe> probes_;

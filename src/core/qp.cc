@@ -683,6 +683,8 @@ void Qp::clear_ctrl() {
   probe_answers_queued_ = 0;
 }
 
+uint32_t Qp::sendable_ports() const { return path_ ? path_->sendable_ports() : 0; }
+
 uint8_t Qp::pick_port(uint8_t preferred, uint32_t port_mask) const {
   // Control answers on the plane the data came in on (its reverse EVs are
   // that plane's); if that port is up but busy, wait for it (control goes

@@ -76,6 +76,8 @@ class Qp {
   Transport transport() const { return init_.transport; }
   QpState state() const { return state_; }
   uint64_t peer() const { return peer_; }
+  /// Ports this QP could send data on now (its path policy's view).
+  uint32_t sendable_ports() const;
   uint32_t pd() const { return init_.pd; }
   uint32_t send_cq() const { return init_.send_cq; }
   uint32_t recv_cq() const { return init_.recv_cq; }
@@ -120,6 +122,11 @@ class Qp {
   // Endpoint bookkeeping.
   bool in_ctrl_list_ = false;
   bool in_data_list_ = false;
+  /// The endpoint's count of data packets to this QP's peer per port
+  /// (EndpointConfig::balance_peer_ports), and the peer it was looked up
+  /// for: the lookup is a hash-map find, kept off the per-packet path.
+  std::array<uint32_t, 32>* peer_port_sent_ = nullptr;
+  uint64_t peer_port_sent_of_ = 0;
   size_t heap_index_ = SIZE_MAX;
   Time heap_deadline_ = Time::never();
 

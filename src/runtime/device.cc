@@ -203,6 +203,10 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // WRITEs went from 20.6 to 21.2 Gbit/s (median of 8, --burst 16).
   ec.protocol.sack_bytes_threshold = std::max<uint32_t>(ec.protocol.sack_bytes_threshold, ec.protocol.ev_burst * 4096);
   ec.cap_svc_time = false;  // no service-time reporting in software
+  // The kernel takes every plane's packets at once (the core is offered all
+  // ports on every poll), and the network behind the sockets, not a port
+  // arbiter, decides when each leaves: the QP's own spraying is the balance.
+  ec.balance_peer_ports = false;
   ec.qpn_shard_bits = static_cast<uint32_t>(std::countr_zero(cfg.engines));
 
   // Profile 0 of each kind is what QPs use unless the controller says

@@ -5,7 +5,9 @@
 // queries return plain values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <numeric>
 #include <cstring>
 #include <vector>
 
@@ -396,6 +398,55 @@ TEST(Spraying, AQpWhoseBurstGoesOnKeepsItsTurn) {
     EXPECT_FALSE(more[i - 1]) << "packet " << i << " cut the other QP's burst";
   }
   EXPECT_GE(switches, 3u) << "the QPs take turns";
+}
+
+// A NIC's port arbiter offers one port at a time, as each port's last
+// packet leaves. Plain turns would tie each QP to the ports that free in
+// its turn: with four QPs (two per peer) and the ports freeing in order,
+// one peer's packets would all take ports 0-1 and the other's 2-3, and a
+// destination's plane links would not finish together. The arbiter gives
+// each free port to the first QP in turn whose peer has had the fewest
+// packets on it.
+std::array<std::array<uint32_t, 4>, 3> packets_per_peer_and_port(bool balance) {
+  harness::FabricConfig fc = testing::small_fabric();
+  fc.hosts = 3;
+  fc.endpoint.balance_peer_ports = balance;
+  Fabric f(fc);
+  for (int peer : {1, 2, 1, 2}) {
+    const harness::QpPair qp = f.connect(0, peer, testing::default_qp());
+    Fabric::Buffer& src = f.alloc(0, 16 * 4096);
+    Fabric::Buffer& dst = f.alloc(peer, 16 * 4096);
+    core::SendWr wr;
+    wr.local_addr = src.addr();
+    wr.lkey = src.mr.lkey;
+    wr.length = 16 * 4096;
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.mr.rkey;
+    EXPECT_TRUE(f.ep(0).post_send(f.now(), qp.a, wr).ok());
+  }
+  std::array<std::array<uint32_t, 4>, 3> sent{};
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  for (uint32_t k = 0, data = 0; data < 32 && k < 1000; ++k) {
+    auto tx = f.ep(0).poll_transmit(f.now(), 1u << (k % 4), hdr);
+    if (!tx || tx->payload_len == 0) continue;
+    ++sent[tx->peer][tx->port];
+    ++data;
+  }
+  return sent;
+}
+
+TEST(Spraying, APortArbiterSpreadsEachPeersPacketsOverThePlanes) {
+  const auto sent = packets_per_peer_and_port(true);
+  for (int peer : {1, 2}) {
+    const auto [lo, hi] = std::minmax_element(sent[peer].begin(), sent[peer].end());
+    EXPECT_EQ(std::accumulate(sent[peer].begin(), sent[peer].end(), 0u), 16u) << "peer " << peer;
+    EXPECT_LE(*hi - *lo, 1u) << "peer " << peer << ": " << sent[peer][0] << " " << sent[peer][1] << " "
+                             << sent[peer][2] << " " << sent[peer][3];
+  }
+  // Plain turns, for contrast: the skew this test exists to catch.
+  const auto plain = packets_per_peer_and_port(false);
+  const auto [lo, hi] = std::minmax_element(plain[1].begin(), plain[1].end());
+  EXPECT_GE(*hi - *lo, 4u) << "the port order no longer skews plain turns; the test above proves nothing";
 }
 
 TEST(PayloadSegments, WalkTheGatherListFromTheOffset) {
