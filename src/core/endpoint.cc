@@ -515,8 +515,10 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
   return Errc::done;
 }
 
-[[gnu::always_inline]] inline Endpoint::DataTurn Endpoint::data_turn(Time now, Qp* q, uint32_t port_mask, uint8_t* hdr, Transmit& tx,
-                                       bool balance) {
+// Inlined into poll_transmit's two loops (as a call, BM_CorePair measured
+// about 10 ns per packet slower).
+[[gnu::always_inline]] inline Endpoint::DataTurn Endpoint::data_turn(Time now, Qp* q, uint32_t port_mask,
+                                                                     uint8_t* hdr, Transmit& tx, bool balance) {
   if (!q->wants_data()) {
     q->in_data_list_ = false;
     return DataTurn::left;
@@ -571,7 +573,6 @@ uint32_t Endpoint::least_used_ports(Qp& q, uint32_t port_mask) {
   }
   return least & port_mask;
 }
-
 
 // ----------------------------------------------------------------- ports and endpoint operations
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "wire/headers.hpp"
+#include "wire/packet.hpp"
 
 #ifdef MRC_HAVE_ISAL
 #include <isa-l/crc.h>
@@ -122,8 +123,7 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
   // and payload in one span) keeps its bytes after the BTH in one piece:
   // ISA-L's cost also depends on the length modulo 256, and cutting 64
   // bytes off the front made a 4 KiB packet's ICRC 30 ns slower.
-  constexpr size_t kHead = 64;
-  uint8_t m[kIpv6Bytes + kUdpBytes + kHead];
+  uint8_t m[kIpv6Bytes + kUdpBytes + kMaxHeaderBytes];
   std::memcpy(m, ip_udp.data(), ip_udp.size());
   if (ip_len == kIpv4Bytes) {
     m[1] = 0xFF;                   // type of service: DSCP remarking, ECN marking
@@ -135,7 +135,7 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
     m[7] = 0xFF;                   // hop limit
   }
   m[ip_len + 6] = m[ip_len + 7] = 0xFF;  // UDP checksum: may be zero or recomputed
-  const size_t head = transport.size() <= kHead ? transport.size() : Bth::kSize;
+  const size_t head = transport.size() <= kMaxHeaderBytes ? transport.size() : Bth::kSize;
   uint8_t* bth = m + ip_len + kUdpBytes;
   std::memcpy(bth, transport.data(), head);
   bth[4] = 0xFF;                   // BTH resv8a (FECN/BECN in InfiniBand)
