@@ -111,25 +111,50 @@ PendingAcks* acks_of(const mrc_async_event& e) {
   }
 }
 
-// Reads one event count from a semaphore eventfd: blocks unless the fd was
-// made non-blocking, then EAGAIN.
-int take_one(int fd) {
-  uint64_t v;
+// Takes one event count for a get (mrc_get_cq_event, mrc_get_async_event):
+// 0 with a count taken; EAGAIN when the application's fd is non-blocking
+// and nothing is queued; EIO if the kernel fails. A socket among what is
+// ready (q.sockets) is a packet no engine thread was waiting for: this
+// thread runs the engines (`dev`), which queue the event if the packet
+// completed something on an armed CQ of this channel. Non-blocking, that
+// is one look and at most one turn of the engines.
+template <class T>
+int wait_event(EventQueue<T>& q, rt::Device* dev) {
+  using Q = EventQueue<T>;
+  bool drove = false;
+  int block = -1;  // unknown yet: one fcntl, only when there is nothing to take
   for (;;) {
-    const ssize_t n = ::read(fd, &v, sizeof v);
-    if (n == static_cast<ssize_t>(sizeof v)) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 && errno == EAGAIN ? EAGAIN : EIO;
+    platform::EpollEvent ready[4];
+    auto r = q.ep.wait(ready, block == 1 ? Duration::ps(-1) : Duration{});
+    if (!r) return EIO;
+    bool count = false, socket = false;
+    for (size_t i = 0; i < *r; ++i) (ready[i].user_data == Q::kCountTag ? count : socket) = true;
+    if (count && q.count.drain()) return 0;
+    if (socket && dev != nullptr && !(drove && block == 0)) {
+      Q::getter = &q;
+      Q::held = 0;
+      dev->drive_from_channel();
+      Q::getter = nullptr;
+      drove = true;
+      if (Q::held > 0) {
+        if (Q::held > 1) (void)q.count.signal(Q::held - 1);
+        return 0;
+      }
+      continue;
+    }
+    if (block < 0) {
+      const int fl = ::fcntl(q.fd(), F_GETFL);
+      block = fl >= 0 && !(fl & O_NONBLOCK) ? 1 : 0;
+    }
+    if (block == 0) return EAGAIN;
   }
 }
 
 // Removes queued, not yet obtained async events that match (their object is
-// being destroyed), with their eventfd counts.
+// being destroyed), with their counts.
 template <class Pred>
 void drop_queued_events(mrc_context* ctx, Pred pred) {
-  std::lock_guard<std::mutex> g(ctx->async.mu);
-  const auto n = std::erase_if(ctx->async.q, pred);
-  for (size_t i = 0; i < n; ++i) (void)api::take_one(ctx->async.fd.fd());
+  ctx->async.drop(pred);
 }
 
 }  // namespace
@@ -209,12 +234,10 @@ mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* at
     return nullptr;
   }
   auto ctx = std::make_unique<mrc_context>();
-  auto fd = platform::EventFd::create(true);
-  if (!fd) {
+  if (!ctx->async.open()) {
     errno = EMFILE;
     return nullptr;
   }
-  ctx->async.fd = std::move(*fd);
   ctx->dev = d;
   ctx->api_version = v;
   std::lock_guard<std::mutex> g(d->mu);
@@ -249,12 +272,21 @@ mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
     return nullptr;
   }
   auto ch = std::make_unique<mrc_comp_channel>();
-  auto fd = platform::EventFd::create(true);
-  if (!fd) {
+  if (!ch->events.open()) {
     errno = EMFILE;
     return nullptr;
   }
-  ch->events.fd = std::move(*fd);
+  // With application progress the channel watches the sockets too: an
+  // application asleep on it is woken by the packet itself and runs the
+  // engines (wait_event), one wake-up per message where an engine thread
+  // and then the application made two (docs/performance.md, stop 20).
+  if (ctx->dev->rt->config().app_progress) {
+    if (!ctx->dev->rt->watch_sockets(ch->events.ep, api::EventQueue<mrc_cq*>::kSocketTag)) {
+      errno = EMFILE;
+      return nullptr;
+    }
+    ch->events.sockets = true;
+  }
   ch->ctx = ctx;
   std::lock_guard<std::mutex> g(ctx->mu);
   ++ctx->channels;
@@ -269,7 +301,7 @@ int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
     errno = EINVAL;
     return -1;
   }
-  return ch->events.fd.fd();
+  return ch->events.fd();
 }
 
 int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
@@ -306,6 +338,7 @@ mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_chan
   if (channel) {
     ++channel->cqs;
     cq->rcq->set_notify([cq] { cq->channel->events.push(cq); });
+    cq->rcq->set_channel_watches_sockets(channel->events.sockets);
   }
   {
     std::lock_guard<std::mutex> g(ctx->dev->mu);
@@ -335,10 +368,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
       ctx, [cq](const mrc_async_event& e) { return e.event_type == IBV_EVENT_CQ_ERR && e.element.cq == cq; });
   if (cq->channel) {
     // Drop queued (not yet obtained) events naming it.
-    std::lock_guard<std::mutex> g(cq->channel->events.mu);
-    auto& q = cq->channel->events.q;
-    const auto n = std::erase(q, cq);
-    for (size_t i = 0; i < n; ++i) (void)api::take_one(cq->channel->events.fd.fd());
+    cq->channel->events.drop([cq](const mrc_cq* c) { return c == cq; });
     --cq->channel->cqs;
   }
   {
@@ -407,7 +437,7 @@ int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
 
 int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
   if (!ch || !cq || !cq_context) return EINVAL;
-  if (int e = api::take_one(ch->events.fd.fd()); e != 0) return e;
+  if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0) return e;
   mrc_cq* c;
   {
     std::lock_guard<std::mutex> g(ch->events.mu);
@@ -759,7 +789,7 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
   if (!api::context_ok(ctx) || !event) return EINVAL;
-  if (int e = api::take_one(ctx->async.fd.fd()); e != 0) return e;
+  if (int e = api::wait_event(ctx->async, nullptr); e != 0) return e;
   {
     std::lock_guard<std::mutex> g(ctx->async.mu);
     if (ctx->async.q.empty()) return EAGAIN;
@@ -776,7 +806,7 @@ int mrc_get_async_fd(mrc_context* ctx) {
     errno = EINVAL;
     return -1;
   }
-  return ctx->async.fd.fd();
+  return ctx->async.fd();
 }
 
 void mrc_ack_async_event(mrc_async_event* event) {

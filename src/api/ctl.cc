@@ -326,12 +326,7 @@ int ctl_destroy_event_cq(mrc_cq* cq) {
     dev.ev_cq = nullptr;
   }
   if (cq->channel) {
-    std::lock_guard<std::mutex> g(cq->channel->events.mu);
-    const auto n = std::erase(cq->channel->events.q, cq);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t v;
-      (void)!::read(cq->channel->events.fd.fd(), &v, sizeof v);
-    }
+    cq->channel->events.drop([cq](const mrc_cq* c) { return c == cq; });
     --cq->channel->cqs;
   }
   {

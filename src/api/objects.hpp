@@ -81,19 +81,62 @@ struct SoftMr {
   SoftDevice* dev = nullptr;
 };
 
-/// A queue of events behind a readable fd: one eventfd count per event
-/// (semaphore mode), so the fd is readable exactly while events wait.
+/// A queue of events behind the fd an application waits on.
+///
+/// `count` holds one count per queued event (a semaphore eventfd; never
+/// blocks). The fd applications see is `ep`, an epoll instance watching
+/// `count` and, for a completion channel of a device its applications
+/// progress, the device's receive sockets (rt::Device::watch_sockets): a
+/// packet no engine thread is waiting for wakes the application, whose
+/// mrc_get_cq_event then runs the engines itself. Readiness can therefore
+/// be spurious (a packet that completes nothing), which the verbs loop
+/// allows. Whether a get blocks follows the O_NONBLOCK flag the
+/// application sets on ep's fd, as it would on a verbs channel's.
 template <class T>
 struct EventQueue {
-  platform::EventFd fd;
+  /// Tags of ep's entries.
+  static constexpr uint64_t kCountTag = 0;
+  static constexpr uint64_t kSocketTag = 1;
+  platform::Epoll ep;
+  platform::EventFd count;
+  bool sockets = false;   ///< ep watches the device's sockets
   std::mutex mu;
   std::deque<T> q;
+  /// Creates ep and count. False (errno set) if the kernel refuses.
+  bool open() {
+    auto e = platform::Epoll::create();
+    auto c = platform::EventFd::create(true);
+    if (!e || !c) return false;
+    ep = std::move(*e);
+    count = std::move(*c);
+    return static_cast<bool>(ep.add(count.fd(), platform::events::kReadable, kCountTag));
+  }
+  int fd() const { return ep.fd(); }
   void push(const T& v) {
     {
       std::lock_guard<std::mutex> g(mu);
       q.push_back(v);
     }
-    (void)fd.signal();
+    if (getter == this) {
+      ++held;  // this thread's get queued it while running the engines: it takes it
+      return;
+    }
+    (void)count.signal();
+  }
+  /// A get that runs the engines on its thread (wait_event) is the first
+  /// to see what they queue: pushes from that thread, during that turn,
+  /// are counted in `held` instead of `count` (two system calls saved per
+  /// message); the get takes one and signals the rest.
+  static inline thread_local const EventQueue* getter = nullptr;
+  static inline thread_local uint32_t held = 0;
+  /// Removes the queued events `pred` matches, with their counts (their
+  /// object is being destroyed). A count another thread took already
+  /// (its get then finds the queue short and says EAGAIN) is not waited for.
+  template <class Pred>
+  void drop(Pred pred) {
+    std::lock_guard<std::mutex> g(mu);
+    const auto n = std::erase_if(q, pred);
+    for (size_t i = 0; i < n; ++i) (void)count.drain();
   }
 };
 

@@ -16,7 +16,8 @@ namespace mrc::platform {
 
 static_assert(events::kReadable == EPOLLIN && events::kWritable == EPOLLOUT &&
               events::kError == EPOLLERR && events::kHangup == EPOLLHUP &&
-              events::kEdgeTriggered == static_cast<uint32_t>(EPOLLET));
+              events::kEdgeTriggered == static_cast<uint32_t>(EPOLLET) &&
+              events::kExclusive == static_cast<uint32_t>(EPOLLEXCLUSIVE));
 static_assert(POLLIN == EPOLLIN && POLLOUT == EPOLLOUT);
 
 namespace {

@@ -22,6 +22,11 @@ inline constexpr uint32_t kWritable = 0x004;       ///< EPOLLOUT
 inline constexpr uint32_t kError = 0x008;          ///< EPOLLERR (always reported)
 inline constexpr uint32_t kHangup = 0x010;         ///< EPOLLHUP (always reported)
 inline constexpr uint32_t kEdgeTriggered = 1u << 31;  ///< EPOLLET (registration only)
+/// EPOLLEXCLUSIVE (add() only, never modify()): when several epoll
+/// instances watch one fd this way, an event wakes them in the order they
+/// added it and stops at the first one a thread is waiting on; the ones
+/// before it still see the fd ready when they next look.
+inline constexpr uint32_t kExclusive = 1u << 28;
 }  // namespace events
 
 /// One ready descriptor reported by Epoll::wait.

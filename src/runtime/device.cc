@@ -292,7 +292,10 @@ Status Device::open_engine(Engine& e, std::string* why) {
       return rx.error();
     }
     e.rx.push_back(std::move(*rx));
-    if (Status s = e.epoll.add(e.rx.back().fd(), platform::events::kReadable, p); !s) return s;
+    // Exclusively, and before any completion channel (watch_sockets): a
+    // packet wakes this thread if it sleeps on its sockets, else a channel.
+    if (Status s = e.epoll.add(e.rx.back().fd(), platform::events::kReadable | platform::events::kExclusive, p); !s)
+      return s;
     platform::UdpSocketOptions so;
     so.sndbuf_bytes = buf;
     so.rcvbuf_bytes = 4096;  // these sockets only send
@@ -499,9 +502,28 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
     // A poll after arming (the verbs idiom that closes the race with a
     // completion before the arm) is the application's last look before it
     // sleeps on its channel: it runs the engines but does not claim to be
-    // driving, or the engine threads would leave the packets to it.
-    cq->progress_ = [this, cq] { app_progress(!cq->armed_.load(std::memory_order_acquire)); };
-    cq->on_arm_ = [this] {
+    // driving, or the engine threads would leave the packets to it. If the
+    // channel watches the sockets, a packet that came since the last turn
+    // wakes the application at once anyway: that look only sends what is
+    // due (a post's turn, no receive: a system call per plane saved).
+    cq->progress_ = [this, cq] {
+      if (!cq->armed_.load(std::memory_order_acquire)) {
+        app_progress(true);
+      } else if (cq->channel_sockets_.load(std::memory_order_relaxed)) {
+        for (auto& e : engines_) (void)try_iterate(*e, Turn::post);
+      } else {
+        app_progress(false);
+      }
+    };
+    cq->on_arm_ = [this, cq] {
+      if (cq->channel_sockets_.load(std::memory_order_relaxed)) {
+        // Its application sleeps on a channel that watches the sockets and
+        // runs the engines when a packet wakes it (watch_sockets): it goes
+        // on driving, and the engine threads stay asleep on their timers,
+        // so the packet wakes it alone.
+        app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+        return;
+      }
       // Only an engine thread asleep on its timers alone needs waking: one
       // asleep on its sockets takes the next packet anyway, and waking it
       // for nothing cost a blocking ping-pong a third of its latency on 2
@@ -914,13 +936,33 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   return got || n > 0;
 }
 
-bool Device::try_iterate(Engine& e, Turn turn) {
-  if (!e.run_mu.try_lock()) return false;  // its thread (or another application) is at it
+// An application thread's iteration of `e` (the caller holds e.run_mu).
+void Device::app_iterate(Engine& e, Turn turn) {
   thread_local std::vector<StagedCompletion> staged;
   thread_local std::vector<core::Event> events;
   (void)iterate(e, staged, events, turn);
+}
+
+bool Device::try_iterate(Engine& e, Turn turn) {
+  if (!e.run_mu.try_lock()) return false;  // its thread (or another application) is at it
+  app_iterate(e, turn);
   e.run_mu.unlock();
   return true;
+}
+
+Status Device::watch_sockets(platform::Epoll& ep, uint64_t tag) {
+  for (auto& e : engines_)
+    for (const platform::UdpSocket& s : e->rx)
+      if (Status st = ep.add(s.fd(), platform::events::kReadable | platform::events::kExclusive, tag); !st) return st;
+  return {};
+}
+
+void Device::drive_from_channel() {
+  app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+  for (auto& e : engines_) {
+    std::lock_guard<std::mutex> run(e->run_mu);
+    app_iterate(*e, Turn::poll);
+  }
 }
 
 void Device::app_progress(bool driving) {

@@ -245,6 +245,12 @@ class CompletionQueue {
   }
   /// Called (from the engine thread) when an armed CQ receives completions.
   void set_notify(std::function<void()> f) { notify_ = std::move(f); }
+  /// The CQ's channel watches the device's sockets (Device::watch_sockets)
+  /// and its application runs the engines when a packet wakes it
+  /// (Device::drive_from_channel). Arming it then counts as driving: the
+  /// engine threads stay off the sockets, so that a packet wakes the
+  /// sleeping application alone. Set before the CQ is first armed.
+  void set_channel_watches_sockets(bool on) { channel_sockets_.store(on, std::memory_order_relaxed); }
   uint32_t capacity() const { return capacity_; }
   /// Completions lost to overflow (the ring or the core CQ was full).
   uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
@@ -261,6 +267,7 @@ class CompletionQueue {
   std::mutex consumer_mu_;
   std::mutex producer_mu_;  ///< engines take turns producing (one producer at a time)
   std::atomic<bool> armed_{false};
+  std::atomic<bool> channel_sockets_{false};
   std::atomic<uint64_t> overflows_{0};
   std::function<void()> notify_;
   std::function<void()> progress_;  ///< DeviceConfig::app_progress: runs the engines once
@@ -311,6 +318,26 @@ class Device {
   Result<CompletionQueue*> create_cq(uint32_t capacity);
   /// Errc::busy while a QP uses it. The object is freed.
   Status destroy_cq(CompletionQueue* cq);
+
+  // ---- applications asleep on the sockets (DeviceConfig::app_progress).
+  /// Adds every engine's receive sockets to `ep`, an epoll an application
+  /// sleeps on (a completion channel's fd), with user data `tag`. Both the
+  /// engine threads' epolls and `ep` watch them exclusively
+  /// (events::kExclusive), the engines' first: a packet wakes an engine
+  /// thread asleep on its sockets if there is one, and otherwise `ep`,
+  /// whose application then calls drive_from_channel. The engine threads
+  /// sleep on their timers alone while an application drives (posts,
+  /// polls, or arms a CQ set_channel_watches_sockets), so in a ping-pong
+  /// the packet wakes the application directly. Remove nothing: entries
+  /// leave `ep` when the device closes its sockets. Errors: those of
+  /// epoll_ctl (no_memory for the user's epoll limit).
+  Status watch_sockets(platform::Epoll& ep, uint64_t tag);
+  /// An application woken by a socket watch_sockets added: one iteration
+  /// of every engine on the calling thread, as a polling application's
+  /// turn (its completions first), waiting for an engine thread that is
+  /// mid-iteration (which may be taking that very packet) rather than
+  /// skipping the engine.
+  void drive_from_channel();
 
   // ---- QPs (core::Endpoint semantics and errors)
   Result<uint32_t> create_qp(const core::QpInit& init);
@@ -485,6 +512,8 @@ class Device {
   /// One iteration of `e` on the calling (application) thread, if no
   /// thread is in one; false if one is.
   bool try_iterate(Engine& e, Turn turn = Turn::engine);
+  /// One iteration of `e` on an application thread that holds e.run_mu.
+  void app_iterate(Engine& e, Turn turn);
   /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
   std::vector<std::unique_lock<SpinThenBlockMutex>> lock_all_engines();
   bool receive_all(Engine& e);
