@@ -141,6 +141,17 @@ struct mrc_soft_device_attr {
    *  (mrc_soft_stats.tx_uring_submits stays 0). 1 = always sendmmsg.
    *  Ignored with raw_send (one sendmmsg already takes a whole batch). */
   int no_io_uring;
+  /** Applications that sleep on a completion channel (unless engines_only):
+   *  0 (default) = while the device moves less than 256 KiB of payload a
+   *  millisecond (sent and received together), a packet no engine thread
+   *  waits for wakes the application asleep on its channel, whose
+   *  mrc_get_cq_event processes it: one wake-up per message instead of
+   *  two (a blocking 2 B ping-pong: 26 us one way instead of 60 here).
+   *  Above it (bulk data, and for 10 ms after) the engine threads take
+   *  the packets and work beside the application. > 0 = that threshold in bytes per
+   *  millisecond instead. < 0 = the engine threads always take the
+   *  packets; the channel wakes on completions only. */
+  int64_t channel_bulk_bytes_per_ms;
 };
 
 /**

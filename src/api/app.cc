@@ -307,6 +307,7 @@ int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
 int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
   if (!ch) return EINVAL;
   if (ch->cqs.load() > 0) return EBUSY;
+  if (ch->events.sockets) ch->ctx->dev->rt->unwatch_sockets(ch->events.ep);
   {
     std::lock_guard<std::mutex> g(ch->ctx->mu);
     --ch->ctx->channels;

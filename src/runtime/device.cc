@@ -58,6 +58,9 @@ constexpr Duration kAppDrivingWindow = Duration::ms(1);
 /// The soonest an engine thread wakes for a timer while an application
 /// drives (engine_main).
 constexpr Duration kAppTimerSlack = Duration::us(200);
+/// Once a millisecond of bulk data is seen, the device counts as moving bulk
+/// data this long after it (Device::bulk_now).
+constexpr Duration kBulkHold = Duration::ms(10);
 /// epoll user data: the wake eventfd, and engine 0's link monitor (plane
 /// sockets carry their plane number).
 constexpr uint64_t kWakeTag = ~uint64_t{0};
@@ -152,7 +155,7 @@ size_t CompletionQueue::poll(std::span<core::WorkCompletion> out) {
 
 // ----------------------------------------------------------------- open/close
 
-Device::Device(const DeviceConfig& cfg) : cfg_(cfg) {}
+Device::Device(const DeviceConfig& cfg) : cfg_(cfg) { channels_watch_.store(cfg.bulk_bytes_per_ms > 0); }
 
 Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::string* why) {
   if (Status s = cfg.validate(why); !s) return s.error();
@@ -520,19 +523,19 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
         // Its application sleeps on a channel that watches the sockets and
         // runs the engines when a packet wakes it (watch_sockets): it goes
         // on driving, and the engine threads stay asleep on their timers,
-        // so the packet wakes it alone.
-        app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
-        return;
+        // so the packet wakes it alone. Not while bulk data flows: the
+        // application would do all the engines' work on its own thread,
+        // and be woken by every packet an engine thread busy elsewhere
+        // had not taken yet (write_bw -e lost 11-17 % of its bandwidth).
+        // The channels then stop watching the sockets until it stops.
+        const bool bulk = bulk_now();
+        set_channels_watch(!bulk);
+        if (!bulk) {
+          app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
+          return;
+        }
       }
-      // Only an engine thread asleep on its timers alone needs waking: one
-      // asleep on its sockets takes the next packet anyway, and waking it
-      // for nothing cost a blocking ping-pong a third of its latency on 2
-      // cores (docs/performance.md, stop 19). Pairs with engine_main's
-      // store of `quiet` then load of app_polled_ps_: seq_cst on both
-      // sides, so at least one of them sees the other.
-      app_polled_ps_.store(kNotDriving, std::memory_order_seq_cst);
-      for (auto& e : engines_)
-        if (e->quiet.load(std::memory_order_seq_cst)) (void)e->wake.signal();  // out of the timers-only sleep
+      engines_take_sockets();
     };
   }
   cqs_.push_back(cq);
@@ -927,6 +930,9 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
     more = e.ep->has_pending_transmit();
   }
   if (n > 0) {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) bytes += e.slots[i].tx.payload_len;
+    data_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     std::lock_guard<std::mutex> g(e.send_mu);
     send_slots(e, n);
   }
@@ -950,11 +956,62 @@ bool Device::try_iterate(Engine& e, Turn turn) {
   return true;
 }
 
-Status Device::watch_sockets(platform::Epoll& ep, uint64_t tag) {
+Status Device::watch_sockets_locked(platform::Epoll& ep, uint64_t tag, bool on) {
   for (auto& e : engines_)
-    for (const platform::UdpSocket& s : e->rx)
-      if (Status st = ep.add(s.fd(), platform::events::kReadable | platform::events::kExclusive, tag); !st) return st;
+    for (const platform::UdpSocket& s : e->rx) {
+      Status st = on ? ep.add(s.fd(), platform::events::kReadable | platform::events::kExclusive, tag) : ep.del(s.fd());
+      if (!st) return st;
+    }
   return {};
+}
+
+Status Device::watch_sockets(platform::Epoll& ep, uint64_t tag) {
+  std::lock_guard<std::mutex> g(watch_mu_);
+  if (channels_watch_.load(std::memory_order_relaxed))
+    if (Status st = watch_sockets_locked(ep, tag, true); !st) {
+      (void)watch_sockets_locked(ep, tag, false);  // the ones added
+      return st;
+    }
+  watchers_.push_back({&ep, tag});
+  return {};
+}
+
+void Device::unwatch_sockets(platform::Epoll& ep) {
+  std::lock_guard<std::mutex> g(watch_mu_);
+  std::erase_if(watchers_, [&](const Watcher& w) { return w.ep == &ep; });
+}
+
+void Device::set_channels_watch(bool on) {
+  if (channels_watch_.load(std::memory_order_relaxed) == on) return;
+  std::lock_guard<std::mutex> g(watch_mu_);
+  if (channels_watch_.load(std::memory_order_relaxed) == on) return;
+  // A socket already (or not yet) in a channel's epoll is the only
+  // failure, and leaves it as wanted.
+  for (const Watcher& w : watchers_) (void)watch_sockets_locked(*w.ep, w.tag, on);
+  channels_watch_.store(on, std::memory_order_relaxed);
+}
+
+bool Device::bulk_now() {
+  if (cfg_.bulk_bytes_per_ms == 0) return true;
+  const int64_t now = clock_.now().ps();
+  const int64_t start = bulk_window_ps_.load(std::memory_order_relaxed);
+  const int64_t since = now - start;
+  if (start == kNotDriving || since >= kAppDrivingWindow.count_ps()) {
+    // A window of a millisecond or more ends: its rate decides (racing
+    // arms from several threads may each end one; any answer will do).
+    // The first call only starts one.
+    const uint64_t bytes = data_bytes_.load(std::memory_order_relaxed);
+    const uint64_t moved = bytes - bulk_window_bytes_.exchange(bytes, std::memory_order_relaxed);
+    bulk_window_ps_.store(now, std::memory_order_relaxed);
+    // DeviceConfig::bulk_bytes_per_ms: a blocking ping-pong of small
+    // messages moves a few kilobytes a millisecond, write_bw -e megabytes
+    // (in bursts: a 4 MiB window, then a pause for its acknowledgements,
+    // hence the hold).
+    if (start != kNotDriving && static_cast<double>(moved) * static_cast<double>(kAppDrivingWindow.count_ps()) >=
+                                    static_cast<double>(cfg_.bulk_bytes_per_ms) * static_cast<double>(since))
+      bulk_until_ps_.store(now + kBulkHold.count_ps(), std::memory_order_relaxed);
+  }
+  return now < bulk_until_ps_.load(std::memory_order_relaxed);
 }
 
 void Device::drive_from_channel() {
@@ -963,6 +1020,24 @@ void Device::drive_from_channel() {
     std::lock_guard<std::mutex> run(e->run_mu);
     app_iterate(*e, Turn::poll);
   }
+  // An application that sleeps through a whole transfer arms once, at its
+  // start: bulk data is noticed here too.
+  if (bulk_now()) {
+    set_channels_watch(false);
+    engines_take_sockets();
+  }
+}
+
+void Device::engines_take_sockets() {
+  // Only an engine thread asleep on its timers alone needs waking: one
+  // asleep on its sockets takes the next packet anyway, and waking it for
+  // nothing cost a blocking ping-pong a third of its latency on 2 cores
+  // (docs/performance.md, stop 19). Pairs with engine_main's store of
+  // `quiet` then load of app_polled_ps_: seq_cst on both sides, so at least
+  // one of them sees the other.
+  app_polled_ps_.store(kNotDriving, std::memory_order_seq_cst);
+  for (auto& e : engines_)
+    if (e->quiet.load(std::memory_order_seq_cst)) (void)e->wake.signal();  // out of the timers-only sleep
 }
 
 void Device::app_progress(bool driving) {
@@ -1062,11 +1137,13 @@ void Device::engine_main(Engine& e) {
 // datagram arrived.
 bool Device::receive_all(Engine& e) {
   bool any = false;
+  uint64_t bytes = 0;
   for (uint32_t p = 0; p < planes_.size(); ++p) {
     for (int rounds = 0; rounds < 4; ++rounds) {
       auto r = e.rx[p].recv_batch(e.rx_batch);
       if (!r || *r == 0) break;
       any = true;
+      for (const platform::RxDatagram& d : e.rx_batch.received()) bytes += d.data.size();
       std::shared_lock<std::shared_mutex> peers(peers_mu_);
       std::lock_guard g(e.mu);
       const Time now = clock_.now();
@@ -1075,6 +1152,7 @@ bool Device::receive_all(Engine& e) {
     }
   }
   if (engines_.size() > 1) forward_port_status(e);
+  if (bytes > 0) data_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return any;
 }
 

@@ -142,6 +142,14 @@ struct DeviceConfig {
   /// for an engine thread to be scheduled: on a machine with fewer cores
   /// than spinning threads that wait is the whole latency.
   bool app_progress = true;
+  /// With app_progress, an application asleep on a completion channel is
+  /// woken by the packets themselves and runs the engines (one wake-up per
+  /// message; Device::watch_sockets) while the device moves less payload
+  /// than this per millisecond, sent and received together; above it (bulk
+  /// data, and for 10 ms after) the engine threads take the packets and
+  /// work in parallel with the application. 0: the engine threads always
+  /// take them.
+  uint64_t bulk_bytes_per_ms = 256 * 1024;
   /// Seed of the protocol's random choices (EV picks); 0 = from getrandom.
   uint64_t seed = 0;
   uint32_t socket_buffer_bytes = 8u << 20;
@@ -332,6 +340,13 @@ class Device {
   /// leave `ep` when the device closes its sockets. Errors: those of
   /// epoll_ctl (no_memory for the user's epoll limit).
   Status watch_sockets(platform::Epoll& ep, uint64_t tag);
+  /// Forgets `ep` (call before closing it): watch_sockets adds the sockets
+  /// to it again, or removes them, as bulk data starts and stops flowing.
+  void unwatch_sockets(platform::Epoll& ep);
+  /// Whether the channels watch_sockets registered watch the sockets now:
+  /// not while bulk data flows (DeviceConfig::bulk_bytes_per_ms), as seen
+  /// by the last arm of a CQ set_channel_watches_sockets.
+  bool channels_watch_sockets() const { return channels_watch_.load(std::memory_order_relaxed); }
   /// An application woken by a socket watch_sockets added: one iteration
   /// of every engine on the calling thread, as a polling application's
   /// turn (its completions first), waiting for an engine thread that is
@@ -514,6 +529,19 @@ class Device {
   bool try_iterate(Engine& e, Turn turn = Turn::engine);
   /// One iteration of `e` on an application thread that holds e.run_mu.
   void app_iterate(Engine& e, Turn turn);
+  /// Adds (on) or removes the engines' receive sockets to / from `ep`.
+  /// Under watch_mu_.
+  Status watch_sockets_locked(platform::Epoll& ep, uint64_t tag, bool on);
+  /// The channels registered with watch_sockets watch the sockets (on) or
+  /// not; a no-op if they already do as asked.
+  void set_channels_watch(bool on);
+  /// Whether bulk data flows: more than DeviceConfig::bulk_bytes_per_ms
+  /// sent and received per millisecond over the last window (at least a millisecond long,
+  /// from one call to a later one).
+  bool bulk_now();
+  /// The engine threads take the sockets: no application drives, and one
+  /// asleep on its timers alone is woken to watch them.
+  void engines_take_sockets();
   /// Every engine's mutex, in index order (objects_mu_ first, by the caller).
   std::vector<std::unique_lock<SpinThenBlockMutex>> lock_all_engines();
   bool receive_all(Engine& e);
@@ -605,6 +633,21 @@ class Device {
   /// app_polled_ps_ when no application drives: never, or it armed a CQ to sleep.
   static constexpr int64_t kNotDriving = INT64_MIN / 2;
   std::atomic<int64_t> app_polled_ps_{kNotDriving};  ///< last app_turn(), clock_ picoseconds
+  /// Channels' epolls that watch_sockets registered, and whether they
+  /// watch the sockets now (not while bulk data flows: bulk_now).
+  struct Watcher {
+    platform::Epoll* ep;
+    uint64_t tag;
+  };
+  std::mutex watch_mu_;                              ///< guards watchers_ and changes of channels_watch_
+  std::vector<Watcher> watchers_;
+
+  std::atomic<bool> channels_watch_{true};
+  /// Payload bytes the engines sent and received, and bulk_now's window.
+  std::atomic<uint64_t> data_bytes_{0};
+  std::atomic<uint64_t> bulk_window_bytes_{0};
+  std::atomic<int64_t> bulk_window_ps_{kNotDriving};
+  std::atomic<int64_t> bulk_until_ps_{kNotDriving};
 };
 
 }  // namespace mrc::rt
