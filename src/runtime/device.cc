@@ -528,14 +528,10 @@ Result<CompletionQueue*> Device::create_cq(uint32_t capacity) {
         // and be woken by every packet an engine thread busy elsewhere
         // had not taken yet (write_bw -e lost 11-17 % of its bandwidth).
         // The channels then stop watching the sockets until it stops.
-        const bool bulk = bulk_now();
-        set_channels_watch(!bulk);
-        if (!bulk) {
-          app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
-          return;
-        }
+        share_sockets(bulk_now());
+      } else {
+        engines_take_sockets();
       }
-      engines_take_sockets();
     };
   }
   cqs_.push_back(cq);
@@ -981,9 +977,7 @@ void Device::unwatch_sockets(platform::Epoll& ep) {
   std::erase_if(watchers_, [&](const Watcher& w) { return w.ep == &ep; });
 }
 
-void Device::set_channels_watch(bool on) {
-  if (channels_watch_.load(std::memory_order_relaxed) == on) return;
-  std::lock_guard<std::mutex> g(watch_mu_);
+void Device::set_channels_watch_locked(bool on) {
   if (channels_watch_.load(std::memory_order_relaxed) == on) return;
   // A socket already (or not yet) in a channel's epoll is the only
   // failure, and leaves it as wanted.
@@ -1022,10 +1016,19 @@ void Device::drive_from_channel() {
   }
   // An application that sleeps through a whole transfer arms once, at its
   // start: bulk data is noticed here too.
-  if (bulk_now()) {
-    set_channels_watch(false);
+  if (bulk_now()) share_sockets(true);
+}
+
+void Device::share_sockets(bool bulk) {
+  // Under watch_mu_, so that two threads deciding at once (an arm and a
+  // drive at a window's end) leave the channels and the engine threads
+  // agreeing on who watches: never neither.
+  std::lock_guard<std::mutex> g(watch_mu_);
+  set_channels_watch_locked(!bulk);
+  if (bulk)
     engines_take_sockets();
-  }
+  else
+    app_polled_ps_.store(clock_.now().ps(), std::memory_order_relaxed);
 }
 
 void Device::engines_take_sockets() {

@@ -533,8 +533,13 @@ class Device {
   /// Under watch_mu_.
   Status watch_sockets_locked(platform::Epoll& ep, uint64_t tag, bool on);
   /// The channels registered with watch_sockets watch the sockets (on) or
-  /// not; a no-op if they already do as asked.
-  void set_channels_watch(bool on);
+  /// not; a no-op if they already do as asked. Under watch_mu_.
+  void set_channels_watch_locked(bool on);
+  /// Decides who watches the sockets, for an application that sleeps on a
+  /// channel watching them: while bulk data flows, the engine threads
+  /// (engines_take_sockets); otherwise the channels, and the application
+  /// counts as driving so the engine threads stay on their timers.
+  void share_sockets(bool bulk);
   /// Whether bulk data flows: more than DeviceConfig::bulk_bytes_per_ms
   /// sent and received per millisecond over the last window (at least a millisecond long,
   /// from one call to a later one).
