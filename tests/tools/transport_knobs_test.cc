@@ -63,8 +63,10 @@ TEST(TransportKnobs, EachFamilyGetsItsOwnKnobs) {
   EXPECT_EQ(r.scenario.protocol.rc_ack_packets, 16u);
   EXPECT_TRUE(r.scenario.protocol.spread_sacks);
   EXPECT_EQ(r.scenario.protocol.sack_coalesce_max, Duration::us(4));
+  EXPECT_TRUE(r.scenario.balance_peer_ports);
   const ResolvedRun a = resolved({"--mrc-sack-bytes", "65536", "--roce-ack-packets", "4", "--mrc-sack-ports", "arrival",
-                                  "--mrc-sack-wait-max-us", "1"});
+                                  "--mrc-sack-wait-max-us", "1", "--mrc-port-arbiter", "turns"});
+  EXPECT_FALSE(a.scenario.balance_peer_ports);
   EXPECT_EQ(a.scenario.protocol.sack_bytes_threshold, 65536u);
   EXPECT_EQ(a.scenario.protocol.rc_ack_packets, 4u);
   EXPECT_FALSE(a.scenario.protocol.spread_sacks);
@@ -96,7 +98,7 @@ TEST(TransportKnobs, ScenarioFileKeys) {
   ASSERT_TRUE(load_config_text("[run]\nmtu = 2048\nroce_ack_timeout = 9\nroce_retry_count = 7\nmrc_qps_per_peer = 2\n"
                                "roce_qps_per_peer = 4\nmrc_ack_timeout = 5\nmrc_retry_count = 0\nbase_rtt_us = 8.5\n"
                                "mrc_sack_bytes = 32768\nroce_ack_packets = 8\nmrc_sack_ports = \"arrival\"\n"
-                               "mrc_sack_wait_max_us = 2.5\n"
+                               "mrc_sack_wait_max_us = 2.5\nmrc_port_arbiter = \"turns\"\n"
                                "[topology.queue]\necn_at_dequeue = true\n",
                                "t.toml", &o, &why))
       << why;
@@ -112,6 +114,7 @@ TEST(TransportKnobs, ScenarioFileKeys) {
   EXPECT_EQ(o.roce_ack_packets, 8u);
   EXPECT_EQ(o.mrc_sack_ports, "arrival");
   EXPECT_EQ(o.mrc_sack_wait_max_us, 2.5);
+  EXPECT_EQ(o.mrc_port_arbiter, "turns");
   EXPECT_TRUE(o.queue.ecn_at_dequeue);
   SimOptions p;
   EXPECT_FALSE(load_config_text("[run]\nmtu = 1500\n", "t.toml", &p, &why));

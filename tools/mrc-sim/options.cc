@@ -369,6 +369,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.protocol.sack_bytes_threshold = o.mrc_sack_bytes;
   sc.protocol.spread_sacks = o.mrc_sack_ports == "spread";
   sc.protocol.sack_coalesce_max = from_units(o.mrc_sack_wait_max_us, 1e6);
+  sc.balance_peer_ports = o.mrc_port_arbiter == "balance";
   sc.protocol.rc_ack_packets = o.roce_ack_packets;
   if (sc.workload == WorkloadKind::matrix) {
     if (o.cm_file.empty()) return fail(Errc::invalid_argument, "workload cm needs a connection matrix (--cm FILE)");

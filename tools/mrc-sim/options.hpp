@@ -83,6 +83,10 @@ struct SimOptions {
   /// this long after the first arrival it covers (sack_coalesce_max; 1 = a
   /// fixed 1 us timer, as before stop 14)
   double mrc_sack_wait_max_us = 4;
+  /// mrc_port_arbiter: "balance" (a free port goes to the first QP in turn
+  /// whose destination has used that plane least) or "turns" (plain turns;
+  /// core::EndpointConfig::balance_peer_ports)
+  std::string mrc_port_arbiter = "balance";
   /// roce_ack_packets: a roce* responder ACKs every this many packets
   /// (core::ProtocolConfig::rc_ack_packets)
   uint32_t roce_ack_packets = 16;

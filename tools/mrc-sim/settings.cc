@@ -161,6 +161,10 @@ std::vector<Setting> settings(SimOptions& o) {
        "a coalesced mrc* SACK waits for data to stop (1 us) but at most this long after the first arrival it "
        "covers, us",
        &o.mrc_sack_wait_max_us, number(1, 1000, false, "4; 1 = a fixed 1 us timer")},
+      {"run", "mrc_port_arbiter", "--mrc-port-arbiter",
+       "balance: a NIC's free port goes to the first mrc* QP in turn whose destination has used that plane "
+       "least, so each destination's packets spread evenly over the planes; turns: plain turns",
+       &o.mrc_port_arbiter, one_of({"balance", "turns"})},
       {"run", "roce_ack_packets", "--roce-ack-packets", "a roce* responder ACKs every this many packets",
        &o.roce_ack_packets, integer(1, 4096, "16")},
       {"run", "mtu", "--mtu", "path MTU: payload bytes per packet", &o.mtu,

@@ -160,6 +160,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   Fabric fabric(sim, topo);
   core::EndpointConfig ec;
   ec.protocol = sc.protocol;
+  ec.balance_peer_ports = sc.balance_peer_ports;
   if (sc.derive_base_rtt) {
     ec.protocol.base_rtt = fabric.max_one_way_latency() * 2;
     ec.protocol.reorder_allowance = ec.protocol.base_rtt / 2;

@@ -51,6 +51,9 @@ struct Scenario {
   /// longest one-way latency.
   core::ProtocolConfig protocol;
   bool derive_base_rtt = true;
+  /// core::EndpointConfig::balance_peer_ports of every endpoint (the port
+  /// arbiter: balance each destination over the planes, or plain turns).
+  bool balance_peer_ports = true;
   /// Goodput series per host, per plane and per flow besides the total
   /// (RunResult::host_series, ...); off by default: rows of one value per
   /// host (plane, flow) per sample.
