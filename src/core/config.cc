@@ -34,7 +34,7 @@ Status EndpointConfig::validate(std::string* why) const {
   if (p.sack_coalesce_delay <= Duration{})
     return reject(why, "protocol.sack_coalesce_delay: must be > 0 (default 1 us)");
   if (p.sack_coalesce_max < p.sack_coalesce_delay)
-    return reject(why, "protocol.sack_coalesce_max: must be >= sack_coalesce_delay (default 4 us)");
+    return reject(why, "protocol.sack_coalesce_max: must be >= sack_coalesce_delay (default 16 us)");
   if (p.timestamp_tick <= Duration{})
     return reject(why, "protocol.timestamp_tick: must be > 0 (default 128 ns)");
   if (p.base_rtt <= Duration{}) return reject(why, "protocol.base_rtt: must be > 0 (e.g. 10 us)");

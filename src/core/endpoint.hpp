@@ -379,6 +379,9 @@ class Endpoint {
   uint32_t replies_queued_ = 0;
   uint32_t local_up_ = 0;
   IncastGuard incast_;
+  /// A trimmed or ECN-marked packet arrived (at any QP) less than 16 base
+  /// RTTs before this: responders SACK promptly (Qp::want_sack).
+  Time rx_congested_until_;
   uint32_t port_status_left_ = 0;  ///< repeats still to send
   Time port_status_next_ = Time::never();
   uint16_t ep_req_id_ = 1;

@@ -420,6 +420,8 @@ class Qp {
   bool sack_pending_ = false;
   PendingCtrl pending_sack_;
   Time sack_since_;              ///< first arrival the pending SACK covers
+  Time last_arrival_ = Time::never();  ///< the last data arrival that coalesced (want_sack)
+  Duration arrival_gap_{};       ///< average gap between those arrivals (1/8 weight)
 
   // RoCE RC requester: PSNs in [rc_resend_, next_psn_) were sent and are
   // queued for go-back-N retransmission, in order, before any new data.

@@ -62,10 +62,13 @@ TEST(TransportKnobs, EachFamilyGetsItsOwnKnobs) {
   EXPECT_EQ(r.scenario.protocol.sack_bytes_threshold, 16384u) << "the reference's default";
   EXPECT_EQ(r.scenario.protocol.rc_ack_packets, 16u);
   EXPECT_TRUE(r.scenario.protocol.spread_sacks);
-  EXPECT_EQ(r.scenario.protocol.sack_coalesce_max, Duration::us(4));
+  EXPECT_EQ(r.scenario.protocol.sack_coalesce_max, Duration::us(16));
+  EXPECT_EQ(r.scenario.protocol.sack_coalesce_gaps, 2u);
   EXPECT_TRUE(r.scenario.balance_peer_ports);
   const ResolvedRun a = resolved({"--mrc-sack-bytes", "65536", "--roce-ack-packets", "4", "--mrc-sack-ports", "arrival",
-                                  "--mrc-sack-wait-max-us", "1", "--mrc-port-arbiter", "turns"});
+                                  "--mrc-sack-wait-max-us", "1", "--mrc-port-arbiter", "turns", "--mrc-sack-wait-gaps",
+                                  "0"});
+  EXPECT_EQ(a.scenario.protocol.sack_coalesce_gaps, 0u);
   EXPECT_FALSE(a.scenario.balance_peer_ports);
   EXPECT_EQ(a.scenario.protocol.sack_bytes_threshold, 65536u);
   EXPECT_EQ(a.scenario.protocol.rc_ack_packets, 4u);

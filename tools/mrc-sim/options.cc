@@ -176,6 +176,10 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
   if (!roce && sc.protocol.spread_sacks != dp.spread_sacks) out += ", SACKs on the arrival plane";
   if (!roce && sc.protocol.sack_coalesce_max != dp.sack_coalesce_max)
     out += fmt::format(", SACK wait at most {:.3g} us", sc.protocol.sack_coalesce_max.to_us());
+  if (!roce && sc.protocol.sack_coalesce_gaps != dp.sack_coalesce_gaps)
+    out += sc.protocol.sack_coalesce_gaps == 0 ? std::string(", SACK wait 1 us")
+                                                : fmt::format(", SACK wait {} gaps", sc.protocol.sack_coalesce_gaps);
+  if (!roce && !sc.balance_peer_ports) out += ", plain port turns";
   if (roce && sc.protocol.rc_ack_packets != dp.rc_ack_packets)
     out += fmt::format(", ACK every {} packets", sc.protocol.rc_ack_packets);
   if (t.pin_t0_uplink >= 0)
@@ -369,6 +373,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.protocol.sack_bytes_threshold = o.mrc_sack_bytes;
   sc.protocol.spread_sacks = o.mrc_sack_ports == "spread";
   sc.protocol.sack_coalesce_max = from_units(o.mrc_sack_wait_max_us, 1e6);
+  sc.protocol.sack_coalesce_gaps = o.mrc_sack_wait_gaps;
   sc.balance_peer_ports = o.mrc_port_arbiter == "balance";
   sc.protocol.rc_ack_packets = o.roce_ack_packets;
   if (sc.workload == WorkloadKind::matrix) {

@@ -82,7 +82,10 @@ struct SimOptions {
   /// mrc_sack_wait_max_us: a coalesced SACK waits for data to stop, at most
   /// this long after the first arrival it covers (sack_coalesce_max; 1 = a
   /// fixed 1 us timer, as before stop 14)
-  double mrc_sack_wait_max_us = 4;
+  double mrc_sack_wait_max_us = 16;
+  /// mrc_sack_wait_gaps: ... and data has stopped once the QP got nothing
+  /// for this many of its recent arrival gaps (sack_coalesce_gaps; 0 = 1 us)
+  uint32_t mrc_sack_wait_gaps = 2;
   /// mrc_port_arbiter: "balance" (a free port goes to the first QP in turn
   /// whose destination has used that plane least) or "turns" (plain turns;
   /// core::EndpointConfig::balance_peer_ports)

@@ -160,7 +160,11 @@ std::vector<Setting> settings(SimOptions& o) {
       {"run", "mrc_sack_wait_max_us", "--mrc-sack-wait-max-us",
        "a coalesced mrc* SACK waits for data to stop (1 us) but at most this long after the first arrival it "
        "covers, us",
-       &o.mrc_sack_wait_max_us, number(1, 1000, false, "4; 1 = a fixed 1 us timer")},
+       &o.mrc_sack_wait_max_us, number(1, 1000, false, "16; 1 = a fixed 1 us timer")},
+      {"run", "mrc_sack_wait_gaps", "--mrc-sack-wait-gaps",
+       "a coalesced mrc* SACK's data has stopped after 1 us or this many of the QP's recent arrival gaps, "
+       "whichever is longer",
+       &o.mrc_sack_wait_gaps, integer(0, 64, "2; 0 = 1 us alone")},
       {"run", "mrc_port_arbiter", "--mrc-port-arbiter",
        "balance: a NIC's free port goes to the first mrc* QP in turn whose destination has used that plane "
        "least, so each destination's packets spread evenly over the planes; turns: plain turns",

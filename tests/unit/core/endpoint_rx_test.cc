@@ -455,14 +455,17 @@ TEST_F(EndpointRxTest, SackIsCoalescedWithoutAckRequest) {
 }
 
 TEST_F(EndpointRxTest, CoalescedSackWaitsForDataToStop) {
-  // Packets 600 ns apart, below the byte threshold: the 1 us wait restarts
-  // on each, so one SACK goes 1 us after the last and covers all three.
+  // Packets 600 ns apart, below the byte threshold: the wait restarts on
+  // each, so one SACK goes after the last and covers all three. The wait
+  // is 1 us, or two of the QP's gaps between arrivals if longer
+  // (sack_coalesce_gaps): 1.2 us here.
+  ASSERT_EQ(cfg.protocol.sack_coalesce_gaps, 2u);
   for (uint32_t i = 0; i < 3; ++i) {
     deliver_small(i, t0 + Duration::ns(600 * i));
     EXPECT_TRUE(sacks().empty()) << "packet " << i;
   }
   const Time due = ep->next_timeout();
-  EXPECT_EQ(due, t0 + Duration::ns(1200 + 1000));
+  EXPECT_EQ(due, t0 + Duration::ns(1200 + 1200));
   ep->handle_timeout(due);
   const std::vector<Sent> s = sacks();
   ASSERT_EQ(s.size(), 1u);
@@ -470,20 +473,46 @@ TEST_F(EndpointRxTest, CoalescedSackWaitsForDataToStop) {
 }
 
 TEST_F(EndpointRxTest, ATrickleIsSackedWithinTheCoalescingBound) {
-  // One packet every 900 ns never lets the wait run out: the SACK goes
-  // sack_coalesce_max (4 us) after the first packet it covers.
-  ASSERT_EQ(cfg.protocol.sack_coalesce_max, Duration::us(4));
-  for (uint32_t i = 0; i < 5; ++i) deliver_small(i, t0 + Duration::ns(900 * i));
+  // One packet every 900 ns never lets the wait (1.8 us: two gaps) run
+  // out: the SACK goes sack_coalesce_max (16 us) after the first packet it
+  // covers.
+  ASSERT_EQ(cfg.protocol.sack_coalesce_max, Duration::us(16));
+  for (uint32_t i = 0; i < 18; ++i) deliver_small(i, t0 + Duration::ns(900 * i));
   EXPECT_TRUE(sacks().empty());
   const Time due = ep->next_timeout();
-  EXPECT_EQ(due, t0 + Duration::us(4));
+  EXPECT_EQ(due, t0 + Duration::us(16));
   ep->handle_timeout(due);
   std::vector<Sent> s = sacks();
   ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0].p.h.seth.cack_psn, (kFirstPsn + 4) & wire::kPsnMask);
-  // The next packet starts a new wait.
-  deliver_small(5, due + Duration::ns(100));
-  EXPECT_EQ(ep->next_timeout(), due + Duration::ns(1100));
+  EXPECT_EQ(s[0].p.h.seth.cack_psn, (kFirstPsn + 17) & wire::kPsnMask);
+  // The next packet, 800 ns after the last, starts a new wait: two of the
+  // average gap (7 x 900 + 800) / 8 = 887.5 ns.
+  deliver_small(18, due + Duration::ns(100));
+  EXPECT_EQ(ep->next_timeout(), due + Duration::ns(100) + Duration::ps(1775000));
+}
+
+TEST_F(EndpointRxTest, ACongestedReceivePathSacksAfterTheShortWait) {
+  // Packets 3 us apart: the wait is two gaps, 6 us...
+  for (uint32_t i = 0; i < 3; ++i) deliver_small(i, t0 + Duration::us(3 * i));
+  EXPECT_EQ(ep->next_timeout(), t0 + Duration::us(6 + 6));
+  // ... until an ECN-marked packet arrives (SACKed at once): for 16 base
+  // RTTs after it the wait is the fixed 1 us, whatever the gaps, so the
+  // senders of a congested receiver hear back promptly.
+  RxMeta marked = meta();
+  marked.ecn_ce = true;
+  const Time at = t0 + Duration::us(9);
+  ep->handle_datagram(at, marked, write_only(kFirstPsn + 3, region() + 48, 16, 0x40, 0, /*ack_req=*/false));
+  ASSERT_EQ(sacks().size(), 1u);
+  deliver_small(4, at + Duration::us(3));
+  EXPECT_EQ(ep->next_timeout(), at + Duration::us(3) + Duration::ns(1000));
+  // Long after, the QP's gaps count again: no SACK 2 us after the next
+  // packet.
+  const Time later = at + cfg.protocol.base_rtt * 16 + Duration::us(1);
+  while (ep->next_timeout() <= later) ep->handle_timeout(ep->next_timeout());
+  (void)sacks();
+  deliver_small(5, later);
+  ep->handle_timeout(later + Duration::us(2));
+  EXPECT_TRUE(sacks().empty()) << "the calm path waited only 1 us";
 }
 
 TEST_F(EndpointRxTest, SacksTakeTurnsOverTheFreePorts) {
