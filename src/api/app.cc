@@ -280,7 +280,7 @@ mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
   // application asleep on it is woken by the packet itself and runs the
   // engines (wait_event), one wake-up per message where an engine thread
   // and then the application made two (docs/performance.md, stop 20).
-  if (ctx->dev->rt->config().app_progress) {
+  if (ctx->dev->rt->config().app_progress && ctx->dev->rt->config().bulk_bytes_per_ms > 0) {
     if (!ctx->dev->rt->watch_sockets(ch->events.ep, api::EventQueue<mrc_cq*>::kSocketTag)) {
       errno = EMFILE;
       return nullptr;
