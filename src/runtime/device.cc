@@ -1614,7 +1614,8 @@ void Device::publish(std::vector<StagedCompletion>& staged, std::vector<core::Ev
       if (CompletionQueue* cq = find([&](const CompletionQueue& c) { return c.core_id_ == ce->cq; }))
         cq->overflows_.fetch_add(1, std::memory_order_relaxed);
   CompletionQueue* cq = nullptr;
-  CompletionQueue* notified = nullptr;
+  thread_local std::vector<CompletionQueue*> filled;  // CQs this call pushed to
+  filled.clear();
   for (const StagedCompletion& sc : staged) {
     if (!cq || cq->serial_ != sc.cq_serial)
       cq = find([&](const CompletionQueue& c) { return c.serial_ == sc.cq_serial; });
@@ -1631,11 +1632,19 @@ void Device::publish(std::vector<StagedCompletion>& staged, std::vector<core::Ev
         events.push_back(core::CqErrorEvent{cq->core_id_});
       continue;
     }
-    if (cq != notified && cq->armed_.exchange(false, std::memory_order_acq_rel) && cq->notify_) {
-      cq->notify_();
-      notified = cq;
-    }
+    if (filled.empty() || filled.back() != cq) filled.push_back(cq);
   }
+  // The arms are looked at after every push, never between two: an
+  // application woken by a batch's first completion can poll it, arm again
+  // and sleep while the rest is pushed, and a push after the look would
+  // notify nobody (a blocking application hung with a completion in its
+  // ring, about 1 run in 10 of 8 MiB of WRITEs on 2 loaded cores). The
+  // fence pairs with arm()'s: either the arming application's poll after
+  // its arm sees these pushes, or this look sees its arm.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (CompletionQueue* f : filled)
+    if (f->armed_.load(std::memory_order_relaxed) && f->armed_.exchange(false, std::memory_order_acq_rel) && f->notify_)
+      f->notify_();
 }
 
 }  // namespace mrc::rt

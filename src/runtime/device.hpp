@@ -250,7 +250,11 @@ class CompletionQueue {
   /// application that arms is about to sleep on its channel: the engine
   /// threads take over progress at once (DeviceConfig::app_progress).
   void arm() {
-    armed_.store(true, std::memory_order_release);
+    armed_.store(true, std::memory_order_relaxed);
+    // Pairs with Device::publish's fence between its pushes and its look
+    // at the arms: the poll that follows an arm (the verbs idiom) sees a
+    // completion pushed before that look, or the look sees the arm.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (on_arm_) on_arm_();
   }
   /// Called (from the engine thread) when an armed CQ receives completions.
