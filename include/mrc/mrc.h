@@ -118,8 +118,8 @@ struct mrc_comp_channel;
  * mrc_req_notify_cq post an event to it when a completion arrives. Its fd
  * (mrc_get_comp_channel_fd) becomes readable then and works in poll/epoll;
  * mrc_get_cq_event blocks unless the fd was made non-blocking (fcntl).
- * On the software device with mrc_soft_device_attr.channel_bulk_bytes_per_ms
- * set (experimental) the fd also becomes readable when a packet arrives that no engine thread is
+ * On the software device (unless mrc_soft_device_attr.channel_bulk_bytes_per_ms
+ * < 0) the fd also becomes readable when a packet arrives that no engine thread is
  * waiting for: the application is woken by the packet itself and its
  * mrc_get_cq_event processes it, one wake-up instead of two. Such a
  * wake-up can be spurious (the packet completed nothing on this channel's

@@ -141,18 +141,17 @@ struct mrc_soft_device_attr {
    *  (mrc_soft_stats.tx_uring_submits stays 0). 1 = always sendmmsg.
    *  Ignored with raw_send (one sendmmsg already takes a whole batch). */
   int no_io_uring;
-  /** Experimental, off by default. Applications that sleep on a
-   *  completion channel (unless engines_only): 0 or < 0 (default) = the
-   *  engine threads take every packet and wake the application through the
-   *  channel. > 0 = while the device moves less than this many bytes of
+  /** Applications that sleep on a completion channel (unless
+   *  engines_only): while the device moves less than this many bytes of
    *  payload a millisecond (sent and received together), a packet no
    *  engine thread waits for wakes the application asleep on its channel,
    *  whose mrc_get_cq_event processes it: one wake-up per message instead
-   *  of two (a blocking 2 B ping-pong: 26 us one way instead of 60 on a
-   *  2-core VM); above it (bulk data, and for 10 ms after) the engine
-   *  threads take the packets. 262144 is the measured choice. Known
-   *  problem: a blocking wait during a bulk transfer hung in about 1 run
-   *  in 20 on a loaded 2-core machine; not yet found. */
+   *  of two (a blocking 2 B ping-pong: 26-31 us one way instead of 51-60
+   *  on a 2-core VM). Above it (bulk data, and for 10 ms after) the engine
+   *  threads take the packets and work in parallel with the application.
+   *  0 = the default, 262144 (the measured choice); < 0 = off: the engine
+   *  threads take every packet and wake the application through the
+   *  channel. */
   int64_t channel_bulk_bytes_per_ms;
 };
 

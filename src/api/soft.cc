@@ -138,7 +138,8 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   cfg.dscp_control = static_cast<uint8_t>(attr->dscp_control);
   cfg.raw_send = attr->raw_send != 0;
   cfg.io_uring = attr->no_io_uring == 0;
-  cfg.bulk_bytes_per_ms = attr->channel_bulk_bytes_per_ms > 0 ? static_cast<uint64_t>(attr->channel_bulk_bytes_per_ms) : 0;
+  if (attr->channel_bulk_bytes_per_ms != 0)
+    cfg.bulk_bytes_per_ms = attr->channel_bulk_bytes_per_ms > 0 ? static_cast<uint64_t>(attr->channel_bulk_bytes_per_ms) : 0;
   std::string why;
   auto rt = mrc::rt::Device::open(cfg, &why);
   if (!rt) {

@@ -142,16 +142,15 @@ struct DeviceConfig {
   /// for an engine thread to be scheduled: on a machine with fewer cores
   /// than spinning threads that wait is the whole latency.
   bool app_progress = true;
-  /// Experimental, off (0) by default: with app_progress, an application
-  /// asleep on a completion channel is woken by the packets themselves and
-  /// runs the engines (one wake-up per message; Device::watch_sockets)
-  /// while the device moves less payload than this per millisecond, sent
-  /// and received together; above it (bulk data, and for 10 ms after) the
-  /// engine threads take the packets and work in parallel with the
-  /// application. 0: the engine threads always take them. Known problem: a
-  /// blocking wait during a bulk transfer hung in about 1 run in 20 on a
-  /// loaded 2-core machine (docs/performance.md, stop 20).
-  uint64_t bulk_bytes_per_ms = 0;
+  /// With app_progress, an application asleep on a completion channel is
+  /// woken by the packets themselves and runs the engines (one wake-up per
+  /// message instead of two; Device::watch_sockets) while the device moves
+  /// less payload than this per millisecond, sent and received together;
+  /// above it (bulk data, and for 10 ms after) the engine threads take the
+  /// packets and work in parallel with the application. 0: the engine
+  /// threads always take them. 256 KiB (2.1 Gbit/s) is the measured choice
+  /// (docs/performance.md, stops 20 and 21).
+  uint64_t bulk_bytes_per_ms = 256 * 1024;
   /// Seed of the protocol's random choices (EV picks); 0 = from getrandom.
   uint64_t seed = 0;
   uint32_t socket_buffer_bytes = 8u << 20;

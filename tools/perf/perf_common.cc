@@ -186,6 +186,11 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
   app.add_flag("--no-io-uring", o.no_io_uring,
                "send each EV socket's datagrams with their own sendmmsg, never a batch across sockets in one "
                "io_uring submission (the default where the kernel allows io_uring)");
+  app.add_option("--channel-bulk", o.channel_bulk,
+                 "with -e: below this many payload bytes a millisecond the packet wakes the application asleep on "
+                 "its channel, which runs the engine (one wake-up per message); above it the engine threads take "
+                 "the packets (0 = the device's default, 262144; -1 = always the engine threads)")
+      ->default_val(0);
   app.add_option("--engines", o.engines, "progress engine threads of the device")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
@@ -1299,6 +1304,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["burst"] = o.burst;
   c["raw_send"] = o.raw_send;
   c["io_uring"] = !o.no_io_uring && !o.raw_send;
+  c["channel_bulk"] = o.channel_bulk;
   c["engines"] = o.engines;
   c["busy_poll"] = o.busy_poll;
   c["carrier_watch"] = o.carrier_watch;

@@ -91,6 +91,11 @@ struct Options {
   /// --no-io-uring: never one io_uring submission across sockets
   /// (mrc_soft_device_attr.no_io_uring).
   bool no_io_uring = false;
+  /// --channel-bulk: with -e, the payload rate (bytes a millisecond) above
+  /// which the engine threads take the packets rather than waking the
+  /// application asleep on its channel; 0 = the device's default, < 0 =
+  /// never wake it (mrc_soft_device_attr.channel_bulk_bytes_per_ms).
+  int64_t channel_bulk = 0;
   uint32_t engines = 1;
   bool busy_poll = false;
   /// --no-carrier-watch turns it off: the device takes a plane out of

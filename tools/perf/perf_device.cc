@@ -57,6 +57,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.burst = o.burst;
   a.raw_send = o.raw_send ? 1 : 0;
   a.no_io_uring = o.no_io_uring ? 1 : 0;
+  a.channel_bulk_bytes_per_ms = o.channel_bulk;
   a.num_engines = o.engines;
   a.busy_poll = o.busy_poll ? 1 : 0;
   a.seed = o.seed;

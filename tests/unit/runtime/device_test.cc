@@ -277,17 +277,18 @@ TEST(Device, ASackLeftByAnApplicationThatStopsPollingStillLeaves) {
     EXPECT_EQ(sent[0].status, core::WcStatus::success);
   }
   std::sort(gaps_us.begin(), gaps_us.end());
-  const double quartile = gaps_us[gaps_us.size() / 4], median = gaps_us[gaps_us.size() / 2];
-  std::printf("  writer's completion after the receiver's: lower quartile %.0f us, median %.0f us, max %.0f us\n",
-              quartile, median, gaps_us.back());
-  // Measured here: median 4-39 us; every round 260 us or more with the SACK
+  const double decile = gaps_us[gaps_us.size() / 10], median = gaps_us[gaps_us.size() / 2];
+  std::printf("  writer's completion after the receiver's: lowest decile %.0f us, median %.0f us, max %.0f us\n",
+              decile, median, gaps_us.back());
+  // Measured here: median 4-39 us on the first VM, 41-93 us on the 2-core
+  // AMD VM (lowest decile 5-45); every round 260 us or more with the SACK
   // left to the engine's timer slack (kAppTimerSlack), 1 ms with it left to
   // the engine's deference. The first round does wait for the deference
   // (up to a few ms): only once the engine thread has had to send a left
   // SACK are the later ones handed to it at once (Device::iterate). The
-  // lower quartile, since a loaded machine (CI's sanitizer stage) only ever
-  // adds delay.
-  EXPECT_LT(quartile, 150.0) << "the SACK waited for the engine thread's timers";
+  // lowest decile, since a loaded machine (CI's sanitizer stage, or ctest
+  // -j2 beside it: a lower quartile of 336 us once) only ever adds delay.
+  EXPECT_LT(decile, 150.0) << "the SACK waited for the engine thread's timers";
 }
 
 TEST(Device, CorruptAndForeignDatagramsAreDroppedAndCounted) {
