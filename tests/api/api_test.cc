@@ -569,6 +569,58 @@ TEST(Api, CqOverrunRaisesTheAsyncEventAndDestroyFlushes) {
   b.close();
 }
 
+// Ends the process, failing the test, if it is still alive after `limit`:
+// a blocking get that never returns must fail the suite, not hang it.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit)
+      : thread_([this, limit] {
+          std::unique_lock<std::mutex> lk(mu_);
+          if (!cv_.wait_for(lk, limit, [&] { return done_; })) {
+            std::fprintf(stderr, "FAILED: the test did not finish within %lld s (a blocking mrc_get_cq_event hung?)\n",
+                         static_cast<long long>(limit.count()));
+            std::_Exit(1);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  ///< last: it uses the members above
+};
+
+// A receive WQE for the next WRITE WITH IMMEDIATE.
+int post_recv(End& e) {
+  ibv_recv_wr rw{};
+  ibv_recv_wr* rbad = nullptr;
+  return mrc_post_recv(e.qp, &rw, &rbad);
+}
+
+// Makes `e`'s channel non-blocking and takes (and acknowledges) the events
+// still queued: one may be left from an arm whose completion the poll after
+// it took (as in verbs), and destroying the CQ would wait for its
+// acknowledgement. Returns the last get's answer (EAGAIN once none is left).
+int take_leftover_events(End& e) {
+  const int fd = mrc_get_comp_channel_fd(e.ch);
+  EXPECT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  mrc_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  int rc = 0;
+  for (int i = 0; i < 4 && (rc = mrc_get_cq_event(e.ch, &ev_cq, &ev_ctx)) == 0; ++i) mrc_ack_cq_events(ev_cq, 1);
+  return rc;
+}
+
 // The verbs loop with a blocking mrc_get_cq_event: poll, arm, poll again,
 // sleep on the channel. Returns the first completion.
 ibv_wc wait_blocking(End& e) {
@@ -610,17 +662,7 @@ TEST(Api, ABlockingApplicationIsWokenByThePacketAndRunsTheEngineItself) {
   a.open({"127.0.2.40"});
   b.open({"127.0.2.41"});
   connect(a, b, 1);
-  // A get that never returns must fail the test, not hang it.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lk(mu);
-    if (!cv.wait_for(lk, std::chrono::seconds(60), [&] { return done; })) {
-      std::fprintf(stderr, "FAILED: the test did not finish within 60 s (a blocking mrc_get_cq_event hung?)\n");
-      std::_Exit(1);
-    }
-  });
+  const Watchdog watchdog(std::chrono::seconds(60));
   auto& rt_a = *mrc::api::soft_device(a.dev)->rt;
   auto& rt_b = *mrc::api::soft_device(b.dev)->rt;
   EXPECT_TRUE(rt_a.channels_watch_sockets());
@@ -631,11 +673,6 @@ TEST(Api, ABlockingApplicationIsWokenByThePacketAndRunsTheEngineItself) {
   // the message named (its immediate), back to the same offset at A.
   // Each side posts the receive for the next message before it sends
   // what provokes it.
-  const auto post_recv = [](End& e) {
-    ibv_recv_wr rw{};
-    ibv_recv_wr* rbad = nullptr;
-    return mrc_post_recv(e.qp, &rw, &rbad);
-  };
   ASSERT_EQ(post_recv(b), 0);
   std::thread answer([&] {
     for (uint32_t r = 0; r < kRounds; ++r) {
@@ -671,25 +708,10 @@ TEST(Api, ABlockingApplicationIsWokenByThePacketAndRunsTheEngineItself) {
   // threads, 814.
   EXPECT_LT(sleeps, uint64_t{kRounds} * 3 / 2) << "the packets woke the engine threads, not the applications";
   EXPECT_TRUE(rt_a.channels_watch_sockets() && rt_b.channels_watch_sockets());
-  // A non-blocking channel says EAGAIN once nothing is pending. An event
-  // may still be queued from an arm whose completion the poll after it
-  // took (as in verbs): take and acknowledge it first, or destroying the
-  // CQ would wait for its acknowledgement.
-  const int fd = mrc_get_comp_channel_fd(a.ch);
-  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-  mrc_cq* ev_cq = nullptr;
-  void* ev_ctx = nullptr;
-  int rc = 0;
-  for (int i = 0; i < 4 && (rc = mrc_get_cq_event(a.ch, &ev_cq, &ev_ctx)) == 0; ++i) mrc_ack_cq_events(ev_cq, 1);
-  EXPECT_EQ(rc, EAGAIN);
+  // A non-blocking channel says EAGAIN once nothing is pending.
+  EXPECT_EQ(take_leftover_events(a), EAGAIN);
   a.close();
   b.close();
-  {
-    std::lock_guard<std::mutex> g(mu);
-    done = true;
-  }
-  cv.notify_one();
-  watchdog.join();
 }
 
 // Bulk data, then small messages, both waited for with a blocking
@@ -703,22 +725,8 @@ TEST(Api, BlockingWaitsCompleteThroughBulkDataAndAfterIt) {
   a.open({"127.0.2.42"});
   b.open({"127.0.2.43"});
   connect(a, b, 1);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lk(mu);
-    if (!cv.wait_for(lk, std::chrono::seconds(60), [&] { return done; })) {
-      std::fprintf(stderr, "FAILED: the test did not finish within 60 s (a blocking mrc_get_cq_event hung?)\n");
-      std::_Exit(1);
-    }
-  });
+  const Watchdog watchdog(std::chrono::seconds(60));
   auto& rt_a = *mrc::api::soft_device(a.dev)->rt;
-  const auto post_recv = [](End& e) {
-    ibv_recv_wr rw{};
-    ibv_recv_wr* rbad = nullptr;
-    return mrc_post_recv(e.qp, &rw, &rbad);
-  };
   // B sleeps on its channel throughout, answering each message.
   constexpr uint32_t kRounds = 1000;
   ASSERT_EQ(post_recv(b), 0);
@@ -752,19 +760,9 @@ TEST(Api, BlockingWaitsCompleteThroughBulkDataAndAfterIt) {
   // Small messages alone for longer than the bulk hold (10 ms): the
   // channels watch the sockets again.
   EXPECT_TRUE(rt_a.channels_watch_sockets());
-  const int fd = mrc_get_comp_channel_fd(a.ch);
-  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-  mrc_cq* ev_cq = nullptr;
-  void* ev_ctx = nullptr;
-  for (int i = 0; i < 4 && mrc_get_cq_event(a.ch, &ev_cq, &ev_ctx) == 0; ++i) mrc_ack_cq_events(ev_cq, 1);
+  EXPECT_EQ(take_leftover_events(a), EAGAIN);
   a.close();
   b.close();
-  {
-    std::lock_guard<std::mutex> g(mu);
-    done = true;
-  }
-  cv.notify_one();
-  watchdog.join();
 }
 
 // Datagrams a hostile host on the network could send: a valid MRC WRITE
