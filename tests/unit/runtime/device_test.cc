@@ -280,8 +280,9 @@ TEST(Device, ASackLeftByAnApplicationThatStopsPollingStillLeaves) {
   const double decile = gaps_us[gaps_us.size() / 10], median = gaps_us[gaps_us.size() / 2];
   std::printf("  writer's completion after the receiver's: lowest decile %.0f us, median %.0f us, max %.0f us\n",
               decile, median, gaps_us.back());
-  // Measured here: median 4-39 us on the first VM, 41-93 us on the 2-core
-  // AMD VM (lowest decile 5-45); every round 260 us or more with the SACK
+  // Measured here: median 4-39 us on the first VM, 26-60 us on the 2-core
+  // AMD VM (lowest decile 18-27; 41-93 and rounds of 8-16 ms beside four
+  // busy loops); every round 260 us or more with the SACK
   // left to the engine's timer slack (kAppTimerSlack), 1 ms with it left to
   // the engine's deference. The first round does wait for the deference
   // (up to a few ms): only once the engine thread has had to send a left
