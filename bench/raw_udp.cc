@@ -11,6 +11,9 @@
 //   mmsg: every sendmmsg carries --batch datagrams of --size bytes.
 //   gso:  every sendmmsg carries --batch GSO bursts of --burst segments of
 //         --size bytes; the receiver has UDP_GRO on and counts segments.
+//   --header-bytes H gathers every datagram (segment) from three pieces, H
+//         header bytes, the payload and a 4-byte trailer, as the soft device
+//         lays a packet out; --stage copies them into one buffer first.
 //   Reports payload Gbit/s and Mpps at the sender and the receiver, the CPU
 //   time of each thread (as % of one core) and the datagrams lost (loopback
 //   drops when the receiver's socket buffer is full: the sender never blocks).
@@ -53,7 +56,8 @@ struct BwResult {
   std::exit(1);
 }
 
-BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t batch, double seconds) {
+BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t batch, double seconds,
+                size_t header_bytes, bool stage) {
   const bool gso = method == "gso";
   auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.rcvbuf_bytes = 32 << 20, .recv_tos = false, .gro = gso});
   if (!rx) die("receiver socket");
@@ -92,11 +96,29 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
     const size_t per_msg = gso ? burst : 1;
     std::vector<std::byte> payload(size * per_msg * batch);
     for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i);
-    std::vector<IoSlice> slices(batch);
+    // --header-bytes: every datagram (segment) gathered from three pieces
+    // as the soft device sends it: its headers, the payload in place in the
+    // application's buffer, and the 4-byte ICRC.
+    const size_t pieces = header_bytes > 0 ? 3 : 1;
+    std::vector<std::byte> headers(header_bytes * per_msg * batch), trailers(4 * per_msg * batch);
+    const size_t per_datagram = pieces == 1 ? 1 : per_msg * pieces;
+    std::vector<std::byte> staging(stage ? size * per_msg * batch : 0);
+    std::vector<IoSlice> one(stage ? batch : 0);
+    std::vector<IoSlice> slices(batch * per_datagram);
     std::vector<TxDatagram> msgs(batch);
     for (size_t i = 0; i < batch; ++i) {
-      slices[i] = IoSlice{payload.data() + i * size * per_msg, size * per_msg};
-      msgs[i] = TxDatagram{.dest = &dest, .iov = {&slices[i], 1},
+      if (pieces == 1) {
+        slices[i] = IoSlice{payload.data() + i * size * per_msg, size * per_msg};
+      } else {
+        for (size_t k = 0; k < per_msg; ++k) {
+          const size_t seg = i * per_msg + k;
+          IoSlice* s = &slices[seg * 3];
+          s[0] = IoSlice{headers.data() + seg * header_bytes, header_bytes};
+          s[1] = IoSlice{payload.data() + seg * size + header_bytes, size - header_bytes - 4};
+          s[2] = IoSlice{trailers.data() + seg * 4, 4};
+        }
+      }
+      msgs[i] = TxDatagram{.dest = &dest, .iov = {&slices[i * per_datagram], per_datagram},
                            .gso_segment_bytes = static_cast<uint16_t>(gso ? size : 0)};
     }
     const Duration cpu0 = thread_cpu_time();
@@ -104,6 +126,20 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
     const Time end = start + Duration::us(static_cast<int64_t>(seconds * 1e6));
     Time now = start;
     while (now < end) {
+      if (stage) {
+        // --stage: the three pieces copied into one buffer, then sent as one.
+        for (size_t i = 0; i < batch; ++i) {
+          for (size_t k = 0; k < per_msg; ++k) {
+            const size_t seg = i * per_msg + k;
+            std::byte* d = staging.data() + seg * size;
+            std::memcpy(d, headers.data() + seg * header_bytes, header_bytes);
+            std::memcpy(d + header_bytes, payload.data() + seg * size + header_bytes, size - header_bytes - 4);
+            std::memcpy(d + size - 4, trailers.data() + seg * 4, 4);
+          }
+          one[i] = IoSlice{staging.data() + i * size * per_msg, size * per_msg};
+          msgs[i].iov = {&one[i], 1};
+        }
+      }
       size_t off = 0;
       while (off < batch) {
         auto n = tx->send_batch(std::span(msgs).subspan(off));
@@ -225,6 +261,14 @@ int main(int argc, char** argv) {
   bw->add_option("--burst", burst, "gso: segments per GSO send (1..64)");
   bw->add_option("--batch", batch, "datagrams (mmsg) or bursts (gso) per sendmmsg (1..64)");
   bw->add_option("--seconds", seconds, "sending time (0 < s <= 3600)");
+  int64_t header_bytes = 0;
+  bw->add_option("--header-bytes", header_bytes,
+                 "gather each datagram from three pieces as the soft device does: this many header bytes, the "
+                 "payload and a 4-byte trailer (0: one contiguous piece)");
+  bool stage = false;
+  bw->add_flag("--stage", stage,
+               "with --header-bytes: copy each datagram's pieces into one buffer before sending it (what the soft "
+               "device does with a GSO burst)");
   bw->add_option("--json", json_path, "also write the results as JSON to this file");
 
   auto* lat = app.add_subcommand("lat", "ping-pong, one-way latency = round trip / 2");
@@ -259,9 +303,15 @@ int main(int argc, char** argv) {
         return reject(fmt::format("--size {} x --burst {} = {} bytes: a GSO send holds at most {}", size, burst,
                                   size * burst, kMaxUdpPayload));
     }
+    if (header_bytes < 0 || (header_bytes > 0 && header_bytes + 4 > size))
+      return reject(fmt::format("--header-bytes {}: must be 0, or at most --size less 4 ({})", header_bytes, size - 4));
+    if (header_bytes > 0 && static_cast<size_t>(method == "gso" ? burst : 1) * 3 > UdpSocket::kMaxIovPerDatagram)
+      return reject(fmt::format("--header-bytes with --burst {}: a datagram holds at most {} pieces", burst,
+                                UdpSocket::kMaxIovPerDatagram));
+    if (stage && header_bytes == 0) return reject("--stage: needs --header-bytes (the pieces to copy together)");
     if (!(seconds > 0 && seconds <= 3600)) return reject(fmt::format("--seconds {}: must be in (0, 3600]", seconds));
     const auto r = run_bw(method, static_cast<size_t>(size), static_cast<size_t>(burst), static_cast<size_t>(batch),
-                          seconds);
+                          seconds, static_cast<size_t>(header_bytes), stage);
     const double tx_gbps = static_cast<double>(r.sent_bytes) * 8 / r.send_seconds / 1e9;
     const double tx_mpps = static_cast<double>(r.sent_datagrams) / r.send_seconds / 1e6;
     const double rx_s = r.recv_seconds > 0 ? r.recv_seconds : r.send_seconds;
@@ -278,6 +328,7 @@ int main(int argc, char** argv) {
                r.sent_datagrams ? 100.0 * static_cast<double>(lost) / static_cast<double>(r.sent_datagrams) : 0.0);
     nlohmann::json j = {{"mode", "bw"}, {"method", method}, {"size_bytes", size},
                         {"burst", method == "gso" ? burst : 1}, {"batch", batch},
+                        {"header_bytes", header_bytes}, {"stage", stage},
                         {"send_seconds", r.send_seconds}, {"recv_seconds", rx_s},
                         {"sender", {{"gbps", tx_gbps}, {"mpps", tx_mpps}, {"datagrams", r.sent_datagrams},
                                     {"cpu_percent", 100 * r.send_cpu_s / r.send_seconds},
