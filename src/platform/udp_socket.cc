@@ -6,6 +6,7 @@
 #include <netinet/udp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -341,10 +342,10 @@ Result<size_t> UdpSocket::send_to(const SockAddr& dest, std::span<const std::byt
   return send_batch({&d, 1});
 }
 
-Result<size_t> UdpSocket::recv_batch(RxBatch& batch) {
+Result<size_t> UdpSocket::recv_batch(RxBatch& batch, size_t max_datagrams) {
   if (!valid()) return Errc::bad_state;
   RxBatch::Native& nat = *batch.native_;
-  const size_t cap = batch.capacity();
+  const size_t cap = std::clamp<size_t>(max_datagrams, 1, batch.capacity());
   auto* ctrl_base = reinterpret_cast<std::byte*>(nat.ctrl.data());
   for (size_t i = 0; i < cap; ++i) {
     msghdr& h = nat.msgs[i].msg_hdr;

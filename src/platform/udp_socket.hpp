@@ -297,11 +297,14 @@ class UdpSocket {
   /// Convenience: one datagram of contiguous bytes. Returns 1 sent, 0 would-block.
   Result<size_t> send_to(const SockAddr& dest, std::span<const std::byte> bytes, int16_t tos = -1);
 
-  /// Receives up to batch.capacity() datagrams with one recvmmsg (non-blocking).
-  /// Returns the number received (> 0) and fills batch[0..n). Errors:
-  /// would_block when nothing is queued (wait with Epoll or wait_readable),
-  /// io and others as mapped from errno.
-  Result<size_t> recv_batch(RxBatch& batch);
+  /// Receives up to min(batch.capacity(), max_datagrams) datagrams with one
+  /// recvmmsg (non-blocking). Returns the number received (> 0) and fills
+  /// batch[0..n). A smaller max_datagrams keeps the bytes one call writes
+  /// small enough to still be in cache when they are read (GRO datagrams
+  /// are up to 64 KiB each); 0 counts as 1. Errors: would_block when nothing
+  /// is queued (wait with Epoll or wait_readable), io and others as mapped
+  /// from errno.
+  Result<size_t> recv_batch(RxBatch& batch, size_t max_datagrams = SIZE_MAX);
 
  private:
   friend class UringSender;

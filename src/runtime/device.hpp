@@ -478,7 +478,14 @@ class Device {
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
     platform::UringSender uring;              ///< DeviceConfig::io_uring, when the kernel allows it (send_mu)
     std::vector<TxSlot> slots;
+    /// A batch's GSO datagrams, each copied whole (send_slots): a burst
+    /// gathered from three pieces a segment made the kernel's copy slower
+    /// than our copy into here plus one piece.
+    std::vector<uint8_t> gso_stage;
     platform::RxBatch rx_batch{64, 65536};
+    /// Datagrams per recvmmsg (receive_all): as many as the last call's
+    /// mean size fits in kRxBytesPerCall.
+    size_t rx_per_call = 64;
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};

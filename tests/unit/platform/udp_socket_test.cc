@@ -268,6 +268,38 @@ TEST(PlatformUdpSocket, BatchOf64InOneCall) {
   for (size_t i = 0; i < 64; ++i) EXPECT_EQ(got[i].bytes, msgs[i]) << i;
 }
 
+TEST(PlatformUdpSocket, RecvBatchTakesAtMostTheAskedCount) {
+  auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.rcvbuf_bytes = 1 << 20});
+  auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0));
+  ASSERT_TRUE(rx.ok() && tx.ok()) << last_error_message();
+  const SockAddr dest = rx->local_address();
+  std::vector<std::vector<std::byte>> msgs;
+  for (size_t i = 0; i < 6; ++i) {
+    msgs.push_back(pattern(100 + i, static_cast<uint8_t>(i)));
+    auto sent = tx->send_to(dest, msgs.back());
+    ASSERT_TRUE(sent.ok() && *sent == 1u) << last_error_message();
+  }
+  RxBatch b(64, 2048);
+  std::vector<std::vector<std::byte>> got;
+  // Loopback usually has all six queued by now; whatever is, no call takes
+  // more than it was asked for (0 counts as 1).
+  const size_t asks[] = {2, 0, SIZE_MAX};
+  for (size_t call = 0; got.size() < msgs.size() && call < 100; ++call) {
+    const size_t max = asks[call % 3];
+    auto n = rx->recv_batch(b, max);
+    if (!n) {
+      ASSERT_EQ(n.error(), Errc::would_block);
+      auto r = wait_readable(rx->fd(), kWait);
+      ASSERT_TRUE(r.ok() && *r) << "datagrams missing";
+      continue;
+    }
+    EXPECT_LE(*n, std::max<size_t>(max, 1)) << "asked for " << max;
+    for (const RxDatagram& d : b.received()) got.emplace_back(d.data.begin(), d.data.end());
+  }
+  EXPECT_EQ(rx->recv_batch(b, 4).error(), Errc::would_block);
+  EXPECT_EQ(got, msgs);
+}
+
 // Loopback never fills a sender's buffer (the skb is orphaned on transmit and
 // dropped at a full receiver instead), so this test makes a network namespace
 // of its own whose lo has a slow tbf qdisc: queued datagrams then hold the
