@@ -54,7 +54,7 @@ constexpr uint32_t kMaxGsoBytes = 65000;
 constexpr Duration kMaxSleep = Duration::ms(50);
 /// Bytes one recvmmsg may write: the ICRC and the responder's copy then read
 /// them from cache. 64 GRO datagrams a call (4 MiB) made 1 MiB WRITEs in
-/// burst mode 16 % slower than 8 or 16 (docs/performance.md, stop 22);
+/// burst mode 17 % slower than 8 or 16 (docs/performance.md, stop 22);
 /// per-packet datagrams still come 64 a call.
 constexpr size_t kRxBytesPerCall = 512 * 1024;
 /// An application that posted or polled this recently is driving: the
