@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "platform/os_error.hpp"
+#include "platform/sched.hpp"
 #include "wire/icrc.hpp"
 #include "wire/packet.hpp"
 
@@ -1082,6 +1083,7 @@ void Device::engine_main(Engine& e) {
     // waits for the lock like any turn, and its timers (a SACK's coalescing
     // delay) are kept to the microsecond.
     const bool handed = e.handoff.exchange(false, std::memory_order_acq_rel);
+    if (e.yields && (!app_driving || handed)) set_yields(e, false);
     if (app_driving && !handed) {
       if (e.run_mu.try_lock()) {
         busy = iterate(e, staged, events);
@@ -1125,6 +1127,17 @@ void Device::engine_main(Engine& e) {
           e.quiet.store(false, std::memory_order_relaxed);
         }
       }
+      // An application polling for small messages is preempted by every
+      // wake-up of this thread on its CPU: on 2 cores two polling
+      // applications and their engine threads made the average one-way
+      // latency half again the typical (docs/performance.md, stop 22).
+      // While it polls, this thread's wake-ups (its timers, to see whether
+      // the application has stopped) wait for the application's time slice
+      // to end, or run at once on an idle CPU. Not while bulk data moves:
+      // there this thread's turns between the application's own are work
+      // done on the other core.
+      const bool yield = quiet && !bulk_now();
+      if (yield != e.yields) set_yields(e, yield);
       if (quiet) {
         const Duration until_idle = Duration::ps(std::max<int64_t>(0, kAppDrivingWindow.count_ps() - since_app));
         wait = std::min(until_idle, deferred ? kAppTimerSlack : std::max(wait, kAppTimerSlack));
@@ -1140,6 +1153,11 @@ void Device::engine_main(Engine& e) {
     }
     e.sleeping.store(false, std::memory_order_release);
   }
+}
+
+void Device::set_yields(Engine& e, bool yields) {
+  // A failure leaves the thread as it was, which is correct, only slower.
+  if (platform::set_thread_yields_on_wake(yields)) e.yields = yields;
 }
 
 // Drains the engine's receive queues into its core. Returns true if any

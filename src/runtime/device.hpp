@@ -489,6 +489,7 @@ class Device {
     platform::Epoll epoll;
     platform::EventFd wake;
     std::atomic<bool> sleeping{false};
+    bool yields = false;                      ///< engine thread only: in SCHED_BATCH (engine_main)
     std::atomic<bool> quiet{false};           ///< asleep on quiet_epoll alone (an application drives): arming wakes it
     std::atomic<bool> handoff{false};         ///< a polling application left its sends to this thread (iterate)
     /// A receiving poll turn left its sends (the message's SACK) unsent,
@@ -576,6 +577,9 @@ class Device {
   size_t poll_transmits(Engine& e, Time now);
   void attach_ep_wire(Engine& e, TxSlot& s);
   void send_slots(Engine& e, size_t n);
+  /// Engine thread only: puts it in SCHED_BATCH or back
+  /// (platform::set_thread_yields_on_wake) and records which in e.yields.
+  void set_yields(Engine& e, bool yields);
   /// Sends slots order[0, n) as whole frames through the engine's raw
   /// socket, in that order: a slot with a wire EV (EvWire::srv6) as an
   /// IPv6-in-IPv6 frame to its carrier, any other (raw_send) as a plain
