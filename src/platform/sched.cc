@@ -3,8 +3,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <cerrno>
-
 #include "platform/os_error.hpp"
 
 namespace mrc::platform {

@@ -1430,7 +1430,7 @@ void Device::send_slots(Engine& e, size_t n) {
     };
     platform::IoSlice* iov = iov_store.data() + iov_used;
     size_t iovs = 0;
-    if (j - i > 1 && stage_used + total <= e.gso_stage.size()) {
+    if (j - i > 1) {
       // A GSO burst leaves as one contiguous piece, copied here. Gathered
       // from its segments' three pieces each (headers, the payload in the
       // application's buffer, ICRC) the kernel's copy into the
@@ -1439,6 +1439,8 @@ void Device::send_slots(Engine& e, size_t n) {
       // gathered, 57-61 staged, 75-78 from one buffer (mrc_raw_udp
       // --header-bytes, docs/performance.md). The ICRC then reads the
       // packet where it was just written.
+      // Sized for every slot staged once (Device::open): it cannot fill.
+      assert(stage_used + total <= e.gso_stage.size());
       uint8_t* const start = e.gso_stage.data() + stage_used;
       uint8_t* d = start;
       for (size_t k = i; k < j; ++k) {
