@@ -216,7 +216,7 @@ void Qp::enter_rts(Time now) {
   }
   if (ctx.link_bps == 0) ctx.link_bps = ep_.cfg_.ports[0].rate_bps;
   cc_ = cc::make_controller(ep_.cc_profiles_.at(attr_.cc_profile_id), ctx);
-  last_delivery_ = now;
+  last_delivery_ = last_reverse_probe_ = now;
   rc_resend_ = next_psn_;
 }
 
@@ -575,8 +575,7 @@ Duration Qp::rto() const {
 }
 
 Time Qp::next_timeout() const {
-  Time t = std::min({timer(QpTimer::recovery), timer(QpTimer::sack), timer(QpTimer::reverse_probe),
-                     timer(QpTimer::pacing)});
+  Time t = std::min({timer(QpTimer::recovery), timer(QpTimer::sack), timer(QpTimer::pacing)});
   if (path_ && state_ == QpState::rts && !probe_due_) t = min(t, path_->next_probe());
   return t;
 }
@@ -615,13 +614,6 @@ void Qp::on_timeout(Time now) {
     if (path_->stats().retired != retired) declare_dead_path_losses(now);
     if (state_ != QpState::rts) return;
     if (path_->next_probe() <= now) probe_due_ = true;
-  }
-  if (timer(QpTimer::reverse_probe) <= now) {
-    // Receiving but none of our own EVs confirmed lately: probe one so the
-    // control path has a fresh reverse EV (reference 4.8).
-    const Duration iv = ep_.cfg_.protocol.reverse_probe_interval;
-    if (now - last_data_rx_ < iv * 2 && now - last_delivery_ >= iv) reverse_probe_due_ = true;
-    set_timer(QpTimer::reverse_probe, now - last_data_rx_ < iv * 2 ? now + iv : Time::never());
   }
 }
 

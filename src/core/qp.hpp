@@ -43,7 +43,9 @@ class Endpoint;
 /// Fixed per-QP timer table (aesthetics convention 4). `sack` is the
 /// responder's feedback-coalescing timer (SACK, or RC ACK); `pacing` wakes a
 /// QP its rate-based controller held back (cc::Controller::next_send_time).
-enum class QpTimer : uint8_t { recovery, sack, probe, reverse_probe, pacing, count };
+/// (EV probes run on the path policy's own clock, PathPolicy::next_probe;
+/// the reverse-path probe needs no timer, see Qp::on_data.)
+enum class QpTimer : uint8_t { recovery, sack, pacing, count };
 
 
 class Qp {
@@ -400,6 +402,7 @@ class Qp {
   bool reverse_probe_due_ = false;
   Time last_delivery_;           ///< last SACK that confirmed one of our EVs
   Time last_data_rx_;            ///< last data packet received (responder side)
+  Time last_reverse_probe_;      ///< when the last reverse-path probe was asked for
 
   // responder
   SackBitmap rx_;

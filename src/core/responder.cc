@@ -21,8 +21,17 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   const uint64_t psn = wire::unwrap_psn(rx_.base(), h.bth.psn);
   last_data_rx_ = now;
   last_rx_port_ = meta.port;
-  if (timer(QpTimer::reverse_probe).is_never())
-    set_timer(QpTimer::reverse_probe, now + ep_.cfg_.protocol.reverse_probe_interval);
+  // Receiving, but none of our own EVs confirmed for an interval (we send no
+  // data, or none of it is getting through): probe one for a fresh reverse
+  // EV, at most once an interval (reference 4.8). The arrival is the moment
+  // to look: the condition needs data coming in, so a periodic timer would
+  // only add wake-ups, one an interval for as long as data flows, each of
+  // which costs a sleeping software device a context switch.
+  const Duration iv = ep_.cfg_.protocol.reverse_probe_interval;
+  if (now - last_delivery_ >= iv && now - last_reverse_probe_ >= iv) {
+    reverse_probe_due_ = true;
+    last_reverse_probe_ = now;
+  }
 
   PendingCtrl trig;
   trig.port = meta.port;

@@ -192,6 +192,45 @@ TEST(ReversePath, DeadControlPathsDoNotStallTheConnection) {
   EXPECT_EQ(f.ep(0).qp(qp.a)->path()->stats().retired, 0u) << "a lost SACK is no evidence against a forward EV";
 }
 
+// A QP that receives but sends no data has no SACK to confirm its own EVs,
+// so it probes one about every reverse_probe_interval while the data comes
+// (reference 4.8), and stops when the data stops. The check runs on each
+// arrival rather than on a periodic timer: once its traffic is acknowledged
+// the QP keeps no timer at all (a software device's engine thread sleeps
+// through a blocking ping-pong instead of waking every interval).
+TEST(ReversePath, AReceiveOnlyQpProbesEveryIntervalWhileDataArrivesAndKeepsNoTimerAfter) {
+  harness::FabricConfig fc = testing::small_fabric(23);
+  const Duration iv = Duration::us(20);
+  fc.endpoint.protocol.reverse_probe_interval = iv;
+  Fabric f(fc);
+  Rule count;
+  count.action = Action::delay;  // no extra delay: the rule only counts
+  count.match.kind = PacketKind::probe;
+  count.match.src = 1;
+  const Rule& from_responder = f.add_rule(count);
+  count.match.src = 0;
+  const Rule& from_requester = f.add_rule(count);
+  const auto qp = f.connect(0, 1, testing::default_qp());
+  const auto res = harness::write_and_wait(f, qp, 0, 1, 16 << 20, at_ms(20));
+  ASSERT_TRUE(res.completed);
+  ASSERT_TRUE(res.data_ok);
+  const double flows = static_cast<double>((res.finish - Time::zero()) / iv);
+  std::printf("[ info ] transfer %.1f us, %llu reverse probes (%.1f intervals), %llu from the requester\n",
+              res.finish.to_us(), static_cast<unsigned long long>(from_responder.matched), flows,
+              static_cast<unsigned long long>(from_requester.matched));
+  EXPECT_GE(static_cast<double>(from_responder.matched), flows / 2 - 1);
+  EXPECT_LE(static_cast<double>(from_responder.matched), flows + 1);
+  EXPECT_EQ(from_requester.matched, 0u) << "the requester's EVs are confirmed by the SACKs of its data";
+  // A little after the last SACK: nothing pending, so no timer on either
+  // side (a periodic probe timer stayed armed for two intervals).
+  (void)f.run_until(res.finish + iv / 2);
+  EXPECT_TRUE(f.ep(1).next_timeout().is_never()) << "responder timer at " << f.ep(1).next_timeout().to_us() << " us";
+  EXPECT_TRUE(f.ep(0).next_timeout().is_never()) << "requester timer at " << f.ep(0).next_timeout().to_us() << " us";
+  const uint64_t probes = from_responder.matched;
+  (void)f.run_until(res.finish + Duration::ms(1));
+  EXPECT_EQ(from_responder.matched, probes) << "no data, no reverse probe";
+}
+
 // Spraying reorders: a tenth of the packets arrive 12 us (three base RTTs)
 // late, none is lost. The loss rule must learn that spread from the
 // deliveries themselves (ReorderWindow) instead of declaring the late
