@@ -880,7 +880,10 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   // A post's turn does not look for packets: the posting thread wants its
   // work on the wire, and an empty receive is a system call per plane on
   // that path (a polling application's or the engine's turn takes them).
-  const bool got = turn != Turn::post && receive_all(e);
+  // Nor does the engine thread's turn beside an application that takes
+  // them itself (engine_main).
+  if (turn == Turn::poll) e.app_rx_ps.store(clock_.now().ps(), std::memory_order_relaxed);
+  const bool got = (turn == Turn::engine || turn == Turn::poll) && receive_all(e);
   {
     std::lock_guard g(e.mu);
     const Time now = clock_.now();
@@ -941,7 +944,7 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   }
   if (!more && e.handoff_waiting.load(std::memory_order_acquire) &&
       e.handoff_waiting.exchange(false, std::memory_order_acq_rel))
-    e.app_answers.store(turn != Turn::engine, std::memory_order_release);
+    e.app_answers.store(turn == Turn::post || turn == Turn::poll, std::memory_order_release);
   return got || n > 0;
 }
 
@@ -1085,8 +1088,18 @@ void Device::engine_main(Engine& e) {
     const bool handed = e.handoff.exchange(false, std::memory_order_acq_rel);
     if (e.yields && (!app_driving || handed)) set_yields(e, false);
     if (app_driving && !handed) {
+      // While the application takes the packets itself (it polls, or the
+      // channel it sleeps on wakes it), this thread runs the timers only.
+      // Taking a packet here cost a blocking ping-pong a second wake-up
+      // whenever this thread's timer fell as the answer arrived: the
+      // engine published the completion and woke the application through
+      // its channel's event count (docs/performance.md, stop 23). An
+      // application that only posts (its post turns do not receive) gets
+      // its SACKs taken here, as late as this thread's timers allow.
+      const bool app_receives =
+          clock_.now().ps() - e.app_rx_ps.load(std::memory_order_relaxed) < kAppTimerSlack.count_ps();
       if (e.run_mu.try_lock()) {
-        busy = iterate(e, staged, events);
+        busy = iterate(e, staged, events, app_receives ? Turn::timers : Turn::engine);
         e.run_mu.unlock();
       } else {
         deferred = true;  // the application is iterating right now

@@ -497,6 +497,10 @@ class Device {
     /// its messages; no kick) or this thread's (it stopped polling; kick).
     std::atomic<bool> handoff_waiting{false};
     std::atomic<bool> app_answers{true};
+    /// When an application's turn last took this engine's packets (a poll,
+    /// or a wake-up on its channel), clock_ picoseconds; INT64_MIN / 2 =
+    /// never. Recent: this thread's turns beside it leave the packets to it.
+    std::atomic<int64_t> app_rx_ps{INT64_MIN / 2};
     std::mutex send_mu;                       ///< held while the engine sends (see file comment)
     std::vector<std::pair<uint32_t, uint64_t>> cqs;   ///< (core CQ id, serial) of every live CQ
     std::vector<StagedCompletion> staged;
@@ -523,10 +527,13 @@ class Device {
   /// One engine iteration: receive, timers, publish, poll and send. True if
   /// it moved a packet. The caller holds e.run_mu.
   /// Whose turn an iteration is: the engine thread's (or an application's
-  /// last look before it sleeps), an application's post (no receive: its
-  /// work goes out at once), or a polling application's (its completions
-  /// first: what it would send waits for its next turn, see iterate).
-  enum class Turn : uint8_t { engine, post, poll };
+  /// last look before it sleeps), the engine thread's beside a driving
+  /// application (timers and sends only: the application's turns, or the
+  /// channel it sleeps on, take the packets), an application's post (no
+  /// receive: its work goes out at once), or a polling application's (its
+  /// completions first: what it would send waits for its next turn, see
+  /// iterate).
+  enum class Turn : uint8_t { engine, timers, post, poll };
   bool iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vector<core::Event>& events,
                Turn turn = Turn::engine);
   /// An application thread's turn (app_progress): one iteration of every
