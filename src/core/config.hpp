@@ -124,7 +124,8 @@ struct ProtocolConfig {
   /// singled_out() in path_policy.cc).
   uint32_t ev_swap_marks = 3;
   /// A QP that receives data but gets no deliveries confirmed on its own EVs
-  /// probes for a fresh reverse EV this often (reference 4.8).
+  /// probes for a fresh reverse EV this often (reference 4.8): checked on
+  /// each data arrival, at most one probe per interval.
   Duration reverse_probe_interval = Duration::us(100);
   /// Reverse (control) EVs kept per port; control packets rotate through them.
   uint32_t reverse_evs_per_port = 4;
