@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -213,7 +214,7 @@ TEST(PerfE2E, WriteLatPingPong) {
   const std::string cj = tmp("lat_client.json");
   auto pr = run_pair(MRC_WRITE_LAT, {"-p", port, "--planes", "127.0.12.1,127.0.12.3"},
                      {"127.0.0.1", "-p", port, "--planes", "127.0.12.2,127.0.12.4", "-s", "1", "-n", "200",
-                      "--out_json_file", cj},
+                      "--out_json_file", cj, "-H"},
                      "lat");
   if (pr.device_unavailable) GTEST_SKIP() << "software device cannot open here:\n" << describe(pr);
   ASSERT_EQ(exit_code(pr.client), 0) << describe(pr);
@@ -232,6 +233,23 @@ TEST(PerfE2E, WriteLatPingPong) {
   const std::string out = slurp(pr.client.out);
   EXPECT_NE(out.find("RDMA_Write Latency Test"), std::string::npos);
   EXPECT_NE(out.find("t_typical[usec]"), std::string::npos);
+  // -H: every sample after the row, ascending, from t_min to t_max.
+  const size_t h = out.find("#, usec\n");
+  ASSERT_NE(h, std::string::npos) << out;
+  std::istringstream lines(out.substr(h + 8));
+  std::vector<double> samples;
+  std::string line;
+  while (std::getline(lines, line) && samples.size() < 200) {
+    unsigned i = 0;
+    double v = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%u, %lf", &i, &v), 2) << line;
+    ASSERT_EQ(i, samples.size() + 1) << line;
+    samples.push_back(v);
+  }
+  ASSERT_EQ(samples.size(), 200u) << out;
+  EXPECT_TRUE(std::is_sorted(samples.begin(), samples.end()));
+  EXPECT_NEAR(samples.front(), r["t_min"].get<double>(), 0.006);
+  EXPECT_NEAR(samples.back(), r["t_max"].get<double>(), 0.006);
 }
 
 TEST(PerfE2E, MismatchedFlagsFailOnBothSidesWithAClearMessage) {

@@ -82,6 +82,24 @@ TEST(PerfCli, LatDefaults) {
   EXPECT_EQ(o.num_qps, 1u);
 }
 
+TEST(PerfCli, LatencySamplesFlagsAreLatencyOnlyAndUnsortedImpliesHistogram) {
+  Options o;
+  auto r = parse(Tool::write_lat, {"10.0.0.1", "-H"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_TRUE(o.report_histogram);
+  EXPECT_FALSE(o.report_unsorted);
+  r = parse(Tool::write_lat, {"10.0.0.1", "--report-unsorted"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_TRUE(o.report_histogram);
+  EXPECT_TRUE(o.report_unsorted);
+  r = parse(Tool::write_lat, {"10.0.0.1"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_FALSE(o.report_histogram || o.report_unsorted);
+  r = parse(Tool::write_bw, {"10.0.0.1", "-H"}, o);
+  EXPECT_FALSE(r.run);
+  EXPECT_NE(r.text.find("-H"), std::string::npos) << r.text;
+}
+
 TEST(PerfCli, AllFlagsParse) {
   Options o;
   auto r = parse(Tool::write_bw,
@@ -638,6 +656,12 @@ TEST(PerfFormat, LatTableAlignsUnderItsHeader) {
                                   h.find("99.9%")};
   EXPECT_EQ(field_starts(row), hs) << h << row;
   EXPECT_NE(row.find("50.13"), std::string::npos);
+}
+
+TEST(PerfFormat, LatSamplesListEveryValueInTheGivenOrder) {
+  const std::vector<double> v{3.0, 1.234, 2.5};
+  EXPECT_EQ(format_lat_samples(v), "#, usec\n1, 3.00\n2, 1.23\n3, 2.50\n");
+  EXPECT_EQ(format_lat_samples({}), "#, usec\n");
 }
 
 TEST(PerfFormat, BannerAndAddresses) {

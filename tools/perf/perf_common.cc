@@ -139,6 +139,12 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                fmt::format("also write the results as JSON (to --out_json_file, default {}_out.json)", tool_name(tool)));
   app.add_option("--out_json_file", o.out_json_file, "JSON output file (implies --out_json)");
   app.add_flag("-F,--CPU-freq", o.cpu_freq_warning_off, "accepted for perftest compatibility (no effect)");
+  if (!bw) {
+    app.add_flag("-H,--report-histogram", o.report_histogram,
+                 "client: after each size's row, print every one-way sample (usec), in ascending order");
+    app.add_flag("-U,--report-unsorted", o.report_unsorted,
+                 "client: print every one-way sample in the order measured (implies -H)");
+  }
   app.add_flag("-e,--events,--use_event", o.use_event,
                "wait for completions on a completion channel (epoll) instead of busy polling");
   auto* verify = app.add_flag_callback(
@@ -258,6 +264,7 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
   }
   out.cq_mod = std::min(out.cq_mod, out.tx_depth);
   if (!out.out_json_file.empty()) out.out_json = true;
+  if (out.report_unsorted) out.report_histogram = true;
   if (out.planes.size() > kMaxPlanes)
     return {false, 2, fmt::format("--planes: {} addresses given, at most {}", out.planes.size(), kMaxPlanes)};
   if (!out.planes.empty()) {
@@ -1162,6 +1169,13 @@ std::string format_lat_row(const LatRow& r) {
   return fmt::format(" {:<{}}{:<{}}{:<{}.2f}{:<{}.2f}{:<{}.2f}{:<{}.2f}{:<{}.2f}{:<{}.2f}{:.2f}\n", r.bytes, kLatBytesW,
                      r.iters, kLatItersW, r.t_min, kLatMinW, r.t_max, kLatMaxW, r.t_typical, kLatTypW, r.t_avg,
                      kLatAvgW, r.t_stdev, kLatStdW, r.p99, kLatP99W, r.p999);
+}
+
+std::string format_lat_samples(std::span<const double> samples) {
+  std::string out = "#, usec\n";
+  out.reserve(out.size() + samples.size() * 16);
+  for (size_t i = 0; i < samples.size(); ++i) fmt::format_to(std::back_inserter(out), "{}, {:.2f}\n", i + 1, samples[i]);
+  return out;
 }
 
 // ------------------------------------------------------------------ completion errors

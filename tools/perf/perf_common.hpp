@@ -75,6 +75,10 @@ struct Options {
   bool out_json = false;
   std::string out_json_file;  ///< set = JSON on; empty with out_json = "<tool>_out.json"
   bool cpu_freq_warning_off = false;  ///< -F: accepted for perftest compatibility
+  /// write_lat client, -H: after each size's row, every one-way sample, in
+  /// ascending order (-U: in the order measured; implies -H).
+  bool report_histogram = false;
+  bool report_unsorted = false;
   bool use_event = false;
   double timeout_s = 10.0;  ///< no completion (or no peer answer) for this long = error
 
@@ -413,6 +417,9 @@ std::string bw_table_header(bool gbits);
 std::string format_bw_row(const BwRow& r, bool gbits);
 std::string lat_table_header();
 std::string format_lat_row(const LatRow& r);
+/// -H / -U: "#, usec" then one "i, value" line per sample (i from 1, the
+/// value with two decimals, as the table prints them), in the given order.
+std::string format_lat_samples(std::span<const double> samples);
 
 /// Bytes/s in the table's unit: MiB/s, or Gb/s with --report_gbits.
 double bw_in_unit(double bytes_per_s, bool gbits);

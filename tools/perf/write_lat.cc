@@ -90,7 +90,8 @@ void check_imm(uint32_t got, uint32_t want) {
     throw PerfError(fmt::format("WRITE WITH IMM out of order: immediate {} where {} was due", got, want));
 }
 
-LatRow run_size_client(Session& s, uint64_t size) {
+/// The one-way samples of one size, in the order measured.
+std::vector<double> run_size_client(Session& s, uint64_t size) {
   const Options& o = s.o;
   Sender tx(s, size);
   std::vector<double> samples;
@@ -108,7 +109,7 @@ LatRow run_size_client(Session& s, uint64_t size) {
   }
   tx.post(kStopImm);
   tx.drain();
-  return lat_stats(size, samples);
+  return samples;
 }
 
 void run_size_server(Session& s, uint64_t size) {
@@ -139,7 +140,9 @@ void client(Session& s, JsonReport& report) {
     std::memset(s.dst[0]->data(), 0, size);
     s.ch.send(MsgType::size_begin, encode(b));
     (void)s.ch.expect(MsgType::ready, s.reply_timeout());
-    const LatRow row = run_size_client(s, size);
+    std::vector<double> samples = run_size_client(s, size);
+    const std::string unsorted = o.report_unsorted ? format_lat_samples(samples) : std::string();
+    const LatRow row = lat_stats(size, samples);  // sorts them
     s.ch.send(MsgType::size_end, encode(SizeEnd{size, row.iters, lat_values(row)}));
     auto res = decode_size_result(s.ch.expect(MsgType::size_result, s.reply_timeout()));
     if (!res) throw PerfError("exchange: " + res.error);
@@ -147,6 +150,7 @@ void client(Session& s, JsonReport& report) {
     const SizeResult mine = b.verify && row.iters > 0 ? s.verify_dst(size, b.salt) : SizeResult{};
     const bool ok = res.value->status != SizeResult::mismatch && mine.status != SizeResult::mismatch;
     std::fputs(format_lat_row(row).c_str(), stdout);
+    if (o.report_histogram) std::fputs((o.report_unsorted ? unsorted : format_lat_samples(samples)).c_str(), stdout);
     std::fflush(stdout);
     report.add_lat(row, verify_word(b.verify, ok));
     if (res.value->status == SizeResult::mismatch)
