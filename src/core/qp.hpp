@@ -401,7 +401,6 @@ class Qp {
   bool probe_due_ = false;
   bool reverse_probe_due_ = false;
   Time last_delivery_;           ///< last SACK that confirmed one of our EVs
-  Time last_data_rx_;            ///< last data packet received (responder side)
   Time last_reverse_probe_;      ///< when the last reverse-path probe was asked for
 
   // responder

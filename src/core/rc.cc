@@ -285,7 +285,6 @@ void Qp::rc_on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const u
     ++stats_.trims_received;
     return;
   }
-  last_data_rx_ = now;
   last_rx_port_ = meta.port;
   // DCQCN notification point: congestion on the path, whatever the PSN.
   if (meta.ecn_ce) rc_maybe_cnp(now);

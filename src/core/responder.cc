@@ -19,7 +19,6 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   const wire::Headers& h = p.h;
   const wire::OpcodeInfo& info = h.info();
   const uint64_t psn = wire::unwrap_psn(rx_.base(), h.bth.psn);
-  last_data_rx_ = now;
   last_rx_port_ = meta.port;
   // Receiving, but none of our own EVs confirmed for an interval (we send no
   // data, or none of it is getting through): probe one for a fresh reverse

@@ -882,11 +882,11 @@ bool Device::iterate(Engine& e, std::vector<StagedCompletion>& staged, std::vect
   // that path (a polling application's or the engine's turn takes them).
   // Nor does the engine thread's turn beside an application that takes
   // them itself (engine_main).
-  if (turn == Turn::poll) e.app_rx_ps.store(clock_.now().ps(), std::memory_order_relaxed);
   const bool got = (turn == Turn::engine || turn == Turn::poll) && receive_all(e);
   {
     std::lock_guard g(e.mu);
     const Time now = clock_.now();
+    if (turn == Turn::poll) e.app_rx_ps.store(now.ps(), std::memory_order_relaxed);
     if (e.ep->next_timeout() <= now) e.ep->handle_timeout(now);
     collect_events(e);
     staged.swap(e.staged);
@@ -1079,7 +1079,8 @@ void Device::engine_main(Engine& e) {
     // on run_mu. (Blocking there put this thread to sleep and woke it again
     // on every iteration the application finished: a 1 MiB write_bw client
     // switched 7,000 times a second, preempting the peer's engine on 2 cores.)
-    const int64_t since_app = clock_.now().ps() - app_polled_ps_.load(std::memory_order_relaxed);
+    const int64_t now_ps = clock_.now().ps();
+    const int64_t since_app = now_ps - app_polled_ps_.load(std::memory_order_relaxed);
     const bool app_driving = since_app < kAppDrivingWindow.count_ps();
     bool busy = false, deferred = false;
     // A handoff (iterate) is work the application left to this thread: it
@@ -1096,8 +1097,7 @@ void Device::engine_main(Engine& e) {
       // its channel's event count (docs/performance.md, stop 23). An
       // application that only posts (its post turns do not receive) gets
       // its SACKs taken here, as late as this thread's timers allow.
-      const bool app_receives =
-          clock_.now().ps() - e.app_rx_ps.load(std::memory_order_relaxed) < kAppTimerSlack.count_ps();
+      const bool app_receives = now_ps - e.app_rx_ps.load(std::memory_order_relaxed) < kAppTimerSlack.count_ps();
       if (e.run_mu.try_lock()) {
         busy = iterate(e, staged, events, app_receives ? Turn::timers : Turn::engine);
         e.run_mu.unlock();
