@@ -1435,10 +1435,14 @@ void Device::send_slots(Engine& e, size_t n) {
     f.ev = sport;
     // The ICRC of a packet whose header and payload are at hdr and payload;
     // kept in the slot too (the capture reads it there).
-    auto icrc = [&](TxSlot& s, const uint8_t* hdr, const uint8_t* payload) {
+    // With `copy_to`, the payload is copied there in the same pass.
+    auto icrc = [&](TxSlot& s, const uint8_t* hdr, const uint8_t* payload, uint8_t* copy_to = nullptr) {
       f.dst = s.dst_ip;
       const auto crc = wire::datagram_icrc(fmt_, f, std::span<const uint8_t>(hdr, s.tx.header_len),
-                                           std::span<const uint8_t>(payload, s.tx.payload_len));
+                                           std::span<const uint8_t>(payload, s.tx.payload_len), copy_to);
+      // No ICRC (headers the framing refuses) copies nothing: the packet
+      // still leaves whole, with an ICRC the receiver drops it for.
+      if (!crc && copy_to && s.tx.payload_len) std::memcpy(copy_to, payload, s.tx.payload_len);
       wire::put_icrc(crc ? *crc : 0, s.icrc.data());
     };
     platform::IoSlice* iov = iov_store.data() + iov_used;
@@ -1450,8 +1454,8 @@ void Device::send_slots(Engine& e, size_t n) {
       // super-packet ran slower than this copy and a one-piece send
       // together: raw UDP GSO x15 of 4,140 B segments, 45-48 Gbit/s
       // gathered, 57-61 staged, 75-78 from one buffer (mrc_raw_udp
-      // --header-bytes, docs/performance.md). The ICRC then reads the
-      // packet where it was just written.
+      // --header-bytes, docs/performance.md). The payload's copy and its
+      // ICRC share one pass over it (wire::crc32_copy).
       // Sized for every slot staged once (Device::open): it cannot fill.
       assert(stage_used + total <= e.gso_stage.size());
       uint8_t* const start = e.gso_stage.data() + stage_used;
@@ -1459,8 +1463,7 @@ void Device::send_slots(Engine& e, size_t n) {
       for (size_t k = i; k < j; ++k) {
         TxSlot& s = slot(k);
         std::memcpy(d, s.hdr.data(), s.tx.header_len);
-        if (s.tx.payload_len) std::memcpy(d + s.tx.header_len, s.payload, s.tx.payload_len);
-        icrc(s, d, d + s.tx.header_len);
+        icrc(s, d, s.payload, d + s.tx.header_len);
         d += size_t{s.tx.header_len} + s.tx.payload_len;
         std::memcpy(d, s.icrc.data(), wire::kIcrcBytes);
         d += wire::kIcrcBytes;

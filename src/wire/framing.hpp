@@ -144,8 +144,10 @@ Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
 /// addresses and ports. Exact for IPv6. Errc::invalid_argument in srv6 mode
 /// (encapsulation needs the headers built here) or for a `transport`
 /// shorter than a BTH; otherwise build_frame()'s errors.
+/// `payload_copy`, when not null, receives a copy of `payload` made in the
+/// same pass as its CRC (icrc()): a sender staging the packet.
 Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std::span<const uint8_t> transport,
-                               std::span<const uint8_t> payload);
+                               std::span<const uint8_t> payload, uint8_t* payload_copy = nullptr);
 
 /// A received frame, as parse_frame() found it.
 struct ParsedFrame {

@@ -8,9 +8,9 @@
 
 #ifdef MRC_HAVE_ISAL
 #include <isa-l/crc.h>
+#endif
 #if defined(__x86_64__)
 #include <immintrin.h>
-#endif
 #endif
 
 namespace mrc::wire {
@@ -105,8 +105,139 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
 const char* crc32_backend() { return "slice-by-8"; }
 #endif
 
+// ---- crc32_copy: the copy and the CRC in one pass ----
+//
+// Carry-less folding. Read the bytes as one polynomial over GF(2), the
+// first bit (bit 0 of byte 0, as a reflected CRC consumes them) the highest
+// power. The CRC depends only on that polynomial modulo P (0x104C11DB7) and
+// on where it ends, so any 64-byte block A that lies D bits before a later
+// block B may be dropped once a 128-bit-lane value congruent to A * x^D has
+// been XORed into B. For one 128-bit lane whose first 8 bytes are `lo` and
+// last 8 `hi` (each a reflected 64-bit polynomial), A = lo * x^64 + hi, and
+// a carry-less multiply of two reflected 64-bit values yields their product
+// times x inside a reflected 128-bit lane; so
+//   clmul(lo, [x^(D+63) mod P]) ^ clmul(hi, [x^(D-1) mod P])
+// is such a value, [c] being c bit-reversed into a 64-bit word. What is
+// left at the end, 64 bytes, has the CRC (from a zero register) of all the
+// bytes it replaced, and crc32_update() finishes it. A register `crc` other
+// than zero enters as an XOR into the first 4 bytes (little-endian): that is
+// what a reflected CRC does with its register before the first byte.
+namespace {
+
+// x^e mod P, P = x^32 + 0x04C11DB7, as a 32-bit polynomial (bit k = x^k).
+constexpr uint32_t x_pow_mod_p(uint32_t e) {
+  uint32_t r = 1;
+  for (uint32_t i = 0; i < e; ++i) r = (r & 0x80000000u) ? (r << 1) ^ 0x04C11DB7u : r << 1;
+  return r;
+}
+// A polynomial of degree < 32 as a reflected 64-bit clmul operand.
+constexpr uint64_t reflect64(uint32_t c) {
+  uint64_t r = 0;
+  for (int k = 0; k < 32; ++k)
+    if (c >> k & 1u) r |= uint64_t{1} << (63 - k);
+  return r;
+}
+struct FoldConstants {
+  uint64_t lo, hi;  // multipliers for a lane's first and last 8 bytes
+};
+constexpr FoldConstants fold_by(uint32_t bits) {
+  return FoldConstants{reflect64(x_pow_mod_p(bits + 63)), reflect64(x_pow_mod_p(bits - 1))};
+}
+constexpr FoldConstants kFold512 = fold_by(512);    // one 64-byte block on
+constexpr FoldConstants kFold2048 = fold_by(2048);  // four blocks on
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MRC_CRC32_COPY_VPCLMUL 1
+// Below this, memcpy and one crc32_update() are as fast (the fold's set-up
+// and its 64-byte finish cost about what 256 bytes of folding save).
+constexpr size_t kFoldMinBytes = 256;
+
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, __m512i k, __m512i next) {
+  // 0x96: three-way XOR.
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00), _mm512_clmulepi64_epi128(acc, k, 0x11),
+                                   next, 0x96);
+}
+
+// The same pair of multipliers in each 128-bit lane.
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i lanes(FoldConstants c) {
+  const auto lo = static_cast<long long>(c.lo), hi = static_cast<long long>(c.hi);
+  return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+}
+
+__attribute__((target("avx512f,vpclmulqdq"))) uint32_t crc32_copy_vpclmul(uint8_t* dst, const uint8_t* src, size_t n,
+                                                                          uint32_t crc) {
+  const __m512i k1 = lanes(kFold512), k4 = lanes(kFold2048);
+  __m512i a0 = _mm512_loadu_si512(src);
+  _mm512_storeu_si512(dst, a0);
+  a0 = _mm512_xor_si512(a0, _mm512_maskz_set1_epi32(0x0001, static_cast<int>(crc)));  // lane 0 only
+  size_t i = 64;
+  if (n >= 512) {
+    // Four independent accumulators: one fold's multiply latency is longer
+    // than a load, so a single chain would leave the multiplier idle.
+    __m512i a1 = _mm512_loadu_si512(src + 64), a2 = _mm512_loadu_si512(src + 128),
+            a3 = _mm512_loadu_si512(src + 192);
+    _mm512_storeu_si512(dst + 64, a1);
+    _mm512_storeu_si512(dst + 128, a2);
+    _mm512_storeu_si512(dst + 192, a3);
+    for (i = 256; i + 256 <= n; i += 256) {
+      const __m512i b0 = _mm512_loadu_si512(src + i), b1 = _mm512_loadu_si512(src + i + 64),
+                    b2 = _mm512_loadu_si512(src + i + 128), b3 = _mm512_loadu_si512(src + i + 192);
+      _mm512_storeu_si512(dst + i, b0);
+      _mm512_storeu_si512(dst + i + 64, b1);
+      _mm512_storeu_si512(dst + i + 128, b2);
+      _mm512_storeu_si512(dst + i + 192, b3);
+      a0 = fold(a0, k4, b0);
+      a1 = fold(a1, k4, b1);
+      a2 = fold(a2, k4, b2);
+      a3 = fold(a3, k4, b3);
+    }
+    a0 = fold(fold(fold(a0, k1, a1), k1, a2), k1, a3);
+  }
+  for (; i + 64 <= n; i += 64) {
+    const __m512i b = _mm512_loadu_si512(src + i);
+    _mm512_storeu_si512(dst + i, b);
+    a0 = fold(a0, k1, b);
+  }
+  alignas(64) uint8_t rest[64];
+  _mm512_store_si512(rest, a0);
+  // Leave no dirty upper vector state to the caller's SSE code (see
+  // clear_upper_vector_state).
+  _mm256_zeroupper();
+  uint32_t out = crc32_update(0, rest);
+  if (i < n) {
+    std::memcpy(dst + i, src + i, n - i);
+    out = crc32_update(out, std::span<const uint8_t>(src + i, n - i));
+  }
+  return out;
+}
+
+const bool kHaveVpclmul512 = [] {
+  __builtin_cpu_init();
+  // libgcc's check includes the OS's saving of the AVX-512 state.
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq");
+}();
+#endif
+
+}  // namespace
+
+uint32_t crc32_copy(uint8_t* dst, std::span<const uint8_t> src, uint32_t crc) {
+  if (src.empty()) return crc;
+#ifdef MRC_CRC32_COPY_VPCLMUL
+  if (kHaveVpclmul512 && src.size() >= kFoldMinBytes) return crc32_copy_vpclmul(dst, src.data(), src.size(), crc);
+#endif
+  std::memcpy(dst, src.data(), src.size());
+  return crc32_update(crc, src);
+}
+
+const char* crc32_copy_backend() {
+#ifdef MRC_CRC32_COPY_VPCLMUL
+  if (kHaveVpclmul512) return "avx512-vpclmulqdq";
+#endif
+  return "memcpy+crc32_update";
+}
+
 Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
-                      std::span<const uint8_t> payload) {
+                      std::span<const uint8_t> payload, uint8_t* payload_copy) {
   if (transport.size() < Bth::kSize || ip_udp.empty()) return Errc::invalid_argument;
   size_t ip_len = 0;
   if (ip_udp.size() == kIpv4Bytes + kUdpBytes && ip_udp[0] == 0x45)
@@ -141,7 +272,7 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
   bth[4] = 0xFF;                   // BTH resv8a (FECN/BECN in InfiniBand)
   uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, ip_len + kUdpBytes + head));
   crc = crc32_update(crc, transport.subspan(head));
-  crc = crc32_update(crc, payload);
+  crc = payload_copy ? crc32_copy(payload_copy, payload, crc) : crc32_update(crc, payload);
   return ~crc;
 }
 

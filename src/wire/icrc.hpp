@@ -49,6 +49,18 @@ uint32_t crc32_update_portable(uint32_t crc, std::span<const uint8_t> bytes);
 /// Which code crc32_update() runs: "isa-l" or "slice-by-8".
 const char* crc32_backend();
 
+/// Copies `src` to `dst` (src.size() bytes; the two must not overlap) and
+/// returns crc32_update(crc, src): one pass over the bytes instead of a copy
+/// and a second read for the CRC. On x86-64 CPUs with AVX-512 and
+/// VPCLMULQDQ (checked at run time) the copy and the carry-less-multiply
+/// folding share each 64-byte load; elsewhere, and below 256 bytes, it is
+/// std::memcpy followed by crc32_update(). Same result on every path.
+uint32_t crc32_copy(uint8_t* dst, std::span<const uint8_t> src, uint32_t crc);
+
+/// Which code crc32_copy() runs for long inputs: "avx512-vpclmulqdq" or
+/// "memcpy+crc32_update".
+const char* crc32_copy_backend();
+
 /// The IBTA RoCEv2 ICRC of one packet, as it is on the wire (masking is done
 /// here on a copy; nothing is modified).
 ///  - `ip_udp`: the covered IP header immediately followed by the UDP
@@ -58,10 +70,14 @@ const char* crc32_backend();
 ///  - `transport`: BTH and the headers after it (at least a BTH);
 ///  - `payload`: everything after those up to the ICRC: payload and pad.
 /// The split between `transport` and `payload` does not matter as long as
-/// BTH is whole in `transport`. Errc::invalid_argument if `ip_udp` is not
-/// one of the two shapes above or `transport` is shorter than a BTH.
+/// BTH is whole in `transport`.
+///  - `payload_copy`: when not null, `payload` is also copied there
+///    (payload.size() bytes, not overlapping it) in the same pass as its CRC
+///    (crc32_copy): a sender staging a packet in a buffer of its own.
+/// Errc::invalid_argument if `ip_udp` is not one of the two shapes above or
+/// `transport` is shorter than a BTH; nothing is copied then.
 Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
-                      std::span<const uint8_t> payload);
+                      std::span<const uint8_t> payload, uint8_t* payload_copy = nullptr);
 
 /// Writes `icrc` to `out[0..4)` in wire order (least significant byte first).
 inline void put_icrc(uint32_t icrc, uint8_t* out) {
