@@ -96,6 +96,9 @@ TEST(Crc32Backend, IsNamed) {
   const std::string_view b = crc32_backend();
   EXPECT_TRUE(b == "isa-l" || b == "slice-by-8") << b;
   RecordProperty("crc32_backend", crc32_backend());
+  const std::string_view c = crc32_copy_backend();
+  EXPECT_TRUE(c == "avx512-vpclmulqdq" || c == "memcpy+crc32_update") << c;
+  RecordProperty("crc32_copy_backend", crc32_copy_backend());
 }
 
 // The active implementation against the portable one on random buffers of
@@ -139,12 +142,6 @@ TEST(Crc32Backend, ActiveEqualsPortableOnRandomBuffersAndChains) {
 }
 
 // ---- crc32_copy: the copy and the CRC in one pass
-
-TEST(Crc32Copy, BackendIsNamed) {
-  const std::string_view b = crc32_copy_backend();
-  EXPECT_TRUE(b == "avx512-vpclmulqdq" || b == "memcpy+crc32_update") << b;
-  RecordProperty("crc32_copy_backend", crc32_copy_backend());
-}
 
 // Every length 0..9000 at random source and destination offsets, from the
 // initial register and from random ones: the CRC equals the portable one,
