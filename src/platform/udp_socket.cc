@@ -1,9 +1,12 @@
 #include "platform/udp_socket.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <linux/filter.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -174,6 +177,11 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
   if (e == Errc::ok && (o.ipv6_zero_checksum_tx || o.ipv6_zero_checksum_rx))
     e = check(s.set_ipv6_zero_checksum(o.ipv6_zero_checksum_tx, o.ipv6_zero_checksum_rx));
   if (e == Errc::ok && o.busy_poll_us > 0) e = check(s.set_busy_poll(o.busy_poll_us));
+  if (e == Errc::ok && o.no_fragment)
+    e = local.is_ipv6() ? check(set_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_PROBE,
+                                        "setsockopt(IPV6_MTU_DISCOVER)"))
+                        : check(set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE, "setsockopt(IP_MTU_DISCOVER)"));
+  if (e == Errc::ok && local.is_ipv4() && getenv("MRC_DF")) e = check(set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE, "x"));
   if (e != Errc::ok) return e;
   return s;
 }
@@ -409,6 +417,29 @@ Result<size_t> UdpSocket::recv_batch(RxBatch& batch, size_t max_datagrams) {
   }
   batch.filled_ = n;
   return n;
+}
+
+Result<uint32_t> local_interface_mtu(const SockAddr& local) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return record_os_error(errno, "getifaddrs");
+  std::string name;
+  const auto want = local.address_bytes();
+  for (const ifaddrs* a = list; a && name.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
+    const socklen_t len = a->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    auto have = SockAddr::from_native(a->ifa_addr, len);
+    if (have && have->family() == local.family() && std::ranges::equal(have->address_bytes(), want)) name = a->ifa_name;
+  }
+  ::freeifaddrs(list);
+  // Loopback holds all of 127/8, but lists only 127.0.0.1.
+  if (name.empty() && local.is_ipv4() && want[0] == 127) name = "lo";
+  if (name.empty()) return Errc::not_found;
+  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return record_os_error(errno, "socket");
+  ifreq req{};
+  std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  if (::ioctl(fd.get(), SIOCGIFMTU, &req) != 0) return record_os_error(errno, "ioctl(SIOCGIFMTU)");
+  return static_cast<uint32_t>(req.ifr_mtu);
 }
 
 }  // namespace mrc::platform

@@ -185,6 +185,16 @@ struct UdpSocketOptions {
   /// steer_reuseport_group()).
   bool reuse_port = false;
   int busy_poll_us = 0;          ///< >0: SO_BUSY_POLL microseconds
+  /// Never fragment (IP_MTU_DISCOVER / IPV6_MTU_DISCOVER = PMTUDISC_PROBE):
+  /// every datagram leaves with DF set and, over IPv4, identification 0
+  /// (RFC 6864), as RoCEv2 and MRC packets do; a datagram larger than the
+  /// outgoing interface's MTU is refused with Errc::too_big (EMSGSIZE)
+  /// instead of being fragmented. A path MTU learned from ICMP is ignored:
+  /// the sender's packet size is configuration. Without it (the kernel's
+  /// default) an unconnected IPv4 socket may fragment and draws each
+  /// datagram's identification from a shared generator (about 8 % of a
+  /// per-packet sender's CPU on loopback).
+  bool no_fragment = false;
 };
 
 class UdpSocket {
@@ -322,5 +332,11 @@ class UdpSocket {
   SockAddr local_;
   std::unique_ptr<TxScratch> tx_;  // allocated by open()
 };
+
+/// The MTU of the local interface holding `local`'s address (its port is
+/// ignored). Errc::not_found if no interface has the address (an unbound
+/// wildcard, or an address of another host); other errors as the system
+/// calls give them (last_error_message() names the call).
+Result<uint32_t> local_interface_mtu(const SockAddr& local);
 
 }  // namespace mrc::platform

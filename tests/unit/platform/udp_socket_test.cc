@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -402,6 +406,109 @@ TEST(PlatformUdpSocket, RecvOnEmptySocketIsWouldBlock) {
   EXPECT_EQ(s->recv_batch(b).error(), Errc::would_block);
   EXPECT_EQ(b.size(), 0u);
   EXPECT_EQ(b.capacity(), 8u);
+}
+
+// no_fragment: the datagrams leave with DF set and IPv4 identification 0 (a
+// raw socket in the thread's own namespace sees the real IP header), where
+// the kernel's default gives an unconnected socket a generated
+// identification, which the ICRC would cover.
+TEST(PlatformUdpSocket, NoFragmentSendsDfAndZeroIdentification) {
+  std::string skip;
+  std::vector<std::pair<uint16_t, uint16_t>> seen;  // (identification, flags) per datagram
+  std::thread t([&] {
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
+    const int raw = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (raw < 0) {
+      skip = std::string("raw socket: ") + std::strerror(errno);
+      return;
+    }
+    timeval tv{2, 0};  // a bound, not a timing: the datagrams are already queued
+    ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0));
+    auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.no_fragment = true});
+    ASSERT_TRUE(rx.ok() && tx.ok()) << last_error_message();
+    const SockAddr dest = rx->local_address();
+    const auto msg = pattern(4000, 9);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(tx->send_to(dest, msg).ok()) << last_error_message();
+    std::vector<uint8_t> buf(70000);
+    while (seen.size() < 3) {
+      const ssize_t n = ::recv(raw, buf.data(), buf.size(), 0);
+      if (n < 0) break;
+      if (n < 28 || buf[9] != IPPROTO_UDP || ((buf[22] << 8) | buf[23]) != dest.port()) continue;
+      seen.emplace_back(static_cast<uint16_t>((buf[4] << 8) | buf[5]), static_cast<uint16_t>((buf[6] << 8) | buf[7]));
+    }
+    ::close(raw);
+  });
+  t.join();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_EQ(seen.size(), 3u);
+  for (const auto& [id, flags] : seen) {
+    EXPECT_EQ(id, 0u);
+    EXPECT_EQ(flags, 0x4000u);  // DF, no fragment offset
+  }
+}
+
+// no_fragment: a datagram larger than the interface's MTU is refused
+// (too_big) instead of being fragmented, over IPv4 and IPv6; the same
+// datagram from a default socket leaves in fragments.
+TEST(PlatformUdpSocket, NoFragmentRefusesDatagramsAboveTheMtu) {
+  std::string skip;
+  std::vector<std::string> failures;
+  std::thread t([&] {
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
+    if (std::system("ip link set dev lo mtu 1500 2>/dev/null") != 0) {
+      skip = "ip (iproute2) unavailable or refused to set lo's MTU";
+      return;
+    }
+    const auto msg = pattern(4000, 10);
+    for (const SockAddr& at : {SockAddr::ipv4_loopback(0), SockAddr::ipv6_loopback(0)}) {
+      auto rx = UdpSocket::open(at);
+      if (!rx && at.is_ipv6()) continue;  // no IPv6 in this kernel
+      auto plain = UdpSocket::open(at);
+      auto df = UdpSocket::open(at, {.no_fragment = true});
+      if (!rx || !plain || !df) {
+        failures.push_back(at.to_string() + ": " + last_error_message());
+        continue;
+      }
+      const SockAddr dest = rx->local_address();
+      auto a = plain->send_to(dest, msg);
+      if (!a || *a != 1) failures.push_back(at.to_string() + ": the default socket did not fragment");
+      auto b = df->send_to(dest, msg);
+      if (b || b.error() != Errc::too_big) failures.push_back(at.to_string() + ": no_fragment sent or failed otherwise");
+      if (!df->send_to(dest, pattern(1400, 11))) failures.push_back(at.to_string() + ": a datagram that fits failed");
+    }
+  });
+  t.join();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_TRUE(failures.empty()) << failures.front();
+}
+
+// The MTU of the interface holding an address: lo's, after setting it, for
+// 127.0.0.1, another 127/8 address and ::1; not_found for an address no
+// interface holds.
+TEST(PlatformUdpSocket, LocalInterfaceMtu) {
+  std::string skip;
+  std::vector<std::string> failures;
+  std::thread t([&] {
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
+    if (std::system("ip link set dev lo mtu 1500 2>/dev/null") != 0) {
+      skip = "ip (iproute2) unavailable or refused to set lo's MTU";
+      return;
+    }
+    for (const char* a : {"127.0.0.1", "127.0.9.2", "::1"}) {
+      auto m = local_interface_mtu(*SockAddr::parse(a));
+      if (!m && std::string(a) == "::1") continue;  // no IPv6 in this kernel
+      if (!m || *m != 1500) failures.push_back(std::string(a) + ": " + (m ? std::to_string(*m) : last_error_message()));
+    }
+    auto none = local_interface_mtu(*SockAddr::parse("10.99.98.97"));
+    if (none || none.error() != Errc::not_found) failures.push_back("10.99.98.97: not not_found");
+  });
+  t.join();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_TRUE(failures.empty()) << failures.front();
 }
 
 }  // namespace
