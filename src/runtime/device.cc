@@ -170,6 +170,17 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     Plane p;
     p.addr = without_port(*platform::SockAddr::parse(s));
     p.ip = ip_of(p.addr);
+    // The largest packet: IP and UDP headers, MRC headers, 4 KiB, ICRC.
+    const uint32_t largest = (p.addr.is_ipv4() ? 20 : 40) + 8 + wire::kMaxHeaderBytes + 4096 + wire::kIcrcBytes;
+    if (auto mtu = platform::local_interface_mtu(p.addr); mtu && *mtu < largest) {
+      p.whole_packets = false;
+      std::fprintf(stderr,
+                   "mrc: software device: plane %s: its interface's MTU (%u) is below the largest MRC packet (%u "
+                   "bytes, 4 KiB path MTU): the kernel fragments packets that do not fit (RoCEv2 never does, and the "
+                   "IPv4 identification their ICRC covers is then the kernel's); raise the MTU or use a path MTU "
+                   "that fits\n",
+                   s.c_str(), *mtu, largest);
+    }
     d->planes_.push_back(std::move(p));
   }
   d->fmt_.mode = cfg.ev_mode == EvWire::stev ? wire::EvMode::stev : wire::EvMode::udp;
@@ -294,6 +305,7 @@ Status Device::open_engine(Engine& e, std::string* why) {
     o.sndbuf_bytes = buf;
     o.gro = cfg_.burst > 1;
     o.reuse_port = shared;
+    o.no_fragment = pl.whole_packets;  // MRC, like RoCEv2, never fragments: DF, IPv4 identification 0
     platform::SockAddr at = pl.addr;
     at.set_port(cfg_.udp_port);
     auto rx = platform::UdpSocket::open(at, o);
@@ -310,6 +322,10 @@ Status Device::open_engine(Engine& e, std::string* why) {
     so.sndbuf_bytes = buf;
     so.rcvbuf_bytes = 4096;  // these sockets only send
     so.reuse_port = shared;
+    // DF and identification 0, which the ICRC covers (wire::datagram_icrc
+    // takes it as 0): the kernel's own choice made the ICRC wrong on the
+    // wire for any receiver that checks the real header.
+    so.no_fragment = pl.whole_packets;
     for (uint32_t i = 0; i < cfg_.evs_per_plane; ++i) {
       platform::SockAddr from = pl.addr;
       from.set_port(static_cast<uint16_t>(cfg_.ev_port_base + p * cfg_.evs_per_plane + i));
@@ -1361,6 +1377,9 @@ void Device::send_slots(Engine& e, size_t n) {
   std::array<Built, kTxSlots> built;
   size_t nb = 0, iov_used = 0, stage_used = 0;
   uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0, errors = 0;
+  // The UDP payload of a datagram's largest packet (a burst's segments are
+  // equal but for the last), for the message of a refused send.
+  auto packet_bytes = [](const Built& x) { return (x.bytes + (x.end - x.first) - 1) / (x.end - x.first); };
   // The batch leaves in the core's order, data before control. The core
   // keeps a QP's EV burst together (Endpoint::poll_transmit), so a burst's
   // packets are already side by side; regrouping the batch by EV would
@@ -1528,7 +1547,10 @@ void Device::send_slots(Engine& e, size_t n) {
       for (size_t d = 0; d < *r; ++d) {
         if (res[d] >= 0) sent(d);
         else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) refused += built[d].end - built[d].first;
-        else errors += built[d].end - built[d].first;
+        else {
+          errors += built[d].end - built[d].first;
+          note_send_error(-res[d], packet_bytes(built[d]), *dgs[d].dest);
+        }
       }
       nb = 0;
     }
@@ -1539,15 +1561,18 @@ void Device::send_slots(Engine& e, size_t n) {
     while (run < nb && built[run].sock == built[b].sock) ++run;
     while (b < run) {
       auto r = built[b].sock->send_batch(std::span<const platform::TxDatagram>(&dgs[b], run - b));
-      // 0: a full socket buffer; an error concerns the first datagram.
-      const size_t took = r ? *r : 0;
-      for (size_t d = b; d < b + took; ++d) sent(d);
-      b += took;
-      if (took == 0 || !r) {
-        // Refused: the rest of the run if the buffer is full, else the one
-        // datagram the error names.
-        const size_t upto = r ? run : b + 1;
-        for (; b < upto; ++b) refused += built[b].end - built[b].first;
+      if (!r) {
+        // The error concerns the first datagram: it is lost, the rest go on.
+        errors += built[b].end - built[b].first;
+        note_send_error(platform::last_error().errno_value, packet_bytes(built[b]), *dgs[b].dest);
+        ++b;
+        continue;
+      }
+      for (size_t d = b; d < b + *r; ++d) sent(d);
+      b += *r;
+      if (*r == 0) {
+        // A full socket buffer: the rest of the run waits for the protocol.
+        for (; b < run; ++b) refused += built[b].end - built[b].first;
       }
     }
   }
@@ -1617,6 +1642,9 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
       auto r = e.raw.send_batch(std::span<const platform::TxDatagram>(dgs.data() + done, k - done));
       if (!r) {
         ++c.errors;  // this frame failed (too big for the link, no route to its carrier): skip it
+        const core::Transmit& t = e.slots[order[i + done]].tx;
+        note_send_error(platform::last_error().errno_value, size_t{t.header_len} + t.payload_len + wire::kIcrcBytes,
+                        *dgs[done].dest);
         ++done;
         continue;
       }
@@ -1638,6 +1666,17 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
     i += k;
   }
   return c;
+}
+
+void Device::note_send_error(int err, size_t packet_bytes, const platform::SockAddr& dest) {
+  if (err != EMSGSIZE || too_big_reported_.exchange(true, std::memory_order_relaxed)) return;
+  // Once per device: every later packet of that size fails the same way,
+  // and the counters (tx_errors) keep the count.
+  std::fprintf(stderr,
+               "mrc: software device: the kernel refused a %zu-byte MRC packet to %s as larger than the link's MTU "
+               "(EMSGSIZE); MRC, like RoCEv2, never fragments, so these packets are lost: raise the interface MTU "
+               "above the packet plus its IP and UDP headers, or lower the QP's path MTU\n",
+               packet_bytes, dest.to_string().c_str());
 }
 
 // The frame the kernel sent or received, rebuilt around the MRC bytes for

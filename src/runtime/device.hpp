@@ -440,6 +440,10 @@ class Device {
   struct Plane {
     platform::SockAddr addr;                  ///< port 0
     wire::IpAddress ip{};
+    /// Its interface carries the largest MRC packet (4 KiB path MTU) whole:
+    /// the sockets never fragment (UdpSocketOptions::no_fragment). Else the
+    /// kernel fragments the packets that do not fit, as before.
+    bool whole_packets = true;
   };
   struct Peer {
     platform::SockAddr gid;
@@ -580,6 +584,10 @@ class Device {
   /// Writes one frame whose IP and UDP headers are given (`net`).
   void capture_frame(std::span<const uint8_t> net, std::span<const uint8_t> transport,
                      std::span<const uint8_t> payload, std::span<const uint8_t> icrc);
+  /// A send the kernel failed (not a full buffer): the packets are lost as
+  /// if dropped. EMSGSIZE (a datagram larger than the link's MTU: the
+  /// sockets never fragment) is also said once on stderr with the fix.
+  void note_send_error(int err, size_t datagram_bytes, const platform::SockAddr& dest);
   void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
   void attach_ep_wire(Engine& e, TxSlot& s);
@@ -624,6 +632,7 @@ class Device {
   platform::MonotonicClock clock_;
   std::unique_ptr<platform::PcapWriter> pcap_;  ///< DeviceConfig::pcap_path; null = no capture
   std::atomic<uint64_t> pcap_failed_{0};        ///< captures refused for another reason than the bound
+  std::atomic<bool> too_big_reported_{false};   ///< the one EMSGSIZE message was printed
   std::vector<Plane> planes_;
   std::vector<std::unique_ptr<Engine>> engines_;
   std::atomic<uint32_t> next_engine_{0};

@@ -19,12 +19,16 @@
 #include <memory>
 #include <vector>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../platform/netns_helper.hpp"
 #include "device_fixture.hpp"
 #include "platform/udp_socket.hpp"
 #include "platform/uring_sender.hpp"
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
 #include "wire/packet.hpp"
 #include "wire/psn.hpp"
 
@@ -392,6 +396,92 @@ TEST(Device, Ipv6RawSendTransfersOverTwoPlanesInAPrivateNamespace) {
   c.raw_send = true;
   ipv6_transfer(c);
 }
+
+// The packets on the wire carry an ICRC that is right for their real IP
+// header. The ICRC covers the IPv4 identification, which the sender's
+// kernel writes: the device's sockets never fragment, so it is 0, as the
+// ICRC assumes (wire::datagram_icrc). A raw socket in the thread's own
+// namespace sees each datagram as it arrived; a real RoCE/MRC receiver
+// would drop any that fails. Per packet, and in GSO bursts, which loopback
+// carries unsegmented: each segment is checked against the header the
+// super-packet's (identification 0, DF) gives it. Needs root.
+void wire_icrc_is_right(uint32_t burst) {
+  std::string skip;
+  size_t checked = 0, bad = 0, data = 0, supers = 0;
+  std::thread t([&] {
+    skip = test_support::enter_private_netns();
+    if (!skip.empty()) return;
+    const int raw = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (raw < 0) {
+      skip = std::string("raw socket: ") + std::strerror(errno);
+      return;
+    }
+    int big = 64 << 20;
+    ::setsockopt(raw, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+    Pair p(9, burst);
+    ASSERT_TRUE(p.ok());
+    fill(p.a.mem, 12);
+    ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, 0, 256 << 10, 256 << 10)).ok());
+    ASSERT_EQ(wait(p.a.cq, 1).size(), 1u);
+    wire::FrameFormat fmt;
+    fmt.ip = wire::IpVersion::v4;
+    fmt.udp_dport = 24791;
+    std::vector<uint8_t> buf(70000), seg(wire::kMaxFrameHeaderBytes);
+    for (;;) {
+      const ssize_t n = ::recv(raw, buf.data(), buf.size(), MSG_DONTWAIT);  // all arrived before the completion
+      if (n < 0) break;
+      const std::span<const uint8_t> frame(buf.data(), static_cast<size_t>(n));
+      auto f = wire::parse_frame(fmt, frame);
+      if (!f) continue;  // not MRC (the QP exchange is TCP; nothing else runs here)
+      EXPECT_EQ(buf[4] << 8 | buf[5], 0) << "IPv4 identification";
+      EXPECT_EQ(buf[6] << 8 | buf[7], 0x4000) << "DF";
+      const std::span<const uint8_t> udp = frame.subspan(f->bth_offset, f->udp_payload_len);
+      // A datagram is one packet or a GSO burst: segments of the first
+      // packet's size, the last one shorter or equal. A data packet's size
+      // follows from its headers (4 KiB of payload but for a message's
+      // last); a control packet has no trailing bytes, so its size is the
+      // shortest that parses.
+      size_t gso = 0;
+      if (auto pk = wire::parse(udp.first(udp.size() - wire::kIcrcBytes)); pk && pk->payload_len > 0) {
+        gso = std::min(udp.size(), pk->header_len + 4096 + wire::kIcrcBytes);
+      } else {
+        for (size_t len = wire::Bth::kSize + wire::kIcrcBytes; len <= udp.size() && gso == 0; len += 4)
+          if (wire::parse(udp.first(len - wire::kIcrcBytes))) gso = len;
+      }
+      ASSERT_GT(gso, 0u) << "a datagram of " << udp.size() << " bytes that does not parse";
+      supers += gso < udp.size();
+      for (size_t off = 0; off < udp.size(); off += gso) {
+        const size_t len = std::min(gso, udp.size() - off);
+        const auto packet = udp.subspan(off, len);
+        wire::FrameFields ff;
+        ff.src = f->src;
+        ff.dst = f->dst;
+        ff.ev = f->udp_sport;
+        ff.traffic_class = f->traffic_class;
+        ff.hop_limit = f->hop_limit;
+        auto built = wire::build_frame(fmt, ff, packet.first(wire::Bth::kSize),
+                                       packet.subspan(wire::Bth::kSize, len - wire::Bth::kSize - wire::kIcrcBytes), seg);
+        ASSERT_TRUE(built.ok());
+        ++checked;
+        data += len > 4096;
+        bad += built->icrc != wire::get_icrc(packet.data() + len - wire::kIcrcBytes);
+      }
+    }
+    ::close(raw);
+    EXPECT_EQ(p.a.dev->stats().rx_icrc_errors + p.b.dev->stats().rx_icrc_errors, 0u);
+  });
+  t.join();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_GE(data, 64u) << "the 256 KiB WRITE's packets (and any resent)";
+  EXPECT_GT(checked, data) << "and SACKs";
+  if (burst > 1) {
+    EXPECT_GT(supers, 0u) << "GSO bursts";
+  }
+  EXPECT_EQ(bad, 0u) << "of " << checked << " packets";
+}
+
+TEST(Device, IcrcOnTheWireIsRightPerPacket) { wire_icrc_is_right(1); }
+TEST(Device, IcrcOnTheWireIsRightInGsoBursts) { wire_icrc_is_right(16); }
 
 // Several engines: QPs are spread over them (the QPN's low bits name the
 // engine) and the kernel steers each datagram to the engine of its
