@@ -1,7 +1,8 @@
 // mrc_raw_udp: this machine's UDP limit, the reference the software device's
 // performance goals are stated against (docs/performance.md, "Raw UDP
 // reference"). It sends and receives the same packet sizes with the same
-// method the soft device uses, through the same platform layer:
+// method the soft device uses, through the same platform layer and socket
+// options (never fragment: DF, IPv4 identification 0):
 //
 //   mrc_raw_udp bw --method mmsg --size 4160 --batch 32 --seconds 5
 //   mrc_raw_udp bw --method gso --size 4160 --burst 8 --batch 8 --seconds 5
@@ -61,7 +62,10 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
   const bool gso = method == "gso";
   auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.rcvbuf_bytes = 32 << 20, .recv_tos = false, .gro = gso});
   if (!rx) die("receiver socket");
-  auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.sndbuf_bytes = 32 << 20, .recv_tos = false});
+  // DF and IPv4 identification 0, as the soft device sends (no_fragment):
+  // the kernel's identification generator costs a per-packet sender.
+  auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0),
+                            {.sndbuf_bytes = 32 << 20, .recv_tos = false, .no_fragment = true});
   if (!tx) die("sender socket");
   const SockAddr dest = rx->local_address();
   BwResult res;
@@ -170,8 +174,8 @@ struct LatResult {
 };
 
 LatResult run_lat(size_t size, size_t iters, bool busy) {
-  auto a = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false});
-  auto b = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false});
+  auto a = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false, .no_fragment = true});
+  auto b = UdpSocket::open(SockAddr::ipv4_loopback(0), {.recv_tos = false, .no_fragment = true});
   if (!a || !b) die("socket");
   const SockAddr addr_a = a->local_address(), addr_b = b->local_address();
   const size_t warmup = std::min<size_t>(1000, iters / 10 + 1);
