@@ -413,18 +413,10 @@ TEST(PlatformUdpSocket, RecvOnEmptySocketIsWouldBlock) {
 // the kernel's default gives an unconnected socket a generated
 // identification, which the ICRC would cover.
 TEST(PlatformUdpSocket, NoFragmentSendsDfAndZeroIdentification) {
-  std::string skip;
   std::vector<std::pair<uint16_t, uint16_t>> seen;  // (identification, flags) per datagram
-  std::thread t([&] {
-    skip = test_support::enter_private_netns();
-    if (!skip.empty()) return;
-    const int raw = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
-    if (raw < 0) {
-      skip = std::string("raw socket: ") + std::strerror(errno);
-      return;
-    }
-    timeval tv{2, 0};  // a bound, not a timing: the datagrams are already queued
-    ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string skip = test_support::in_private_netns([&](std::string& why) {
+    const int raw = test_support::open_udp_capture(why);
+    if (raw < 0) return;
     auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0));
     auto tx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.no_fragment = true});
     ASSERT_TRUE(rx.ok() && tx.ok()) << last_error_message();
@@ -440,7 +432,6 @@ TEST(PlatformUdpSocket, NoFragmentSendsDfAndZeroIdentification) {
     }
     ::close(raw);
   });
-  t.join();
   if (!skip.empty()) GTEST_SKIP() << skip;
   ASSERT_EQ(seen.size(), 3u);
   for (const auto& [id, flags] : seen) {
@@ -453,34 +444,29 @@ TEST(PlatformUdpSocket, NoFragmentSendsDfAndZeroIdentification) {
 // (too_big) instead of being fragmented, over IPv4 and IPv6; the same
 // datagram from a default socket leaves in fragments.
 TEST(PlatformUdpSocket, NoFragmentRefusesDatagramsAboveTheMtu) {
-  std::string skip;
   std::vector<std::string> failures;
-  std::thread t([&] {
-    skip = test_support::enter_private_netns();
-    if (!skip.empty()) return;
-    if (std::system("ip link set dev lo mtu 1500 2>/dev/null") != 0) {
-      skip = "ip (iproute2) unavailable or refused to set lo's MTU";
-      return;
-    }
-    const auto msg = pattern(4000, 10);
-    for (const SockAddr& at : {SockAddr::ipv4_loopback(0), SockAddr::ipv6_loopback(0)}) {
-      auto rx = UdpSocket::open(at);
-      if (!rx && at.is_ipv6()) continue;  // no IPv6 in this kernel
-      auto plain = UdpSocket::open(at);
-      auto df = UdpSocket::open(at, {.no_fragment = true});
-      if (!rx || !plain || !df) {
-        failures.push_back(at.to_string() + ": " + last_error_message());
-        continue;
-      }
-      const SockAddr dest = rx->local_address();
-      auto a = plain->send_to(dest, msg);
-      if (!a || *a != 1) failures.push_back(at.to_string() + ": the default socket did not fragment");
-      auto b = df->send_to(dest, msg);
-      if (b || b.error() != Errc::too_big) failures.push_back(at.to_string() + ": no_fragment sent or failed otherwise");
-      if (!df->send_to(dest, pattern(1400, 11))) failures.push_back(at.to_string() + ": a datagram that fits failed");
-    }
-  });
-  t.join();
+  const std::string skip = test_support::in_private_netns(
+      [&](std::string&) {
+        const auto msg = pattern(4000, 10);
+        for (const SockAddr& at : {SockAddr::ipv4_loopback(0), SockAddr::ipv6_loopback(0)}) {
+          auto rx = UdpSocket::open(at);
+          if (!rx && at.is_ipv6()) continue;  // no IPv6 in this kernel
+          auto plain = UdpSocket::open(at);
+          auto df = UdpSocket::open(at, {.no_fragment = true});
+          if (!rx || !plain || !df) {
+            failures.push_back(at.to_string() + ": " + last_error_message());
+            continue;
+          }
+          const SockAddr dest = rx->local_address();
+          auto a = plain->send_to(dest, msg);
+          if (!a || *a != 1) failures.push_back(at.to_string() + ": the default socket did not fragment");
+          auto b = df->send_to(dest, msg);
+          if (b || b.error() != Errc::too_big)
+            failures.push_back(at.to_string() + ": no_fragment sent or failed otherwise");
+          if (!df->send_to(dest, pattern(1400, 11))) failures.push_back(at.to_string() + ": a datagram that fits failed");
+        }
+      },
+      1500);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_TRUE(failures.empty()) << failures.front();
 }
@@ -489,24 +475,19 @@ TEST(PlatformUdpSocket, NoFragmentRefusesDatagramsAboveTheMtu) {
 // 127.0.0.1, another 127/8 address and ::1; not_found for an address no
 // interface holds.
 TEST(PlatformUdpSocket, LocalInterfaceMtu) {
-  std::string skip;
   std::vector<std::string> failures;
-  std::thread t([&] {
-    skip = test_support::enter_private_netns();
-    if (!skip.empty()) return;
-    if (std::system("ip link set dev lo mtu 1500 2>/dev/null") != 0) {
-      skip = "ip (iproute2) unavailable or refused to set lo's MTU";
-      return;
-    }
-    for (const char* a : {"127.0.0.1", "127.0.9.2", "::1"}) {
-      auto m = local_interface_mtu(*SockAddr::parse(a));
-      if (!m && std::string(a) == "::1") continue;  // no IPv6 in this kernel
-      if (!m || *m != 1500) failures.push_back(std::string(a) + ": " + (m ? std::to_string(*m) : last_error_message()));
-    }
-    auto none = local_interface_mtu(*SockAddr::parse("10.99.98.97"));
-    if (none || none.error() != Errc::not_found) failures.push_back("10.99.98.97: not not_found");
-  });
-  t.join();
+  const std::string skip = test_support::in_private_netns(
+      [&](std::string&) {
+        for (const char* a : {"127.0.0.1", "127.0.9.2", "::1"}) {
+          auto m = local_interface_mtu(*SockAddr::parse(a));
+          if (!m && std::string(a) == "::1") continue;  // no IPv6 in this kernel
+          if (!m || *m != 1500)
+            failures.push_back(std::string(a) + ": " + (m ? std::to_string(*m) : last_error_message()));
+        }
+        auto none = local_interface_mtu(*SockAddr::parse("10.99.98.97"));
+        if (none || none.error() != Errc::not_found) failures.push_back("10.99.98.97: not not_found");
+      },
+      1500);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_TRUE(failures.empty()) << failures.front();
 }

@@ -406,18 +406,10 @@ TEST(Device, Ipv6RawSendTransfersOverTwoPlanesInAPrivateNamespace) {
 // carries unsegmented: each segment is checked against the header the
 // super-packet's (identification 0, DF) gives it. Needs root.
 void wire_icrc_is_right(uint32_t burst) {
-  std::string skip;
   size_t checked = 0, bad = 0, data = 0, supers = 0;
-  std::thread t([&] {
-    skip = test_support::enter_private_netns();
-    if (!skip.empty()) return;
-    const int raw = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
-    if (raw < 0) {
-      skip = std::string("raw socket: ") + std::strerror(errno);
-      return;
-    }
-    int big = 64 << 20;
-    ::setsockopt(raw, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  const std::string skip = test_support::in_private_netns([&](std::string& why) {
+    const int raw = test_support::open_udp_capture(why);
+    if (raw < 0) return;
     Pair p(9, burst);
     ASSERT_TRUE(p.ok());
     fill(p.a.mem, 12);
@@ -470,7 +462,6 @@ void wire_icrc_is_right(uint32_t burst) {
     ::close(raw);
     EXPECT_EQ(p.a.dev->stats().rx_icrc_errors + p.b.dev->stats().rx_icrc_errors, 0u);
   });
-  t.join();
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_GE(data, 64u) << "the 256 KiB WRITE's packets (and any resent)";
   EXPECT_GT(checked, data) << "and SACKs";
