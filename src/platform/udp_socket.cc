@@ -181,7 +181,6 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
     e = local.is_ipv6() ? check(set_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_PROBE,
                                         "setsockopt(IPV6_MTU_DISCOVER)"))
                         : check(set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE, "setsockopt(IP_MTU_DISCOVER)"));
-  if (e == Errc::ok && local.is_ipv4() && getenv("MRC_DF")) e = check(set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE, "x"));
   if (e != Errc::ok) return e;
   return s;
 }

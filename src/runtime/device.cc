@@ -171,7 +171,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     p.addr = without_port(*platform::SockAddr::parse(s));
     p.ip = ip_of(p.addr);
     // The largest packet: IP and UDP headers, MRC headers, 4 KiB, ICRC.
-    const uint32_t largest = (p.addr.is_ipv4() ? 20 : 40) + 8 + wire::kMaxHeaderBytes + 4096 + wire::kIcrcBytes;
+    const uint32_t largest = static_cast<uint32_t>((p.addr.is_ipv4() ? wire::kIpv4HeaderBytes : wire::kIpv6HeaderBytes) +
+                                                   wire::kUdpHeaderBytes + wire::kMaxHeaderBytes + 4096 + wire::kIcrcBytes);
     if (auto mtu = platform::local_interface_mtu(p.addr); mtu && *mtu < largest) {
       p.whole_packets = false;
       std::fprintf(stderr,
