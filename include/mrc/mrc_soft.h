@@ -209,7 +209,7 @@ struct mrc_soft_stats {
   uint64_t rx_icrc_errors;    /**< dropped: ICRC mismatch (corrupt) */
   uint64_t rx_unknown_source; /**< dropped: source address of no known peer */
   uint64_t rx_malformed;      /**< dropped by the core: unparsable */
-  uint64_t rx_dropped;        /**< dropped by the core for any other reason */
+  uint64_t rx_dropped;        /**< dropped by the core for any other reason (rx_stale_acks are not counted here) */
   uint64_t rx_access_errors;  /**< WRITEs refused by rkey/bounds/access checks */
   uint64_t retransmissions;
   uint64_t carrier_downs;     /**< a watched plane's interface lost its link (the plane left service) */
@@ -225,6 +225,12 @@ struct mrc_soft_stats {
   uint64_t spurious_losses;   /**< losses later proven spurious (SACKed after all) */
   uint64_t rx_duplicates;     /**< data packets received twice (a peer's unneeded retransmissions) */
   uint64_t tx_uring_submits;  /**< batches sent with one io_uring submission (no_io_uring) */
+  /** Late acknowledgements: a SACK, NACK or ACK about packets already
+   *  acknowledged, overtaken by a newer one (reordering across paths, a
+   *  duplicate). Normal and harmless, so not drops: the newer feedback
+   *  already said what they say (a late SACK's receive counter is still
+   *  credited to the congestion window). */
+  uint64_t rx_stale_acks;
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

@@ -765,6 +765,37 @@ TEST(Api, BlockingWaitsCompleteThroughBulkDataAndAfterIt) {
   b.close();
 }
 
+/// Sends a datagram with a valid ICRC for its real addresses from
+/// `from_sock` (bound to IPv4 `src`, port `from_port`) to the device on IPv4
+/// `dst`: headers `h`, then `payload` bytes, cut to `truncate_to` if not 0.
+void forge(mrc::platform::UdpSocket& from_sock, uint16_t from_port, mrc::wire::IpAddress src, mrc::wire::IpAddress dst,
+           const mrc::wire::Headers& h, size_t payload, size_t truncate_to = 0) {
+  std::vector<uint8_t> pkt(mrc::wire::kMaxHeaderBytes);
+  auto n = mrc::wire::encode(h, pkt);
+  ASSERT_TRUE(n.ok());
+  pkt.resize(*n);
+  pkt.insert(pkt.end(), payload, 0xEE);
+  if (truncate_to) pkt.resize(truncate_to);
+  mrc::wire::FrameFormat fmt;
+  fmt.ip = mrc::wire::IpVersion::v4;
+  fmt.udp_dport = kPort;
+  mrc::wire::FrameFields f;
+  f.src = src;
+  f.dst = dst;
+  f.ev = from_port;
+  const size_t hdr = std::max<size_t>(truncate_to ? pkt.size() : *n, 12);
+  auto crc = mrc::wire::datagram_icrc(fmt, f, std::span<const uint8_t>(pkt.data(), hdr),
+                                      std::span<const uint8_t>(pkt.data() + hdr, pkt.size() - hdr));
+  ASSERT_TRUE(crc.ok());
+  uint8_t c[4];
+  mrc::wire::put_icrc(*crc, c);
+  pkt.insert(pkt.end(), c, c + 4);
+  auto to = *mrc::platform::SockAddr::parse(std::to_string(dst[0]) + "." + std::to_string(dst[1]) + "." +
+                                            std::to_string(dst[2]) + "." + std::to_string(dst[3]));
+  to.set_port(kPort);
+  ASSERT_TRUE(from_sock.send_to(to, std::as_bytes(std::span<const uint8_t>(pkt))).ok());
+}
+
 // Datagrams a hostile host on the network could send: a valid MRC WRITE
 // (correct ICRC, the right QPN) with a wrong rkey or an address outside the
 // region, a forged QPN, a truncated header. Nothing may be written; each is
@@ -795,30 +826,7 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
     h.reth.va = va;
     h.reth.rkey = rkey;
     h.reth.dma_length = 64;
-    std::vector<uint8_t> pkt(mrc::wire::kMaxHeaderBytes);
-    auto n = mrc::wire::encode(h, pkt);
-    ASSERT_TRUE(n.ok());
-    pkt.resize(*n);
-    pkt.insert(pkt.end(), 64, 0xEE);
-    if (truncate_to) pkt.resize(truncate_to);
-    mrc::wire::FrameFormat fmt;
-    fmt.ip = mrc::wire::IpVersion::v4;
-    fmt.udp_dport = kPort;
-    mrc::wire::FrameFields f;
-    f.src = {127, 0, 2, 12};
-    f.dst = {127, 0, 2, 13};
-    f.ev = attacker_addr->port();
-    const size_t hdr = truncate_to ? pkt.size() : *n;
-    auto crc = mrc::wire::datagram_icrc(fmt, f, std::span<const uint8_t>(pkt.data(), std::max<size_t>(hdr, 12)),
-                                        std::span<const uint8_t>(pkt.data() + std::max<size_t>(hdr, 12),
-                                                                 pkt.size() - std::max<size_t>(hdr, 12)));
-    ASSERT_TRUE(crc.ok());
-    uint8_t c[4];
-    mrc::wire::put_icrc(*crc, c);
-    pkt.insert(pkt.end(), c, c + 4);
-    auto to = *mrc::platform::SockAddr::parse("127.0.2.13");
-    to.set_port(kPort);
-    ASSERT_TRUE(sock->send_to(to, std::as_bytes(std::span<const uint8_t>(pkt))).ok());
+    forge(*sock, attacker_addr->port(), {127, 0, 2, 12}, {127, 0, 2, 13}, h, 64, truncate_to);
   };
   const uint64_t base = reinterpret_cast<uint64_t>(b.mem.data());
   send_write(mrc_get_qpn(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
@@ -841,6 +849,53 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
   const auto wc = poll_n(a.cq, 1);
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 1000));
+  a.close();
+  b.close();
+}
+
+// A NACK from the peer's address for a packet acknowledged already: late
+// feedback, which a reordering network delivers routinely. It is counted as
+// such (rx_stale_acks), not as a drop, and changes nothing.
+TEST(Api, LateAcknowledgementsAreCountedApartFromDrops) {
+  End a, b;
+  a.open({"127.0.2.19"});
+  b.open({"127.0.2.20"});
+  connect(a, b, 1);
+  for (size_t i = 0; i < 1000; ++i) a.mem[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_EQ(post_write(a, b, 0, 1000, 1), 0);
+  const auto wc = poll_n(a.cq, 1);
+  ASSERT_EQ(wc.size(), 1u);
+  ASSERT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  mrc_soft_stats before{};
+  ASSERT_EQ(mrc_soft_query_stats(a.dev, &before), 0);
+  // b's own answers to the write may still arrive (and be late ones too):
+  // several forgeries, so that what is counted is certainly theirs.
+  constexpr uint64_t kForged = 5;
+  auto b_side = mrc::platform::SockAddr::parse("127.0.2.20:41203");  // b's address, a port its device does not use
+  auto b_sock = mrc::platform::UdpSocket::open(*b_side);
+  ASSERT_TRUE(b_sock.ok());
+  mrc::wire::Headers nack;
+  nack.bth.opcode = static_cast<uint8_t>(mrc::wire::Opcode::nack);
+  nack.bth.dest_qp = mrc_get_qpn(a.qp);
+  nack.bth.psn = a.psn;  // the write's one packet
+  nack.neth.reason = static_cast<uint8_t>(mrc::wire::NackCode::no_pkt_buffer);
+  nack.neth.nack_psn = a.psn;
+  for (uint64_t i = 0; i < kForged; ++i) forge(*b_sock, b_side->port(), {127, 0, 2, 20}, {127, 0, 2, 19}, nack, 0);
+  mrc_soft_stats after{};
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  do {
+    ASSERT_EQ(mrc_soft_query_stats(a.dev, &after), 0);
+  } while (after.rx_stale_acks < before.rx_stale_acks + kForged && Clock::now() < until);
+  EXPECT_GE(after.rx_stale_acks, before.rx_stale_acks + kForged);
+  EXPECT_EQ(after.rx_dropped, before.rx_dropped) << "late feedback is not a drop";
+  EXPECT_EQ(after.rx_malformed, before.rx_malformed);
+  EXPECT_EQ(after.retransmissions, before.retransmissions) << "nothing is resent for it";
+  // The QP goes on serving.
+  ASSERT_EQ(post_write(a, b, 0, 1000, 2), 0);
+  const auto wc2 = poll_n(a.cq, 1);
+  ASSERT_EQ(wc2.size(), 1u);
+  EXPECT_EQ(wc2[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 1000));
   a.close();
   b.close();

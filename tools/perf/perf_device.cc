@@ -121,10 +121,12 @@ std::string Device::stats_text() const {
   return fmt::format(
       " Device counters: tx {} packets ({} datagrams, {} deferred, {} io_uring submissions), rx {} packets ({} duplicates), "
       "retransmissions {} (lost by the SACK rule {}, by timeouts {}, tail probes {}; {} proven spurious), dropped: "
-      "{} ICRC, {} unknown source, {} malformed, {} other, {} access; carrier {} down, {} up (watched planes {:#x})",
+      "{} ICRC, {} unknown source, {} malformed, {} other, {} access; {} late acknowledgements; carrier {} down, {} up "
+      "(watched planes {:#x})",
       st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
       st.losses_rule, st.losses_timeout, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
-      st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.carrier_downs, st.carrier_ups, st.carrier_watched_mask);
+      st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.rx_stale_acks, st.carrier_downs, st.carrier_ups,
+      st.carrier_watched_mask);
 }
 
 void Device::apply_ctl(const std::string& path, const mrcctl::CtlFile& f) {
