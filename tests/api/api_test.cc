@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -777,23 +778,26 @@ TEST(Api, BlockingWaitsCompleteThroughBulkDataAndAfterIt) {
 }
 
 /// Sends a datagram with a valid ICRC for its real addresses from
-/// `from_sock` (bound to IPv4 `src`, port `from_port`) to the device on IPv4
-/// `dst`: headers `h`, then `payload` bytes, cut to `truncate_to` if not 0.
-void forge(mrc::platform::UdpSocket& from_sock, uint16_t from_port, mrc::wire::IpAddress src, mrc::wire::IpAddress dst,
-           const mrc::wire::Headers& h, size_t payload, size_t truncate_to = 0) {
+/// `from` (an IPv4 socket) to the device listening on `to_ip`: headers `h`,
+/// then `payload` bytes, cut to `truncate_to` if not 0.
+void forge(mrc::platform::UdpSocket& from, const char* to_ip, const mrc::wire::Headers& h, size_t payload,
+           size_t truncate_to = 0) {
   std::vector<uint8_t> pkt(mrc::wire::kMaxHeaderBytes);
   auto n = mrc::wire::encode(h, pkt);
   ASSERT_TRUE(n.ok());
   pkt.resize(*n);
   pkt.insert(pkt.end(), payload, 0xEE);
   if (truncate_to) pkt.resize(truncate_to);
+  auto to = *mrc::platform::SockAddr::parse(to_ip);
+  to.set_port(kPort);
+  const mrc::platform::SockAddr local = from.local_address();
   mrc::wire::FrameFormat fmt;
   fmt.ip = mrc::wire::IpVersion::v4;
   fmt.udp_dport = kPort;
   mrc::wire::FrameFields f;
-  f.src = src;
-  f.dst = dst;
-  f.ev = from_port;
+  std::ranges::copy(local.address_bytes(), f.src.begin());
+  std::ranges::copy(to.address_bytes(), f.dst.begin());
+  f.ev = local.port();
   const size_t hdr = std::max<size_t>(truncate_to ? pkt.size() : *n, 12);
   auto crc = mrc::wire::datagram_icrc(fmt, f, std::span<const uint8_t>(pkt.data(), hdr),
                                       std::span<const uint8_t>(pkt.data() + hdr, pkt.size() - hdr));
@@ -801,10 +805,7 @@ void forge(mrc::platform::UdpSocket& from_sock, uint16_t from_port, mrc::wire::I
   uint8_t c[4];
   mrc::wire::put_icrc(*crc, c);
   pkt.insert(pkt.end(), c, c + 4);
-  auto to = *mrc::platform::SockAddr::parse(std::to_string(dst[0]) + "." + std::to_string(dst[1]) + "." +
-                                            std::to_string(dst[2]) + "." + std::to_string(dst[3]));
-  to.set_port(kPort);
-  ASSERT_TRUE(from_sock.send_to(to, std::as_bytes(std::span<const uint8_t>(pkt))).ok());
+  ASSERT_TRUE(from.send_to(to, std::as_bytes(std::span<const uint8_t>(pkt))).ok());
 }
 
 // Datagrams a hostile host on the network could send: a valid MRC WRITE
@@ -837,7 +838,7 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
     h.reth.va = va;
     h.reth.rkey = rkey;
     h.reth.dma_length = 64;
-    forge(*sock, attacker_addr->port(), {127, 0, 2, 12}, {127, 0, 2, 13}, h, 64, truncate_to);
+    forge(*sock, "127.0.2.13", h, 64, truncate_to);
   };
   const uint64_t base = reinterpret_cast<uint64_t>(b.mem.data());
   send_write(mrc_get_qpn(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
@@ -882,7 +883,7 @@ TEST(Api, LateAcknowledgementsAreCountedApartFromDrops) {
   nack.bth.psn = a.psn;  // the write's one packet
   nack.neth.reason = static_cast<uint8_t>(mrc::wire::NackCode::no_pkt_buffer);
   nack.neth.nack_psn = a.psn;
-  for (uint64_t i = 0; i < kForged; ++i) forge(*b_sock, b_side->port(), {127, 0, 2, 20}, {127, 0, 2, 19}, nack, 0);
+  for (uint64_t i = 0; i < kForged; ++i) forge(*b_sock, "127.0.2.19", nack, 0);
   mrc_soft_stats after{};
   const auto until = Clock::now() + std::chrono::seconds(10);
   do {
