@@ -14,6 +14,7 @@
 
 #include "util/prng.hpp"
 #include "wire/headers.hpp"
+#include "wire/packet.hpp"
 
 namespace mrc::wire {
 namespace {
@@ -94,7 +95,7 @@ TEST_P(Crc32, IncrementalUpdateEqualsOneShot) {
 
 TEST(Crc32Backend, IsNamed) {
   const std::string_view b = crc32_backend();
-  EXPECT_TRUE(b == "isa-l" || b == "slice-by-8") << b;
+  EXPECT_TRUE(b == "avx512-vpclmulqdq" || b == "isa-l" || b == "slice-by-8") << b;
   RecordProperty("crc32_backend", crc32_backend());
   const std::string_view c = crc32_copy_backend();
   EXPECT_TRUE(c == "avx512-vpclmulqdq" || c == "memcpy+crc32_update") << c;
@@ -285,36 +286,81 @@ TEST(Icrc, Ipv4KnownAnswer) {
   EXPECT_EQ(icrc(ipv4_udp(), transport(), pl).value(), reference_crc32(masked_ipv4_string()));
 }
 
+// What the ICRC covers, built byte by byte from the rule: the masked LRH,
+// the IP + UDP headers with their variant fields set to ones, the transport
+// headers with BTH resv8a set to ones, and the payload.
+Bytes masked_concatenation(const Bytes& ip, const Bytes& t, const Bytes& payload) {
+  const bool v6 = (ip[0] >> 4) == 6;
+  Bytes m = ip;
+  if (v6) {
+    m[0] = 0x6F;
+    m[1] = m[2] = m[3] = m[7] = 0xFF;
+  } else {
+    m[1] = m[8] = m[10] = m[11] = 0xFF;
+  }
+  const size_t u = v6 ? 40 : 20;
+  m[u + 6] = m[u + 7] = 0xFF;
+  Bytes all(8 + m.size() + t.size() + payload.size(), 0xFF);
+  const auto bth = std::copy(m.begin(), m.end(), all.begin() + 8);
+  std::copy(payload.begin(), payload.end(), std::copy(t.begin(), t.end(), bth));
+  bth[4] = 0xFF;  // resv8a
+  return all;
+}
+
+Bytes random_bytes(Prng& rng, size_t n) {
+  Bytes b(n);
+  for (auto& x : b) x = static_cast<uint8_t>(rng.next_u64());
+  return b;
+}
+
 TEST(Icrc, RandomPacketsEqualCrcOfMaskedConcatenation) {
   Prng rng(11);
   for (int round = 0; round < 50; ++round) {
     const bool v6 = round % 2 == 0;
     Bytes ip = v6 ? ipv6_udp() : ipv4_udp();
     for (size_t i = 1; i < ip.size(); ++i) ip[i] = static_cast<uint8_t>(rng.next_u64());
-    Bytes t(Bth::kSize + rng.below(40));
-    for (auto& x : t) x = static_cast<uint8_t>(rng.next_u64());
-    Bytes payload(rng.below(2000));
-    for (auto& x : payload) x = static_cast<uint8_t>(rng.next_u64());
-    Bytes m = ip;
-    if (v6) {
-      m[0] = 0x6F;
-      m[1] = m[2] = m[3] = m[7] = 0xFF;
-    } else {
-      m[1] = m[8] = m[10] = m[11] = 0xFF;
-    }
-    const size_t u = v6 ? 40 : 20;
-    m[u + 6] = m[u + 7] = 0xFF;
-    Bytes all(8, 0xFF);
-    all.insert(all.end(), m.begin(), m.end());
-    const size_t bth_at = all.size();
-    all.insert(all.end(), t.begin(), t.end());
-    all[bth_at + 4] = 0xFF;
-    all.insert(all.end(), payload.begin(), payload.end());
-    ASSERT_EQ(icrc(ip, t, payload).value(), reference_crc32(all)) << round;
+    const Bytes t = random_bytes(rng, Bth::kSize + rng.below(40));
+    const Bytes payload = random_bytes(rng, rng.below(2000));
+    const uint32_t want = reference_crc32(masked_concatenation(ip, t, payload));
+    ASSERT_EQ(icrc(ip, t, payload).value(), want) << round;
     // With the payload copied on the way: the same ICRC, and the copy.
     Bytes copy(payload.size());
-    ASSERT_EQ(icrc(ip, t, payload, copy.data()).value(), reference_crc32(all)) << round;
+    ASSERT_EQ(icrc(ip, t, payload, copy.data()).value(), want) << round;
     ASSERT_EQ(copy, payload) << round;
+  }
+}
+
+// Every length of headers a sender hands over (BTH alone up to
+// kMaxHeaderBytes, and longer, which a receiver's form takes), over IPv4 and
+// IPv6, so the covered headers end at every offset modulo 16 (the folded
+// path pads them at the front to a whole 16 bytes, and the register spills
+// into their second 16 bytes when 1-3 bytes open the first); each with
+// payloads around the fold's 16-byte and 256-byte steps and of a whole
+// 4 KiB packet, in the sender's form (headers, payload), with the payload
+// copied on the way, and in the receiver's form (all in `transport`).
+TEST(Icrc, EveryHeaderLengthAndShapeEqualsCrcOfMaskedConcatenation) {
+  Prng rng(0x1C4C2);
+  for (const bool v6 : {false, true}) {
+    for (size_t tlen = Bth::kSize; tlen <= kMaxHeaderBytes + 20; ++tlen) {
+      for (const size_t plen : {0, 1, 3, 15, 16, 17, 31, 64, 255, 256, 300, 4096, 4100}) {
+        Bytes ip = v6 ? ipv6_udp() : ipv4_udp();
+        for (size_t i = 1; i < ip.size(); ++i) ip[i] = static_cast<uint8_t>(rng.next_u64());
+        const Bytes t = random_bytes(rng, tlen);
+        const Bytes payload = random_bytes(rng, plen);
+        const uint32_t want = reference_crc32(masked_concatenation(ip, t, payload));
+        ASSERT_EQ(icrc(ip, t, payload).value(), want) << "v6 " << v6 << " headers " << tlen << " payload " << plen;
+        Bytes copy(plen + 2, 0xA5);
+        ASSERT_EQ(icrc(ip, t, payload, copy.data() + 1).value(), want)
+            << "copying, v6 " << v6 << " headers " << tlen << " payload " << plen;
+        ASSERT_TRUE(std::equal(payload.begin(), payload.end(), copy.begin() + 1)) << tlen << " " << plen;
+        ASSERT_EQ(copy.front(), 0xA5);
+        ASSERT_EQ(copy.back(), 0xA5);
+        Bytes whole = t;
+        whole.insert(whole.end(), payload.begin(), payload.end());
+        ASSERT_EQ(icrc(ip, whole, {}).value(), want)
+            << "receiver's form, v6 " << v6 << " headers " << tlen << " payload " << plen;
+      }
+    }
   }
 }
 
