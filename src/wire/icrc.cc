@@ -85,9 +85,9 @@ const bool kHaveAvx = [] {
   return __builtin_cpu_supports("avx") != 0;
 }();
 #endif
+}  // namespace
 
-// The build's CRC without the folding below: ISA-L's.
-uint32_t crc32_update_library(uint32_t crc, std::span<const uint8_t> bytes) {
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
   if (bytes.empty()) return crc;  // an empty span may have a null data()
   const uint32_t out = ~crc32_gzip_refl(~crc, bytes.data(), bytes.size());
 #if defined(__x86_64__)
@@ -96,34 +96,30 @@ uint32_t crc32_update_library(uint32_t crc, std::span<const uint8_t> bytes) {
   return out;
 }
 
-constexpr const char* kLibraryBackend = "isa-l";
-}  // namespace
+const char* crc32_backend() { return "isa-l"; }
 #else
-namespace {
-// The build's CRC without the folding below: the tables.
-uint32_t crc32_update_library(uint32_t crc, std::span<const uint8_t> bytes) {
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
   return crc32_update_portable(crc, bytes);
 }
-constexpr const char* kLibraryBackend = "slice-by-8";
-}  // namespace
+
+const char* crc32_backend() { return "slice-by-8"; }
 #endif
 
-// ---- Carry-less folding: crc32_update() and crc32_copy() on x86-64 ----
+// ---- crc32_copy: the copy and the CRC in one pass ----
 //
-// Read the bytes as one polynomial over GF(2), the
+// Carry-less folding. Read the bytes as one polynomial over GF(2), the
 // first bit (bit 0 of byte 0, as a reflected CRC consumes them) the highest
 // power. The CRC depends only on that polynomial modulo P (0x104C11DB7) and
 // on where it ends, so any 64-byte block A that lies D bits before a later
-// block B (64 or 16 bytes) may be dropped once a 128-bit-lane value
-// congruent to A * x^D has been XORed into B. For one 128-bit lane whose first 8 bytes are `lo` and
+// block B may be dropped once a 128-bit-lane value congruent to A * x^D has
+// been XORed into B. For one 128-bit lane whose first 8 bytes are `lo` and
 // last 8 `hi` (each a reflected 64-bit polynomial), A = lo * x^64 + hi, and
 // a carry-less multiply of two reflected 64-bit values yields their product
 // times x inside a reflected 128-bit lane; so
 //   clmul(lo, [x^(D+63) mod P]) ^ clmul(hi, [x^(D-1) mod P])
-// is such a value, [c] being c bit-reversed into a 64-bit word. The lanes
-// of the last 64-byte block fold the same way into its last lane; what is
-// left, 16 bytes, has the CRC (from a zero register) of all the bytes it
-// replaced, and the tables finish it. A register `crc` other
+// is such a value, [c] being c bit-reversed into a 64-bit word. What is
+// left at the end, 64 bytes, has the CRC (from a zero register) of all the
+// bytes it replaced, and crc32_update() finishes it. A register `crc` other
 // than zero enters as an XOR into the first 4 bytes (little-endian): that is
 // what a reflected CRC does with its register before the first byte.
 namespace {
@@ -151,199 +147,90 @@ constexpr FoldConstants kFold512 = fold_by(512);    // one 64-byte block on
 constexpr FoldConstants kFold2048 = fold_by(2048);  // four blocks on
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define MRC_CRC32_VPCLMUL 1
-// Below this many bytes crc32_update() stays on the tables or ISA-L: one
-// 16-byte fold and the 16-byte finish cost about what they save.
-constexpr size_t kFoldMinBytes = 16;
-// From here on the 64-byte (four-lane) loop pays for its set-up and for
-// folding its four lanes into one at the end.
-constexpr size_t kWideMinBytes = 256;
-constexpr FoldConstants kFold128 = fold_by(128);  // one 16-byte lane on
-constexpr FoldConstants kFold256 = fold_by(256);
-constexpr FoldConstants kFold384 = fold_by(384);
+#define MRC_CRC32_COPY_VPCLMUL 1
+// Below this, memcpy and one crc32_update() are as fast (the fold's set-up
+// and its 64-byte finish cost about what 256 bytes of folding save).
+constexpr size_t kFoldMinBytes = 256;
 
-#define MRC_CRC32_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1")))
-
-MRC_CRC32_TARGET inline __m512i fold(__m512i acc, __m512i k, __m512i next) {
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, __m512i k, __m512i next) {
   // 0x96: three-way XOR.
   return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00), _mm512_clmulepi64_epi128(acc, k, 0x11),
                                    next, 0x96);
 }
 
 // The same pair of multipliers in each 128-bit lane.
-MRC_CRC32_TARGET inline __m512i lanes(FoldConstants c) {
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i lanes(FoldConstants c) {
   const auto lo = static_cast<long long>(c.lo), hi = static_cast<long long>(c.hi);
   return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
 }
 
-// Lane j of v. (The masked form with a zero source: the plain one passes
-// GCC 12 an undefined register it then warns about.)
-template <int j>
-MRC_CRC32_TARGET inline __m128i lane(__m512i v) {
-  return _mm512_mask_extracti32x4_epi32(_mm_setzero_si128(), 0xFF, v, j);
-}
-
-// One 16-byte lane `acc` folded over the distance `c` was made for.
-MRC_CRC32_TARGET inline __m128i fold16(__m128i acc, FoldConstants c) {
-  const __m128i k = _mm_set_epi64x(static_cast<long long>(c.hi), static_cast<long long>(c.lo));
-  return _mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11));
-}
-
-// crc32_update() over src (n >= kFoldMinBytes bytes), copying the bytes to
-// dst on the way when kCopy. `before` is a lane that immediately precedes
-// src in the stream (zero for none): it is folded into the first 16 bytes,
-// as `crc` is XORed into their first 4. Whatever the length, the work ends
-// in one 16-byte lane whose CRC from a zero register stands for every byte
-// folded into it; the tables finish that lane and the last n % 16 bytes.
-template <bool kCopy>
-MRC_CRC32_TARGET uint32_t fold_crc(uint8_t* dst, const uint8_t* src, size_t n, uint32_t crc,
-                                   __m128i before = _mm_setzero_si128()) {
-  const __m128i seed = _mm_xor_si128(_mm_cvtsi32_si128(static_cast<int>(crc)), fold16(before, kFold128));
-  __m128i x;  // the lane everything so far is folded into
-  size_t i;
-  if (n >= kWideMinBytes) {
-    const __m512i k1 = lanes(kFold512);
-    __m512i a0 = _mm512_loadu_si512(src);
-    if constexpr (kCopy) _mm512_storeu_si512(dst, a0);
-    a0 = _mm512_xor_si512(a0, _mm512_zextsi128_si512(seed));  // lane 0 only
-    i = 64;
-    if (n >= 512) {
-      // Four independent accumulators: one fold's multiply latency is longer
-      // than a load, so a single chain would leave the multiplier idle.
-      const __m512i k4 = lanes(kFold2048);
-      __m512i a1 = _mm512_loadu_si512(src + 64), a2 = _mm512_loadu_si512(src + 128),
-              a3 = _mm512_loadu_si512(src + 192);
-      if constexpr (kCopy) {
-        _mm512_storeu_si512(dst + 64, a1);
-        _mm512_storeu_si512(dst + 128, a2);
-        _mm512_storeu_si512(dst + 192, a3);
-      }
-      for (i = 256; i + 256 <= n; i += 256) {
-        const __m512i b0 = _mm512_loadu_si512(src + i), b1 = _mm512_loadu_si512(src + i + 64),
-                      b2 = _mm512_loadu_si512(src + i + 128), b3 = _mm512_loadu_si512(src + i + 192);
-        if constexpr (kCopy) {
-          _mm512_storeu_si512(dst + i, b0);
-          _mm512_storeu_si512(dst + i + 64, b1);
-          _mm512_storeu_si512(dst + i + 128, b2);
-          _mm512_storeu_si512(dst + i + 192, b3);
-        }
-        a0 = fold(a0, k4, b0);
-        a1 = fold(a1, k4, b1);
-        a2 = fold(a2, k4, b2);
-        a3 = fold(a3, k4, b3);
-      }
-      a0 = fold(fold(fold(a0, k1, a1), k1, a2), k1, a3);
+__attribute__((target("avx512f,vpclmulqdq"))) uint32_t crc32_copy_vpclmul(uint8_t* dst, const uint8_t* src, size_t n,
+                                                                          uint32_t crc) {
+  const __m512i k1 = lanes(kFold512), k4 = lanes(kFold2048);
+  __m512i a0 = _mm512_loadu_si512(src);
+  _mm512_storeu_si512(dst, a0);
+  a0 = _mm512_xor_si512(a0, _mm512_maskz_set1_epi32(0x0001, static_cast<int>(crc)));  // lane 0 only
+  size_t i = 64;
+  if (n >= 512) {
+    // Four independent accumulators: one fold's multiply latency is longer
+    // than a load, so a single chain would leave the multiplier idle.
+    __m512i a1 = _mm512_loadu_si512(src + 64), a2 = _mm512_loadu_si512(src + 128),
+            a3 = _mm512_loadu_si512(src + 192);
+    _mm512_storeu_si512(dst + 64, a1);
+    _mm512_storeu_si512(dst + 128, a2);
+    _mm512_storeu_si512(dst + 192, a3);
+    for (i = 256; i + 256 <= n; i += 256) {
+      const __m512i b0 = _mm512_loadu_si512(src + i), b1 = _mm512_loadu_si512(src + i + 64),
+                    b2 = _mm512_loadu_si512(src + i + 128), b3 = _mm512_loadu_si512(src + i + 192);
+      _mm512_storeu_si512(dst + i, b0);
+      _mm512_storeu_si512(dst + i + 64, b1);
+      _mm512_storeu_si512(dst + i + 128, b2);
+      _mm512_storeu_si512(dst + i + 192, b3);
+      a0 = fold(a0, k4, b0);
+      a1 = fold(a1, k4, b1);
+      a2 = fold(a2, k4, b2);
+      a3 = fold(a3, k4, b3);
     }
-    for (; i + 64 <= n; i += 64) {
-      const __m512i b = _mm512_loadu_si512(src + i);
-      if constexpr (kCopy) _mm512_storeu_si512(dst + i, b);
-      a0 = fold(a0, k1, b);
-    }
-    // The four lanes into the last: lane j lies (3 - j) x 128 bits before it.
-    x = _mm_xor_si128(_mm_xor_si128(fold16(lane<0>(a0), kFold384), fold16(lane<1>(a0), kFold256)),
-                      _mm_xor_si128(fold16(lane<2>(a0), kFold128), lane<3>(a0)));
-  } else {
-    x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), x);
-    x = _mm_xor_si128(x, seed);
-    i = 16;
+    a0 = fold(fold(fold(a0, k1, a1), k1, a2), k1, a3);
   }
-  for (; i + 16 <= n; i += 16) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), b);
-    x = _mm_xor_si128(fold16(x, kFold128), b);
+  for (; i + 64 <= n; i += 64) {
+    const __m512i b = _mm512_loadu_si512(src + i);
+    _mm512_storeu_si512(dst + i, b);
+    a0 = fold(a0, k1, b);
   }
-  alignas(16) uint8_t rest[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(rest), x);
+  alignas(64) uint8_t rest[64];
+  _mm512_store_si512(rest, a0);
   // Leave no dirty upper vector state to the caller's SSE code (see
   // clear_upper_vector_state).
   _mm256_zeroupper();
-  uint32_t out = crc32_update_portable(0, rest);
+  uint32_t out = crc32_update(0, rest);
   if (i < n) {
-    if constexpr (kCopy) std::memcpy(dst + i, src + i, n - i);
-    out = crc32_update_portable(out, std::span<const uint8_t>(src + i, n - i));
+    std::memcpy(dst + i, src + i, n - i);
+    out = crc32_update(out, std::span<const uint8_t>(src + i, n - i));
   }
   return out;
 }
 
-// The first n bytes of a stream (n >= 16) as one 16-byte lane whose CRC
-// from a zero register is crc32_update(crc, src[0..n)), with no bytes left
-// over: n % 16 zero bytes go in front, which change nothing ahead of a zero
-// register, and `crc` enters at the first real byte instead (spilling into
-// the second 16 bytes when fewer than 4 real bytes share the first). A
-// packet's headers end this way, so their lane folds straight into the
-// payload's first 16 bytes (fold_crc's `before`) with one finish for both.
-MRC_CRC32_TARGET __m128i lane_of(const uint8_t* src, size_t n, uint32_t crc) {
-  const auto pad = static_cast<unsigned>((16 - n % 16) % 16);
-  const __m128i iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m128i four = _mm_set1_epi8(4);
-  // Byte k of the register sits at stream position pad + k: in the first
-  // 16 bytes at index i when i - pad is 0..3, in the second when i + 16 - pad is.
-  const __m128i reg = _mm_cvtsi32_si128(static_cast<int>(crc));
-  const __m128i at0 = _mm_sub_epi8(iota, _mm_set1_epi8(static_cast<char>(pad)));
-  const __m128i at1 = _mm_add_epi8(at0, _mm_set1_epi8(16));
-  const __m128i seed0 = _mm_maskz_shuffle_epi8(_mm_cmplt_epu8_mask(at0, four), reg, at0);
-  const __m128i seed1 = _mm_maskz_shuffle_epi8(_mm_cmplt_epu8_mask(at1, four), reg, at1);
-  // The first 16 - pad bytes, loaded to indexes pad..15. The masked load
-  // touches no byte before src.
-  const auto* first = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(src) - pad);
-  __m128i x = _mm_xor_si128(_mm_maskz_loadu_epi8(static_cast<__mmask16>(0xFFFFu << pad), first), seed0);
-  size_t i = 16 - pad;
-  if (i < n) {
-    x = _mm_xor_si128(fold16(x, kFold128),
-                      _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)), seed1));
-    i += 16;
-  }
-  for (; i < n; i += 16)
-    x = _mm_xor_si128(fold16(x, kFold128), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-  return x;
-}
-
-// icrc() with carry-less folding: the masked headers m[0..m_len) (at
-// least 16 bytes) from the register after the masked LRH, then `rest` (at
-// least 16 bytes), copied to `copy` when not null.
-MRC_CRC32_TARGET uint32_t icrc_folded(const uint8_t* m, size_t m_len, std::span<const uint8_t> rest, uint8_t* copy) {
-  const __m128i headers = lane_of(m, m_len, kAfterMaskedLrh);
-  return copy ? fold_crc<true>(copy, rest.data(), rest.size(), 0, headers)
-              : fold_crc<false>(nullptr, rest.data(), rest.size(), 0, headers);
-}
-
 const bool kHaveVpclmul512 = [] {
   __builtin_cpu_init();
-  // libgcc's check includes the OS's saving of the AVX-512 state, and
-  // lane_of()'s byte masks need AVX-512 BW and VL.
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq");
+  // libgcc's check includes the OS's saving of the AVX-512 state.
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq");
 }();
 #endif
 
 }  // namespace
 
-uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
-#ifdef MRC_CRC32_VPCLMUL
-  if (kHaveVpclmul512 && bytes.size() >= kFoldMinBytes) return fold_crc<false>(nullptr, bytes.data(), bytes.size(), crc);
-#endif
-  return crc32_update_library(crc, bytes);
-}
-
-const char* crc32_backend() {
-#ifdef MRC_CRC32_VPCLMUL
-  if (kHaveVpclmul512) return "avx512-vpclmulqdq";
-#endif
-  return kLibraryBackend;
-}
-
 uint32_t crc32_copy(uint8_t* dst, std::span<const uint8_t> src, uint32_t crc) {
   if (src.empty()) return crc;
-#ifdef MRC_CRC32_VPCLMUL
-  if (kHaveVpclmul512 && src.size() >= kFoldMinBytes) return fold_crc<true>(dst, src.data(), src.size(), crc);
+#ifdef MRC_CRC32_COPY_VPCLMUL
+  if (kHaveVpclmul512 && src.size() >= kFoldMinBytes) return crc32_copy_vpclmul(dst, src.data(), src.size(), crc);
 #endif
   std::memcpy(dst, src.data(), src.size());
-  return crc32_update_library(crc, src);
+  return crc32_update(crc, src);
 }
 
 const char* crc32_copy_backend() {
-#ifdef MRC_CRC32_VPCLMUL
+#ifdef MRC_CRC32_COPY_VPCLMUL
   if (kHaveVpclmul512) return "avx512-vpclmulqdq";
 #endif
   return "memcpy+crc32_update";
@@ -383,18 +270,7 @@ Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> 
   uint8_t* bth = m + ip_len + kUdpBytes;
   std::memcpy(bth, transport.data(), head);
   bth[4] = 0xFF;                   // BTH resv8a (FECN/BECN in InfiniBand)
-  const size_t m_len = ip_len + kUdpBytes + head;
-#ifdef MRC_CRC32_VPCLMUL
-  // The common shapes, a sender's (headers, then the payload) and a
-  // receiver's (BTH, then everything else in `transport`), in one fold.
-  const auto after = transport.subspan(head);
-  if (kHaveVpclmul512 && after.empty() != payload.empty()) {
-    const auto rest = after.empty() ? payload : after;
-    if (rest.size() >= kFoldMinBytes)
-      return ~icrc_folded(m, m_len, rest, after.empty() ? payload_copy : nullptr);
-  }
-#endif
-  uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, m_len));
+  uint32_t crc = crc32_update(kAfterMaskedLrh, std::span<const uint8_t>(m, ip_len + kUdpBytes + head));
   crc = crc32_update(crc, transport.subspan(head));
   crc = payload_copy ? crc32_copy(payload_copy, payload, crc) : crc32_update(crc, payload);
   return ~crc;

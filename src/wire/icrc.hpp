@@ -36,28 +36,25 @@ inline constexpr size_t kIcrcBytes = 4;
 /// CRC-32 (reflected, polynomial 0xEDB88320) continuing from `crc`
 /// (start with 0xFFFFFFFF, finish by inverting). `crc` is the raw register,
 /// not a finished CRC: zlib's crc32(c, buf, len) equals
-/// ~crc32_update(~c, buf). From 16 bytes on, on x86-64 CPUs with AVX-512
-/// (F, BW, VL) and VPCLMULQDQ (checked at run time), runs this file's
-/// carry-less-multiply folding; otherwise Intel ISA-L's when built with it
-/// (CMake MRC_WITH_ISAL), else crc32_update_portable(). All return the same
-/// value for every input.
+/// ~crc32_update(~c, buf). Runs on Intel ISA-L's carry-less-multiply code
+/// when built with it (CMake MRC_WITH_ISAL), else on crc32_update_portable();
+/// the two return the same value for every input.
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes);
 
 /// The same function on compile-time slice-by-8 tables, whatever the build:
-/// the fallback when neither of the above is there, and the reference the
-/// tests hold crc32_update() to.
+/// the fallback when ISA-L is absent, and the reference the tests hold
+/// crc32_update() to.
 uint32_t crc32_update_portable(uint32_t crc, std::span<const uint8_t> bytes);
 
-/// Which code crc32_update() runs from 16 bytes on: "avx512-vpclmulqdq",
-/// "isa-l" or "slice-by-8".
+/// Which code crc32_update() runs: "isa-l" or "slice-by-8".
 const char* crc32_backend();
 
 /// Copies `src` to `dst` (src.size() bytes; the two must not overlap) and
 /// returns crc32_update(crc, src): one pass over the bytes instead of a copy
 /// and a second read for the CRC. On x86-64 CPUs with AVX-512 and
 /// VPCLMULQDQ (checked at run time) the copy and the carry-less-multiply
-/// folding share each load; elsewhere, and below 16 bytes, it is
-/// std::memcpy followed by the CRC. Same result on every path.
+/// folding share each 64-byte load; elsewhere, and below 256 bytes, it is
+/// std::memcpy followed by crc32_update(). Same result on every path.
 uint32_t crc32_copy(uint8_t* dst, std::span<const uint8_t> src, uint32_t crc);
 
 /// Which code crc32_copy() runs for long inputs: "avx512-vpclmulqdq" or
