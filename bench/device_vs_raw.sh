@@ -15,6 +15,13 @@
 # --modes LIST  comma-separated, default burst,packet,busy,block:
 #                 burst   1 MiB WRITEs, --burst 16    vs raw GSO x15 + GRO (Gbit/s)
 #                 packet  1 MiB WRITEs, --burst 1     vs raw sendmmsg x32 (Gbit/s)
+#               The bandwidth modes also run the raw program with the device's
+#               packet layout and the per-byte work MRC requires of software
+#               (the ICRC computed and checked, the payload placed in a
+#               region; mrc_raw_udp --icrc --place), with no protocol: the
+#               device's ceiling on this machine. Its columns say what that
+#               work costs (work / raw) and what the protocol costs on top of
+#               it (device / work).
 #                 busy    2 B one way, busy polling   vs raw 64 B ping-pong, busy (us)
 #                 block   2 B one way, -e (blocking)  vs raw 64 B ping-pong, blocking (us)
 #               Bandwidth ratios are device / raw (goal >= 70 %); latency
@@ -75,16 +82,24 @@ pair() {
   server=""
 }
 
-# One round of one mode: prints "device raw ratio".
+# One round of one mode. Latency modes print "device raw ratio"; bandwidth
+# modes add the raw program doing MRC's per-byte work and nothing else
+# (--header-bytes 40 --icrc --place, staged for GSO as the device stages a
+# burst): "device raw ratio work work/raw device/work". The packets are the
+# device's 1 MiB WRITE packets: 40 header bytes, 4,096 payload, the ICRC.
 round() {
   local d r
   case "$1" in
     burst|packet)
-      local k=16 method=(--method gso --burst 15 --batch 8)
-      [[ "$1" == packet ]] && k=1 method=(--method mmsg --batch 32)
+      local k=16 method=(--method gso --burst 15 --batch 8) layout=(--header-bytes 40 --stage --icrc --place) w
+      [[ "$1" == packet ]] && k=1 method=(--method mmsg --batch 32) layout=(--header-bytes 40 --icrc --place)
       pair "$bw" --burst "$k" -D "$secs" -s 1048576 --report_gbits
       d="$(awk '$1 == 1048576 { print $4 }' "$tmp/client")"
-      r="$("$raw" bw "${method[@]}" --size 4160 --seconds "$secs" | awk '$1 == "receiver:" { print $2 }')"
+      r="$("$raw" bw "${method[@]}" --size 4140 --seconds "$secs" | awk '$1 == "receiver:" { print $2 }')"
+      w="$("$raw" bw "${method[@]}" --size 4140 --seconds "$secs" "${layout[@]}" | awk '$1 == "receiver:" { print $2 }')"
+      [[ -n "$d" && -n "$r" && -n "$w" ]] || die "mode $1: no figure in the output (device '$d', raw '$r', work '$w')"
+      awk -v d="$d" -v r="$r" -v w="$w" 'BEGIN { printf "%s %s %.3f %s %.3f %.3f\n", d, r, d / r, w, w / r, d / w }'
+      return
       ;;
     busy|block)
       local e=() poll=busy
@@ -112,14 +127,21 @@ for m in "${mode_list[@]}"; do
   echo
   echo "## $m ($unit; goal: ratio $goal)"
   echo
-  echo "| round | device | raw UDP | ratio |"
-  echo "|---|---|---|---|"
+  if [[ "$m" == burst || "$m" == packet ]]; then
+    echo "| round | device | raw UDP | ratio | raw UDP + MRC's per-byte work | work / raw | device / work |"
+    echo "|---|---|---|---|---|---|---|"
+  else
+    echo "| round | device | raw UDP | ratio |"
+    echo "|---|---|---|---|"
+  fi
   : >"$tmp/rows"
   for ((i = 1; i <= rounds; i++)); do
     row="$(round "$m")"
     echo "$row" >>"$tmp/rows"
-    read -r dev ref ratio <<<"$row"
-    echo "| $i | $dev | $ref | $ratio |"
+    echo "| $i | ${row// / | } |"
   done
-  echo "| median | $(cut -d' ' -f1 "$tmp/rows" | median) | $(cut -d' ' -f2 "$tmp/rows" | median) | $(cut -d' ' -f3 "$tmp/rows" | median) |"
+  cols=$(awk '{ print NF; exit }' "$tmp/rows")
+  med="| median"
+  for ((c = 1; c <= cols; c++)); do med+=" | $(cut -d' ' -f"$c" "$tmp/rows" | median)"; done
+  echo "$med |"
 done

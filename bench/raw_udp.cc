@@ -15,6 +15,13 @@
 //   --header-bytes H gathers every datagram (segment) from three pieces, H
 //         header bytes, the payload and a 4-byte trailer, as the soft device
 //         lays a packet out; --stage copies them into one buffer first.
+//   --icrc makes the trailer a real ICRC: the sender computes it (in the
+//         staging copy's pass with --stage) and the receiver checks it, both with
+//         the soft device's own calls (wire::datagram_icrc); --place has the
+//         receiver copy every segment's payload into a 1 MiB region, as the
+//         responder places a WRITE. Together they are the per-byte work MRC
+//         asks of a software sender and receiver, with no protocol around it:
+//         the ceiling of the device's figure on this machine.
 //   Reports payload Gbit/s and Mpps at the sender and the receiver, the CPU
 //   time of each thread (as % of one core) and the datagrams lost (loopback
 //   drops when the receiver's socket buffer is full: the sender never blocks).
@@ -36,6 +43,8 @@
 #include "platform/epoll.hpp"
 #include "platform/os_error.hpp"
 #include "platform/udp_socket.hpp"
+#include "wire/framing.hpp"
+#include "wire/icrc.hpp"
 
 using namespace mrc;
 using namespace mrc::platform;
@@ -50,7 +59,33 @@ struct BwResult {
   double send_seconds = 0, recv_seconds = 0;
   double send_cpu_s = 0, recv_cpu_s = 0;
   uint64_t send_would_block = 0;
+  uint64_t icrc_errors = 0;  ///< --icrc: segments whose ICRC did not check
 };
+
+// What the bytes of a bw run go through besides the kernel.
+struct Work {
+  size_t header_bytes = 0;  ///< gather (or stage) header, payload and trailer pieces
+  bool stage = false;       ///< copy the pieces into one buffer before the send
+  bool icrc = false;        ///< a real ICRC, computed in the staging pass, checked on receive
+  bool place = false;       ///< the receiver copies each payload into a region
+};
+
+// The soft device's framing for a loopback IPv4 socket, whose kernel writes
+// the IP and UDP headers the ICRC covers (wire::datagram_icrc).
+wire::FrameFormat loopback_v4_format(uint16_t dport) {
+  wire::FrameFormat fmt;
+  fmt.ip = wire::IpVersion::v4;
+  fmt.checksum = wire::UdpChecksumMode::zero;
+  fmt.udp_dport = dport;
+  return fmt;
+}
+
+wire::IpAddress ipv4_loopback_address() {
+  wire::IpAddress a{};
+  a[0] = 127;
+  a[3] = 1;
+  return a;
+}
 
 [[noreturn]] void die(const std::string& what) {
   fmt::print(stderr, "mrc_raw_udp: {}: {}\n", what, last_error_message());
@@ -58,7 +93,9 @@ struct BwResult {
 }
 
 BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t batch, double seconds,
-                size_t header_bytes, bool stage) {
+                const Work& work) {
+  const size_t header_bytes = work.header_bytes;
+  const bool stage = work.stage;
   const bool gso = method == "gso";
   auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0), {.rcvbuf_bytes = 32 << 20, .recv_tos = false, .gro = gso});
   if (!rx) die("receiver socket");
@@ -68,15 +105,25 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
                             {.sndbuf_bytes = 32 << 20, .recv_tos = false, .no_fragment = true});
   if (!tx) die("sender socket");
   const SockAddr dest = rx->local_address();
+  const wire::FrameFormat fmt = loopback_v4_format(dest.port());
+  wire::FrameFields frame;  // what the ICRC covers of the kernel's headers
+  frame.src = frame.dst = ipv4_loopback_address();
+  frame.ev = tx->local_address().port();
   BwResult res;
   std::atomic<bool> sender_done{false};
 
   std::thread receiver([&] {
     RxBatch b(64, gso ? 65536 : std::max<size_t>(size, 2048));
+    // A receiver that reads the bytes takes at most 512 KiB a call, as the
+    // soft device does (kRxBytesPerCall): 64 GRO datagrams, 4 MiB, would be
+    // out of the cache by the time the checks read them back.
+    const size_t per_call = work.icrc || work.place ? std::max<size_t>(1, (512u << 10) / (gso ? 65536 : size)) : 64;
+    std::vector<uint8_t> region(work.place ? size_t{1} << 20 : 0);
+    size_t region_at = 0;
     const Duration cpu0 = thread_cpu_time();
     Time first = Time::never(), last;
     while (true) {
-      auto n = rx->recv_batch(b);
+      auto n = rx->recv_batch(b, per_call);
       if (!n) {
         if (n.error() != Errc::would_block) die("recvmmsg");
         // After the sender finished, 100 ms of silence ends the run.
@@ -90,6 +137,24 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
       for (const RxDatagram& d : b.received()) {
         res.recv_datagrams += d.segment_count();
         res.recv_bytes += d.data.size();
+        if (!work.icrc && !work.place) continue;
+        for (std::span<std::byte> seg : d.segments()) {
+          const auto* bytes = reinterpret_cast<const uint8_t*>(seg.data());
+          const size_t body = seg.size() - wire::kIcrcBytes;
+          if (work.icrc) {
+            const auto crc = wire::datagram_icrc(fmt, frame, std::span<const uint8_t>(bytes, body), {});
+            if (!crc || *crc != wire::get_icrc(bytes + body)) {
+              ++res.icrc_errors;
+              continue;
+            }
+          }
+          if (work.place) {
+            const size_t len = body - header_bytes;
+            if (region_at + len > region.size()) region_at = 0;
+            std::memcpy(region.data() + region_at, bytes + header_bytes, len);
+            region_at += len;
+          }
+        }
       }
     }
     res.recv_cpu_s = (thread_cpu_time() - cpu0).to_s();
@@ -136,12 +201,35 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
           for (size_t k = 0; k < per_msg; ++k) {
             const size_t seg = i * per_msg + k;
             std::byte* d = staging.data() + seg * size;
-            std::memcpy(d, headers.data() + seg * header_bytes, header_bytes);
-            std::memcpy(d + header_bytes, payload.data() + seg * size + header_bytes, size - header_bytes - 4);
-            std::memcpy(d + size - 4, trailers.data() + seg * 4, 4);
+            const std::byte* hdr = headers.data() + seg * header_bytes;
+            const std::byte* body = payload.data() + seg * size + header_bytes;
+            const size_t body_len = size - header_bytes - 4;
+            std::memcpy(d, hdr, header_bytes);
+            if (work.icrc) {
+              // As the soft device stages a burst: the payload copied in
+              // its ICRC's pass, the ICRC appended.
+              auto* out = reinterpret_cast<uint8_t*>(d);
+              const auto crc = wire::datagram_icrc(
+                  fmt, frame, std::span<const uint8_t>(out, header_bytes),
+                  std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body), body_len), out + header_bytes);
+              wire::put_icrc(crc ? *crc : 0, out + size - 4);
+            } else {
+              std::memcpy(d + header_bytes, body, body_len);
+              std::memcpy(d + size - 4, trailers.data() + seg * 4, 4);
+            }
           }
           one[i] = IoSlice{staging.data() + i * size * per_msg, size * per_msg};
           msgs[i].iov = {&one[i], 1};
+        }
+      } else if (work.icrc) {
+        // Gathered, as the soft device sends single packets: each ICRC
+        // computed over its pieces in place into its trailer.
+        for (size_t seg = 0; seg < per_msg * batch; ++seg) {
+          const auto* hdr = reinterpret_cast<const uint8_t*>(headers.data() + seg * header_bytes);
+          const auto* body = reinterpret_cast<const uint8_t*>(payload.data() + seg * size + header_bytes);
+          const auto crc = wire::datagram_icrc(fmt, frame, std::span<const uint8_t>(hdr, header_bytes),
+                                               std::span<const uint8_t>(body, size - header_bytes - 4));
+          wire::put_icrc(crc ? *crc : 0, reinterpret_cast<uint8_t*>(trailers.data() + seg * 4));
         }
       }
       size_t off = 0;
@@ -273,6 +361,13 @@ int main(int argc, char** argv) {
   bw->add_flag("--stage", stage,
                "with --header-bytes: copy each datagram's pieces into one buffer before sending it (what the soft "
                "device does with a GSO burst)");
+  bool icrc = false, place = false;
+  bw->add_flag("--icrc", icrc,
+               "with --header-bytes: the trailer is each datagram's ICRC, computed by the sender (in the staging "
+               "copy's pass with --stage) and checked by the receiver, with the soft device's own code");
+  bw->add_flag("--place", place,
+               "with --header-bytes: the receiver copies each datagram's payload into a 1 MiB region, as the "
+               "responder places a WRITE");
   bw->add_option("--json", json_path, "also write the results as JSON to this file");
 
   auto* lat = app.add_subcommand("lat", "ping-pong, one-way latency = round trip / 2");
@@ -313,9 +408,13 @@ int main(int argc, char** argv) {
       return reject(fmt::format("--header-bytes with --burst {}: a datagram holds at most {} pieces", burst,
                                 UdpSocket::kMaxIovPerDatagram));
     if (stage && header_bytes == 0) return reject("--stage: needs --header-bytes (the pieces to copy together)");
+    if (icrc && header_bytes < static_cast<int64_t>(wire::Bth::kSize))
+      return reject(fmt::format("--icrc: --header-bytes {} is shorter than a BTH ({} bytes)", header_bytes,
+                                wire::Bth::kSize));
+    if (place && header_bytes == 0) return reject("--place: needs --header-bytes (the payload is what follows them)");
     if (!(seconds > 0 && seconds <= 3600)) return reject(fmt::format("--seconds {}: must be in (0, 3600]", seconds));
     const auto r = run_bw(method, static_cast<size_t>(size), static_cast<size_t>(burst), static_cast<size_t>(batch),
-                          seconds, static_cast<size_t>(header_bytes), stage);
+                          seconds, Work{static_cast<size_t>(header_bytes), stage, icrc, place});
     const double tx_gbps = static_cast<double>(r.sent_bytes) * 8 / r.send_seconds / 1e9;
     const double tx_mpps = static_cast<double>(r.sent_datagrams) / r.send_seconds / 1e6;
     const double rx_s = r.recv_seconds > 0 ? r.recv_seconds : r.send_seconds;
@@ -330,9 +429,11 @@ int main(int argc, char** argv) {
                100 * r.recv_cpu_s / rx_s, r.recv_datagrams);
     fmt::print("  lost:     {} datagrams ({:.2f}%)\n", lost,
                r.sent_datagrams ? 100.0 * static_cast<double>(lost) / static_cast<double>(r.sent_datagrams) : 0.0);
+    if (icrc) fmt::print("  icrc:     {} datagrams failed the check\n", r.icrc_errors);
     nlohmann::json j = {{"mode", "bw"}, {"method", method}, {"size_bytes", size},
                         {"burst", method == "gso" ? burst : 1}, {"batch", batch},
                         {"header_bytes", header_bytes}, {"stage", stage},
+                        {"icrc", icrc}, {"place", place}, {"icrc_errors", r.icrc_errors},
                         {"send_seconds", r.send_seconds}, {"recv_seconds", rx_s},
                         {"sender", {{"gbps", tx_gbps}, {"mpps", tx_mpps}, {"datagrams", r.sent_datagrams},
                                     {"cpu_percent", 100 * r.send_cpu_s / r.send_seconds},

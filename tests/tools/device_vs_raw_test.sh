@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/device_vs_raw.sh on the build under test, one short round of a
 # bandwidth mode and a latency mode: it must run both tools and the raw
-# program, read a figure from each output (a changed column fails it) and
+# program (plain, and with MRC's per-byte work), read a figure from each output (a changed column fails it) and
 # print one table per mode with a row per round and a median row; bad
 # arguments and a missing build must be clear errors (exit 2).
 #   device_vs_raw_test.sh SCRIPT BUILD_DIR
@@ -25,14 +25,19 @@ fi
 cat "$tmp/out"
 grep -q '^## burst (Gbit/s; goal: ratio >= 0.70)$' "$tmp/out" || fail "no burst table"
 grep -q '^## block (us one way; goal: ratio <= 2.00)$' "$tmp/out" || fail "no block table"
-# Each table: a round row and a median row of positive numbers, the ratio
-# being device / raw.
-rows=$(grep -cE '^\| 1 \| [0-9.]+ \| [0-9.]+ \| [0-9]+\.[0-9]{3} \|$' "$tmp/out")
-[[ $rows == 2 ]] || fail "expected 2 round rows, got $rows"
-[[ $(grep -cE '^\| median \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$tmp/out") == 2 ]] || fail "median rows missing"
+# Each table: a round row and a median row of positive numbers. Latency:
+# device, raw, device / raw. Bandwidth adds the raw program with MRC's
+# per-byte work (w), w / raw and device / w.
+num='[0-9]+\.?[0-9]*' q='[0-9]+\.[0-9]{3}'
+grep -qE "^\| 1 \| $num \| $num \| $q \| $num \| $q \| $q \|\$" "$tmp/out" || fail "no bandwidth round row"
+grep -qE "^\| 1 \| $num \| $num \| $q \|\$" "$tmp/out" || fail "no latency round row"
+[[ $(grep -cE "^\| median( \| $num)+ \|\$" "$tmp/out") == 2 ]] || fail "median rows missing"
 awk -F'|' '$2 ~ /^ 1 $/ { d = $3 + 0; r = $4 + 0; q = $5 + 0
-  if (d <= 0 || r <= 0 || q < d / r - 0.001 || q > d / r + 0.001) { print "bad row:" $0; bad = 1 } }
-  END { exit bad }' "$tmp/out" || fail "a ratio is not device / raw"
+  ok = d > 0 && r > 0 && q > d / r - 0.001 && q < d / r + 0.001
+  if (NF > 6) { w = $6 + 0; ok = ok && w > 0 && $7 + 0 > w / r - 0.001 && $7 + 0 < w / r + 0.001 &&
+                                       $8 + 0 > d / w - 0.001 && $8 + 0 < d / w + 0.001 }
+  if (!ok) { print "bad row:" $0; bad = 1 } }
+  END { exit bad }' "$tmp/out" || fail "a ratio is not device / raw, work / raw or device / work"
 
 # Usage errors exit 2 and name the argument; a missing build says how to build.
 expect2() {
