@@ -207,6 +207,14 @@ Result<HeaderRun> write_headers(const FrameFormat& fmt, const FrameFields& f, si
 
 }  // namespace
 
+Result<uint32_t> datagram_icrc_prefix(const FrameFormat& fmt, const FrameFields& f, size_t udp_payload_len) {
+  if (fmt.mode == EvMode::srv6) return Errc::invalid_argument;
+  uint8_t buf[kMaxFrameHeaderBytes];
+  auto run = write_headers(fmt, f, udp_payload_len, buf, /*ip_checksum=*/false);
+  if (!run) return run.error();
+  return icrc_prefix(std::span<const uint8_t>(buf + run->ip_offset, run->ip_len + kUdpHeaderBytes));
+}
+
 Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std::span<const uint8_t> transport,
                                std::span<const uint8_t> payload, uint8_t* payload_copy) {
   if (transport.size() < Bth::kSize || fmt.mode == EvMode::srv6) return Errc::invalid_argument;

@@ -149,6 +149,18 @@ Result<BuiltFrame> build_frame(const FrameFormat& fmt, const FrameFields& f,
 Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std::span<const uint8_t> transport,
                                std::span<const uint8_t> payload, uint8_t* payload_copy = nullptr);
 
+/// datagram_icrc() in two steps, for a GSO burst's or GRO datagram's
+/// segments, which share `fmt`, `f` and (all but the last, possibly) their
+/// size: the ICRC register after the covered IP and UDP headers of a
+/// datagram whose UDP payload is `udp_payload_len` bytes (transport,
+/// payload and ICRC), to pass to icrc_from_prefix() (wire/icrc.hpp) with
+/// each segment's transport headers and payload. For every input,
+///   datagram_icrc(fmt, f, t, p, c) == icrc_from_prefix(
+///       *datagram_icrc_prefix(fmt, f, t.size() + p.size() + kIcrcBytes), t, p, c).
+/// Errors as datagram_icrc() (but for the transport's length, which
+/// icrc_from_prefix() checks).
+Result<uint32_t> datagram_icrc_prefix(const FrameFormat& fmt, const FrameFields& f, size_t udp_payload_len);
+
 /// A received frame, as parse_frame() found it.
 struct ParsedFrame {
   EvMode mode = EvMode::udp;     ///< as configured (srv6 is also what the bytes show)

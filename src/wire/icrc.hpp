@@ -79,6 +79,20 @@ const char* crc32_copy_backend();
 Result<uint32_t> icrc(std::span<const uint8_t> ip_udp, std::span<const uint8_t> transport,
                       std::span<const uint8_t> payload, uint8_t* payload_copy = nullptr);
 
+/// icrc() in two steps, for packets that share their IP and UDP headers
+/// (the segments of one GSO burst or GRO datagram: one size, one socket,
+/// one destination). icrc_prefix() is the CRC register after the covered
+/// headers before the BTH (the masked LRH stand-in, IP and UDP), and
+/// icrc_from_prefix() goes on from it: for every input icrc() accepts,
+///   icrc(ip_udp, t, p, c) == icrc_from_prefix(*icrc_prefix(ip_udp), t, p, c).
+/// A sender's headers (`transport` at most kMaxHeaderBytes, resv8a 0) are
+/// read in place. Errors: icrc_prefix() as icrc() for `ip_udp`;
+/// icrc_from_prefix() Errc::invalid_argument for a `transport` shorter than
+/// a BTH (nothing copied).
+Result<uint32_t> icrc_prefix(std::span<const uint8_t> ip_udp);
+Result<uint32_t> icrc_from_prefix(uint32_t prefix, std::span<const uint8_t> transport, std::span<const uint8_t> payload,
+                                  uint8_t* payload_copy = nullptr);
+
 /// Writes `icrc` to `out[0..4)` in wire order (least significant byte first).
 inline void put_icrc(uint32_t icrc, uint8_t* out) {
   for (size_t i = 0; i < kIcrcBytes; ++i) out[i] = static_cast<uint8_t>(icrc >> (8 * i));

@@ -683,10 +683,24 @@ TEST(Framing, DatagramIcrcMatchesTheBuiltFramesIcrc) {
     FrameFields moved = f;
     moved.ev = f.ev ^ 1;  // a different source port is covered
     EXPECT_NE(*datagram_icrc(fmt, moved, transport_bytes(), payload_bytes()), b.info.icrc);
+    // In two steps, as the device does for a burst's segments: the same
+    // ICRC, in the sender's form and the receiver's.
+    const size_t udp_payload = transport_bytes().size() + payload_bytes().size() + kIcrcBytes;
+    auto prefix = datagram_icrc_prefix(fmt, other, udp_payload);
+    ASSERT_TRUE(prefix.ok());
+    EXPECT_EQ(icrc_from_prefix(*prefix, transport_bytes(), payload_bytes()).value(), b.info.icrc);
+    std::vector<uint8_t> whole = transport_bytes();
+    const auto payload = payload_bytes();
+    whole.insert(whole.end(), payload.begin(), payload.end());
+    EXPECT_EQ(icrc_from_prefix(*prefix, whole, {}).value(), b.info.icrc);
+    // The UDP length is covered: a prefix for another size is another CRC.
+    EXPECT_NE(icrc_from_prefix(*datagram_icrc_prefix(fmt, other, udp_payload + 1), whole, {}).value(), b.info.icrc);
   }
   FrameFormat srv6;
   srv6.mode = EvMode::srv6;
   EXPECT_EQ(datagram_icrc(srv6, fields6(1), transport_bytes(), payload_bytes()).error(), Errc::invalid_argument);
+  EXPECT_EQ(datagram_icrc_prefix(srv6, fields6(1), 100).error(), Errc::invalid_argument);
+  EXPECT_EQ(datagram_icrc_prefix(v4, f4, 65535).error(), Errc::too_big);
 }
 
 }  // namespace

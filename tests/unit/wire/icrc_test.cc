@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <iterator>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -362,6 +363,42 @@ TEST(Icrc, EveryHeaderLengthAndShapeEqualsCrcOfMaskedConcatenation) {
       }
     }
   }
+}
+
+// icrc_prefix() then icrc_from_prefix() is icrc(), for every header length
+// and each kind of BTH resv8a byte: 0 (a sender's headers, read in place and
+// fixed up by a per-length constant), 0xFF and others (copied and masked);
+// in the sender's form, with the copy, and in the receiver's form. Headers
+// longer than kMaxHeaderBytes take the copy whatever resv8a holds.
+TEST(Icrc, PrefixThenRestEqualsTheWholeForEveryHeaderLengthAndResv8a) {
+  Prng rng(0x9E3F);
+  for (const bool v6 : {false, true}) {
+    Bytes ip = v6 ? ipv6_udp() : ipv4_udp();
+    for (size_t i = 1; i < ip.size(); ++i) ip[i] = static_cast<uint8_t>(rng.next_u64());
+    const uint32_t prefix = icrc_prefix(ip).value();
+    for (size_t tlen = Bth::kSize; tlen <= kMaxHeaderBytes + 20; ++tlen) {
+      for (const int resv8a : {0x00, 0xFF, 0x01, 0x80, -1}) {
+        for (const size_t plen : {0, 5, 64, 4096}) {
+          Bytes t = random_bytes(rng, tlen);
+          if (resv8a >= 0) t[4] = static_cast<uint8_t>(resv8a);
+          const Bytes payload = random_bytes(rng, plen);
+          const uint32_t want = reference_crc32(masked_concatenation(ip, t, payload));
+          const std::string where = "v6 " + std::to_string(v6) + " headers " + std::to_string(tlen) + " resv8a " +
+                                    std::to_string(t[4]) + " payload " + std::to_string(plen);
+          ASSERT_EQ(icrc_from_prefix(prefix, t, payload).value(), want) << where;
+          ASSERT_EQ(icrc(ip, t, payload).value(), want) << where;
+          Bytes copy(plen, 0);
+          ASSERT_EQ(icrc_from_prefix(prefix, t, payload, copy.data()).value(), want) << "copying, " << where;
+          ASSERT_EQ(copy, payload) << where;
+          Bytes whole = t;
+          whole.insert(whole.end(), payload.begin(), payload.end());
+          ASSERT_EQ(icrc_from_prefix(prefix, whole, {}).value(), want) << "receiver's form, " << where;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(icrc_from_prefix(0, Bytes(Bth::kSize - 1, 0), {}).error(), Errc::invalid_argument);
+  EXPECT_EQ(icrc_prefix(Bytes(27, 0x45)).error(), Errc::invalid_argument);
 }
 
 TEST(Icrc, SplitBetweenTransportAndPayloadDoesNotMatter) {
