@@ -261,6 +261,21 @@ void BM_BuildFrameSrv6_4KiB(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildFrameSrv6_4KiB)->Arg(0)->Arg(1);
 
+// The device's UDP mode over IPv4 on loopback, as the datagram benchmarks
+// frame their packets.
+FrameFormat udp_ipv4() {
+  FrameFormat fmt;
+  fmt.mode = EvMode::udp;
+  fmt.ip = IpVersion::v4;
+  return fmt;
+}
+FrameFields loopback_fields() {
+  FrameFields f;
+  f.src = {127, 0, 0, 1};
+  f.dst = {127, 0, 0, 2};
+  return f;
+}
+
 // What the software device does per data packet in UDP mode (IPv4, through
 // kernel sockets): datagram_icrc() writes the IP and UDP headers the kernel
 // will put on the wire and computes the ICRC over them and the packet.
@@ -273,12 +288,8 @@ void BM_DatagramIcrcIpv4_4KiB(benchmark::State& state) {
   std::memmove(packet.data() + n, packet.data() + kMaxHeaderBytes, 4096);
   packet.resize(n + 4096);
   const std::span<const uint8_t> whole(packet);
-  FrameFormat fmt;
-  fmt.mode = EvMode::udp;
-  fmt.ip = IpVersion::v4;
-  FrameFields f;
-  f.src = {127, 0, 0, 1};
-  f.dst = {127, 0, 0, 2};
+  const FrameFormat fmt = udp_ipv4();
+  FrameFields f = loopback_fields();
   uint64_t sink = 0;
   for (auto _ : state) {
     f.ev = 49152 + static_cast<uint32_t>(sink & 0xFF);
@@ -307,12 +318,8 @@ void BM_BurstIcrcIpv4_4KiB(benchmark::State& state) {
   std::vector<uint8_t> payload(kBurst * 4096, 0x5A);
   std::vector<uint8_t> stage(kBurst * (n + 4096));
   for (size_t k = 0; k < kBurst; ++k) std::memcpy(stage.data() + k * (n + 4096), hdr.data(), n);
-  FrameFormat fmt;
-  fmt.mode = EvMode::udp;
-  fmt.ip = IpVersion::v4;
-  FrameFields f;
-  f.src = {127, 0, 0, 1};
-  f.dst = {127, 0, 0, 2};
+  const FrameFormat fmt = udp_ipv4();
+  FrameFields f = loopback_fields();
   const bool once = state.range(0) % 2 == 1, receiver = state.range(0) >= 2;
   const size_t udp_len = n + 4096 + kIcrcBytes;
   uint64_t sink = 0;
