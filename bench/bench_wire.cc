@@ -307,7 +307,7 @@ BENCHMARK(BM_DatagramIcrcIpv4_4KiB)->Arg(0)->Arg(1);
 // receives per datagram with --burst 16), IPv4: Arg 0, the sender with
 // datagram_icrc() per packet, staging the payload in the same pass; 1, the
 // same with the IP and UDP headers' CRC register computed once per burst
-// (datagram_icrc_prefix, icrc_from_prefix), as the device does; 2 and 3,
+// (SegmentIcrc), as the device does; 2 and 3,
 // the receiver's form (the segment's UDP payload in one span), per packet
 // and once per datagram.
 void BM_BurstIcrcIpv4_4KiB(benchmark::State& state) {
@@ -321,20 +321,19 @@ void BM_BurstIcrcIpv4_4KiB(benchmark::State& state) {
   const FrameFormat fmt = udp_ipv4();
   FrameFields f = loopback_fields();
   const bool once = state.range(0) % 2 == 1, receiver = state.range(0) >= 2;
-  const size_t udp_len = n + 4096 + kIcrcBytes;
   uint64_t sink = 0;
   for (auto _ : state) {
     f.ev = 49152 + static_cast<uint32_t>(sink & 0xFF);
     benchmark::DoNotOptimize(payload.data());
-    const uint32_t prefix = once ? *datagram_icrc_prefix(fmt, f, udp_len) : 0;
+    SegmentIcrc segment_icrc(fmt, f);
     for (size_t k = 0; k < kBurst; ++k) {
       uint8_t* seg = stage.data() + k * (n + 4096);
       const std::span<const uint8_t> t(hdr.data(), n), p(payload.data() + k * 4096, 4096), all(seg, n + 4096);
       mrc::Result<uint32_t> crc = mrc::Errc::invalid_argument;
       if (receiver)
-        crc = once ? icrc_from_prefix(prefix, all, {}) : datagram_icrc(fmt, f, all, {});
+        crc = once ? segment_icrc(all) : datagram_icrc(fmt, f, all, {});
       else
-        crc = once ? icrc_from_prefix(prefix, t, p, seg + n) : datagram_icrc(fmt, f, t, p, seg + n);
+        crc = once ? segment_icrc(t, p, seg + n) : datagram_icrc(fmt, f, t, p, seg + n);
       sink += *crc;
     }
     benchmark::DoNotOptimize(sink);

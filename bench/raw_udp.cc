@@ -17,8 +17,8 @@
 //         lays a packet out; --stage copies them into one buffer first.
 //   --icrc makes the trailer a real ICRC: the sender computes it (in the
 //         staging copy's pass with --stage) and the receiver checks it, both with
-//         the soft device's own calls (wire::datagram_icrc_prefix and
-//         icrc_from_prefix, once per size); --place has the
+//         the soft device's own calls (wire::SegmentIcrc, the covered IP and
+//         UDP headers once per size); --place has the
 //         receiver copy every segment's payload into a 1 MiB region, as the
 //         responder places a WRITE. Together they are the per-byte work MRC
 //         asks of a software sender and receiver, with no protocol around it:
@@ -139,20 +139,14 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
         res.recv_datagrams += d.segment_count();
         res.recv_bytes += d.data.size();
         if (!work.icrc && !work.place) continue;
-        Result<uint32_t> prefix = Errc::invalid_argument;
-        size_t prefix_udp_len = 0;
+        // One CRC register for the covered IP and UDP headers per segment
+        // size, as the device's receiver does.
+        wire::SegmentIcrc segment_icrc(fmt, frame);
         for (std::span<std::byte> seg : d.segments()) {
           const auto* bytes = reinterpret_cast<const uint8_t*>(seg.data());
           const size_t body = seg.size() - wire::kIcrcBytes;
           if (work.icrc) {
-            // One CRC register for the covered IP and UDP headers per
-            // segment size, as the device's receiver does.
-            if (seg.size() != prefix_udp_len) {
-              prefix = wire::datagram_icrc_prefix(fmt, frame, seg.size());
-              prefix_udp_len = seg.size();
-            }
-            const auto crc =
-                prefix ? wire::icrc_from_prefix(*prefix, std::span<const uint8_t>(bytes, body), {}) : prefix;
+            const auto crc = segment_icrc(std::span<const uint8_t>(bytes, body));
             if (!crc || *crc != wire::get_icrc(bytes + body)) {
               ++res.icrc_errors;
               continue;
@@ -203,12 +197,7 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
     // Every segment is `size` bytes on one socket to one destination: the
     // ICRC's register after the covered IP and UDP headers is computed
     // once, as the device computes it once per burst.
-    const Result<uint32_t> prefix =
-        work.icrc ? wire::datagram_icrc_prefix(fmt, frame, size) : Result<uint32_t>(uint32_t{0});
-    if (!prefix) {
-      fmt::print(stderr, "mrc_raw_udp: --size {}: no IPv4 datagram of that size for the ICRC\n", size);
-      std::exit(1);
-    }
+    wire::SegmentIcrc segment_icrc(fmt, frame);
     const Duration cpu0 = thread_cpu_time();
     const Time start = monotonic_now();
     const Time end = start + Duration::us(static_cast<int64_t>(seconds * 1e6));
@@ -228,8 +217,8 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
               // As the soft device stages a burst: the payload copied in
               // its ICRC's pass, the ICRC appended.
               auto* out = reinterpret_cast<uint8_t*>(d);
-              const auto crc = wire::icrc_from_prefix(
-                  *prefix, std::span<const uint8_t>(out, header_bytes),
+              const auto crc = segment_icrc(
+                  std::span<const uint8_t>(out, header_bytes),
                   std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body), body_len), out + header_bytes);
               wire::put_icrc(crc ? *crc : 0, out + size - 4);
             } else {
@@ -246,8 +235,8 @@ BwResult run_bw(const std::string& method, size_t size, size_t burst, size_t bat
         for (size_t seg = 0; seg < per_msg * batch; ++seg) {
           const auto* hdr = reinterpret_cast<const uint8_t*>(headers.data() + seg * header_bytes);
           const auto* body = reinterpret_cast<const uint8_t*>(payload.data() + seg * size + header_bytes);
-          const auto crc = wire::icrc_from_prefix(*prefix, std::span<const uint8_t>(hdr, header_bytes),
-                                                  std::span<const uint8_t>(body, size - header_bytes - 4));
+          const auto crc = segment_icrc(std::span<const uint8_t>(hdr, header_bytes),
+                                        std::span<const uint8_t>(body, size - header_bytes - 4));
           wire::put_icrc(crc ? *crc : 0, reinterpret_cast<uint8_t*>(trailers.data() + seg * 4));
         }
       }

@@ -1268,8 +1268,7 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
   f.ev = sport;
   // A GRO datagram's segments share the covered IP and UDP headers up to
   // a shorter last one's length: one CRC register per size.
-  Result<uint32_t> prefix = Errc::invalid_argument;
-  size_t prefix_udp_len = 0;
+  wire::SegmentIcrc segment_icrc(fmt_, f);
   for (std::span<std::byte> seg : d.segments()) {
     ++e.st.rx_packets;
     e.st.rx_bytes += seg.size();
@@ -1284,11 +1283,7 @@ void Device::handle_datagram(Engine& e, uint32_t plane, const platform::RxDatagr
       if (d.tos_valid) cf.traffic_class = d.tos;
       capture(cf, std::span<const uint8_t>(bytes, body), {}, std::span<const uint8_t>(bytes + body, wire::kIcrcBytes));
     }
-    if (seg.size() != prefix_udp_len) {
-      prefix = wire::datagram_icrc_prefix(fmt_, f, seg.size());
-      prefix_udp_len = seg.size();
-    }
-    const auto crc = prefix ? wire::icrc_from_prefix(*prefix, std::span<const uint8_t>(bytes, body), {}) : prefix;
+    const auto crc = segment_icrc(std::span<const uint8_t>(bytes, body));
     if (!crc || *crc != wire::get_icrc(bytes + body)) {
       ++e.st.rx_icrc_errors;
       continue;
@@ -1467,18 +1462,11 @@ void Device::send_slots(Engine& e, size_t n) {
     // With `copy_to`, the payload is copied there in the same pass.
     // A datagram's packets share the IP and UDP headers the ICRC covers, up
     // to the length of a shorter last one: their CRC register is computed
-    // once per size (wire::datagram_icrc_prefix).
-    Result<uint32_t> prefix = Errc::invalid_argument;
-    size_t prefix_udp_len = 0;
+    // once per size (wire::SegmentIcrc).
+    wire::SegmentIcrc segment_icrc(fmt_, f);
     auto icrc = [&](TxSlot& s, const uint8_t* hdr, const uint8_t* payload, uint8_t* copy_to = nullptr) {
-      const size_t udp_len = size_t{s.tx.header_len} + s.tx.payload_len + wire::kIcrcBytes;
-      if (udp_len != prefix_udp_len) {
-        prefix = wire::datagram_icrc_prefix(fmt_, f, udp_len);
-        prefix_udp_len = udp_len;
-      }
-      const auto crc = prefix ? wire::icrc_from_prefix(*prefix, std::span<const uint8_t>(hdr, s.tx.header_len),
-                                                       std::span<const uint8_t>(payload, s.tx.payload_len), copy_to)
-                              : prefix;
+      const auto crc = segment_icrc(std::span<const uint8_t>(hdr, s.tx.header_len),
+                                    std::span<const uint8_t>(payload, s.tx.payload_len), copy_to);
       // No ICRC (headers the framing refuses) copies nothing: the packet
       // still leaves whole, with an ICRC the receiver drops it for.
       if (!crc && copy_to && s.tx.payload_len) std::memcpy(copy_to, payload, s.tx.payload_len);

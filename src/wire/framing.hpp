@@ -47,6 +47,7 @@
 
 #include "util/result.hpp"
 #include "wire/headers.hpp"
+#include "wire/icrc.hpp"
 
 namespace mrc::wire {
 
@@ -160,6 +161,35 @@ Result<uint32_t> datagram_icrc(const FrameFormat& fmt, const FrameFields& f, std
 /// Errors as datagram_icrc() (but for the transport's length, which
 /// icrc_from_prefix() checks).
 Result<uint32_t> datagram_icrc_prefix(const FrameFormat& fmt, const FrameFields& f, size_t udp_payload_len);
+
+/// The ICRCs of one datagram's segments (a GSO burst being sent, a GRO
+/// datagram received): datagram_icrc() with the register after the covered
+/// IP and UDP headers computed once per segment size and kept. Holds
+/// references to `fmt` and `f`: they must outlive it and stay unchanged
+/// while it is used; a datagram with other headers takes a new one.
+class SegmentIcrc {
+ public:
+  SegmentIcrc(const FrameFormat& fmt, const FrameFields& f) : fmt_(fmt), f_(f) {}
+
+  /// datagram_icrc(fmt, f, transport, payload, payload_copy), same result
+  /// and errors.
+  Result<uint32_t> operator()(std::span<const uint8_t> transport, std::span<const uint8_t> payload = {},
+                              uint8_t* payload_copy = nullptr) {
+    const size_t udp_len = transport.size() + payload.size() + kIcrcBytes;
+    if (udp_len != udp_len_) {
+      prefix_ = datagram_icrc_prefix(fmt_, f_, udp_len);
+      udp_len_ = udp_len;
+    }
+    if (!prefix_) return prefix_.error();
+    return icrc_from_prefix(*prefix_, transport, payload, payload_copy);
+  }
+
+ private:
+  const FrameFormat& fmt_;
+  const FrameFields& f_;
+  Result<uint32_t> prefix_ = Errc::invalid_argument;
+  size_t udp_len_ = 0;  ///< the size prefix_ is for; 0: none yet
+};
 
 /// A received frame, as parse_frame() found it.
 struct ParsedFrame {

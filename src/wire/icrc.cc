@@ -255,10 +255,6 @@ constexpr std::array<uint32_t, kMaxHeaderBytes + 1> make_resv8a_fix() {
 }
 constexpr auto kResv8aFix = make_resv8a_fix();
 
-}  // namespace
-
-namespace {
-
 // Copies `ip_udp` (an IPv4 or IPv6 header and the UDP header) to `m` with
 // the fields the ICRC does not cover set to ones, and returns its length;
 // 0 when `ip_udp` is neither.

@@ -663,12 +663,22 @@ namespace {
 // and UDP headers, and datagram_icrc() must give the ICRC build_frame()
 // would have (whatever DSCP/ECN and hop limit the packet carries, which the
 // ICRC masks); srv6 needs the headers built here and is refused.
+// IPv4 framing between 10.0.0.1 and 10.0.0.2, EV 0x1234.
+FrameFormat format4() {
+  FrameFormat fmt;
+  fmt.ip = IpVersion::v4;
+  return fmt;
+}
+FrameFields fields4() {
+  FrameFields f = fields6(0x1234);
+  f.src = IpAddress{10, 0, 0, 1};
+  f.dst = IpAddress{10, 0, 0, 2};
+  return f;
+}
+
 TEST(Framing, DatagramIcrcMatchesTheBuiltFramesIcrc) {
-  FrameFormat v4;
-  v4.ip = IpVersion::v4;
-  FrameFields f4 = fields6(0x1234);
-  f4.src = IpAddress{10, 0, 0, 1};
-  f4.dst = IpAddress{10, 0, 0, 2};
+  const FrameFormat v4 = format4();
+  const FrameFields f4 = fields4();
   FrameFormat v6;
   FrameFormat stev;
   stev.mode = EvMode::stev;
@@ -701,6 +711,31 @@ TEST(Framing, DatagramIcrcMatchesTheBuiltFramesIcrc) {
   EXPECT_EQ(datagram_icrc(srv6, fields6(1), transport_bytes(), payload_bytes()).error(), Errc::invalid_argument);
   EXPECT_EQ(datagram_icrc_prefix(srv6, fields6(1), 100).error(), Errc::invalid_argument);
   EXPECT_EQ(datagram_icrc_prefix(v4, f4, 65535).error(), Errc::too_big);
+}
+
+// SegmentIcrc is datagram_icrc() for every segment of a datagram, its
+// register recomputed when the size changes (a shorter last segment) and
+// its errors those of datagram_icrc().
+TEST(Framing, SegmentIcrcIsDatagramIcrcForEverySegmentSize) {
+  const FrameFormat v4 = format4();
+  const FrameFields f = fields4();
+  SegmentIcrc segment_icrc(v4, f);
+  const std::vector<uint8_t> t = transport_bytes();
+  const std::vector<uint8_t> payload = payload_bytes();
+  for (const size_t len : {payload.size(), payload.size(), size_t{7}, payload.size(), size_t{0}}) {
+    const std::span<const uint8_t> p(payload.data(), len);
+    EXPECT_EQ(segment_icrc(t, p).value(), datagram_icrc(v4, f, t, p).value()) << len;
+    std::vector<uint8_t> copy(len);
+    EXPECT_EQ(segment_icrc(t, p, copy.data()).value(), datagram_icrc(v4, f, t, p).value()) << len;
+    EXPECT_TRUE(std::equal(copy.begin(), copy.end(), p.begin())) << len;
+  }
+  EXPECT_EQ(segment_icrc(std::span<const uint8_t>(t.data(), Bth::kSize - 1)).error(), Errc::invalid_argument);
+  const std::vector<uint8_t> huge(65535);
+  EXPECT_EQ(segment_icrc(t, huge).error(), Errc::too_big);
+  FrameFormat srv6;
+  srv6.mode = EvMode::srv6;
+  SegmentIcrc srv6_icrc(srv6, f);
+  EXPECT_EQ(srv6_icrc(t, payload).error(), Errc::invalid_argument);
 }
 
 }  // namespace
