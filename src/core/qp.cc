@@ -197,7 +197,8 @@ void Qp::enter_rts(Time now) {
   acked_.reset(window, snd_una_);
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   reorder_ = ReorderWindow(ReorderWindowConfig{pc.base_rtt, pc.reorder_allowance, pc.reorder_max_multiplier,
-                                               pc.reorder_initial_multiplier, pc.reorder_decay});
+                                               pc.reorder_initial_multiplier, pc.reorder_decay,
+                                               pc.loss_age_floor_from_rtt});
   cc::CcContext ctx;
   ctx.mtu_bytes = mtu_;
   ctx.window_divisor = attr_.hint.window_divisor();
@@ -228,6 +229,8 @@ void Qp::reset_state() {
   recv_q_.clear();
   clear_ctrl();
   records_.clear();
+  ev_last_psn_.clear();
+  fifo_evidence_.clear();
   rx_slots_.clear();
   path_.reset();
   cc_.reset();

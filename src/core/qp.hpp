@@ -230,6 +230,10 @@ class Qp {
     /// and PSNs that far apart are never both in reach), so the tag tells
     /// whether the record still describes the PSN a late SACK names.
     uint16_t psn_tag = 0;
+    /// A first transmission: how many PSNs back the previous first
+    /// transmission on the same EV lies (0 = none, or too far), the chain
+    /// the per-path FIFO rule walks (ProtocolConfig::path_fifo_loss).
+    uint32_t prev_on_ev = 0;
   };
   struct FifoEntry {
     uint64_t psn;
@@ -298,6 +302,7 @@ class Qp {
   void on_spurious_loss(Time now, SendRecord& r);
   void detect_losses(Time now);
   void declare_dead_path_losses(Time now);
+  void declare_path_fifo_losses(Time now, uint64_t covered_lo, uint64_t covered_hi);
   void flag_overdue(Time now, Duration overdue);
   size_t fifo_index_after(uint64_t tx_seq) const;
   void on_recovery_timer(Time now);
@@ -379,6 +384,13 @@ class Qp {
   uint32_t burst_left_ = 0;                 ///< packets the burst may still send on it
   std::vector<SendRecord> records_;
   uint64_t rec_mask_ = 0;
+  /// Per EV slot: PSN + 1 of the last first transmission sent on it (0 =
+  /// none), for SendRecord::prev_on_ev.
+  std::vector<uint64_t> ev_last_psn_;
+  /// First transmissions an on_sack call acknowledged unambiguously: the
+  /// evidence the per-path FIFO rule starts from (empty between calls).
+  std::vector<uint64_t> fifo_evidence_;
+  bool collect_fifo_evidence_ = false;
   SackBitmap acked_;
   Ring<FifoEntry> fifo_;  ///< transmissions in send order
   Ring<uint64_t> rtx_q_;  ///< PSNs declared lost, awaiting retransmission

@@ -17,7 +17,8 @@
 //    triggers); the largest over a recent window (two buckets of about four
 //    smoothed RTTs) is how old a healthy packet gets;
 //  - the loss age is the largest of: that maximum; the smoothed RTT plus
-//    four deviations; the base RTT; each plus a margin. The margin is the
+//    four deviations; the base RTT until the first RTT sample (or always,
+//    with floor_from_rtt off); each plus a margin. The margin is the
 //    reordering allowance times a multiplier (one less on the maximum,
 //    which already is an observed age): each spurious loss (a packet
 //    declared lost that turns out to have arrived, and the age it arrived
@@ -40,6 +41,7 @@ struct ReorderWindowConfig {
   uint32_t max_multiplier = 8;                  ///< cap of the margin multiplier (>= 1)
   uint32_t initial_multiplier = 2;              ///< the multiplier of a new QP (1..max)
   Duration decay = Duration::ms(1);             ///< one step back per this long without a spurious loss
+  bool floor_from_rtt = true;                   ///< base_rtt is the floor only until the first RTT sample
 };
 
 class ReorderWindow {
@@ -92,7 +94,10 @@ class ReorderWindow {
     roll(now);
     decay_to(now);
     const Duration margin = cfg_.allowance * static_cast<int64_t>(multiplier_);
-    const Duration floor = cfg_.base_rtt + margin;
+    // The configured base RTT is the longest path's: once RTT samples come
+    // in, the QP's own smoothed RTT (the term below) takes its place, or
+    // a QP between neighbours would wait out a far path's round trip.
+    const Duration floor = (cfg_.floor_from_rtt && srtt_ > Duration{} ? Duration{} : cfg_.base_rtt) + margin;
     const Duration smoothed = srtt_ + std::max(margin, rttvar_ * 4);
     const Duration seen = std::max(cur_max_, prev_max_) + cfg_.allowance * static_cast<int64_t>(multiplier_ - 1);
     return std::max({floor, smoothed, seen});

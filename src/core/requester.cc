@@ -91,6 +91,12 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
     r.msn = m.msn;
     r.index = index;
     r.psn_tag = static_cast<uint16_t>(psn);
+    if (ep_.cfg_.protocol.path_fifo_loss) {
+      if (ev_last_psn_.size() <= static_cast<size_t>(ev)) ev_last_psn_.resize(path_->size(), 0);
+      uint64_t& prev = ev_last_psn_[static_cast<size_t>(ev)];
+      if (prev != 0 && psn - (prev - 1) <= UINT32_MAX) r.prev_on_ev = static_cast<uint32_t>(psn - (prev - 1));
+      prev = psn + 1;
+    }
   }
   r.tx_seq = ++tx_seq_;
   r.sent_at = now;
@@ -261,6 +267,7 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   // transmission got through, and how long a healthy packet can take.
   if (r.tx_count == 1 && r.state == PktState::inflight) {
     note_delivered_tx(r.tx_seq);
+    if (collect_fifo_evidence_ && r.prev_on_ev != 0) fifo_evidence_.push_back(psn);
     // How long it took to arrive, at least: the SACK before this one did
     // not report it yet. (Not now - sent_at: when SACKs are lost or late,
     // packets that arrived long ago are confirmed late, and their age says
@@ -443,12 +450,17 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
 
   // Cumulative part, then the bitmap (bits are cumulative knowledge: a 0 does
   // not mean "lost", reference 3.7).
+  collect_fifo_evidence_ = ep_.cfg_.protocol.path_fifo_loss;
   for (uint64_t psn = snd_una_; psn <= cack; ++psn) ack_psn(now, psn);
   const uint64_t base = cack + static_cast<uint64_t>(static_cast<int64_t>(s.sack_offset));
   for (uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) {
     const uint64_t psn = base + static_cast<uint64_t>(std::countr_zero(bits));
     if (psn >= snd_una_ && psn < next_psn_) ack_psn(now, psn);
   }
+  collect_fifo_evidence_ = false;
+  // The responder built the bitmap from its receive state when the SACK
+  // left (reference 3.7): a 0 bit in it is a PSN not received by then.
+  if (!fifo_evidence_.empty()) declare_path_fifo_losses(now, base, base + 64);
   advance_una(now);
   prev_sack_at_ = now;
 
@@ -758,6 +770,37 @@ void Qp::declare_dead_path_losses(Time now) {
       declare_lost(now, e.psn, kLossRule);
   }
   rearm_recovery(now);
+}
+
+// The per-path FIFO rule (ProtocolConfig::path_fifo_loss). Packets on one
+// EV follow one path, and one path delivers a traffic class in order: when
+// a first transmission is acknowledged, every first transmission sent
+// before it on the same EV has either arrived or is lost. Those the SACK
+// that carried the acknowledgement reports missing (a PSN in
+// [covered_lo, covered_hi) whose bit was clear) are lost now, a round trip
+// after they left, instead of a loss age later. Retransmissions travel in
+// their own, higher-priority class and may overtake; they stay out of the
+// chains. Each chain walk stops at the first packet that is no longer an
+// unacknowledged first transmission on the EV, so a packet is visited O(1)
+// times.
+void Qp::declare_path_fifo_losses(Time now, uint64_t covered_lo, uint64_t covered_hi) {
+  for (const uint64_t from : fifo_evidence_) {
+    const SendRecord& first = rec(from);
+    const int16_t ev = first.ev;
+    uint64_t q = from;
+    uint32_t back = first.prev_on_ev;
+    while (back != 0 && back <= q) {
+      q -= back;
+      if (q < snd_una_ || q < covered_lo || q >= covered_hi || acked_.test(q)) break;
+      SendRecord& r = rec(q);
+      if (r.psn_tag != static_cast<uint16_t>(q) || r.ev != ev || r.tx_count != 1 || r.state != PktState::inflight)
+        break;
+      back = r.prev_on_ev;
+      ++stats_.losses_path_fifo;
+      declare_lost(now, q, kLossRule);
+    }
+  }
+  fifo_evidence_.clear();
 }
 
 // Drops stale entries from the front of the send-order FIFO, so its front

@@ -112,7 +112,8 @@ struct QpStats {
   uint64_t probes_sent = 0;
   uint64_t control_sent = 0;           ///< SACK/NACK/ACK
   uint64_t bytes_acked = 0;            ///< payload bytes of completed WRITEs
-  uint64_t losses_rule = 0;            ///< declared by the SACK loss rule
+  uint64_t losses_rule = 0;            ///< declared by the SACK loss rule (path FIFO included)
+  uint64_t losses_path_fifo = 0;       ///< ... of which by the per-path FIFO rule (ProtocolConfig::path_fifo_loss)
   uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
   uint64_t losses_nack = 0;            ///< retransmitted after a NACK
   uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)

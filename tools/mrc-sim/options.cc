@@ -281,7 +281,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   if (o.base_rtt_us > 0) {
     sc.derive_base_rtt = false;
     sc.protocol.base_rtt = topo.base_rtt;
-    sc.protocol.reorder_allowance = topo.base_rtt / 2;  // as the runner sets it from a derived base RTT
+    sc.protocol.reorder_allowance = topo.base_rtt / 4;  // as the runner sets it from a derived base RTT
   }
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
   // Settings that are fine alone but not together (each alone follows its

@@ -360,7 +360,7 @@ class MrcPathPolicy final : public PathPolicy {
   void on_timer(Time now) override {
     for (uint16_t si : probing_) {
       const EvHealth& h = health_[si];
-      if (h.suspect && h.probe_outstanding && h.next_probe <= now) confirm_failed(now, si);
+      if (h.suspect && h.probe_outstanding && h.next_probe <= now) confirm_missed(now, si);
     }
   }
 
@@ -371,8 +371,8 @@ class MrcPathPolicy final : public PathPolicy {
       if (h.next_probe > now || !(ports >> slots_[si].port & 1u)) continue;
       if (h.suspect) {
         if (h.probe_outstanding) {
-          confirm_failed(now, si);  // stays in probing_, now ASSUMED_BAD
-          continue;
+          confirm_missed(now, si);  // asks again, or stays in probing_ as ASSUMED_BAD
+          if (!h.suspect || h.probe_outstanding) continue;
         }
         h.probe_outstanding = true;
         h.next_probe = now + confirm_wait();
@@ -627,11 +627,26 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     start_probing(now, slot);
     h.suspect = true;
+    h.confirm_misses = 0;
     h.next_probe = now;
     ++stats_.suspected;
   }
 
-  // The confirming probe of a suspect went unanswered: the path failed.
+  // A confirming probe of a suspect went unanswered: ask again (the probe
+  // or its answer may have met the same random loss as the data), or, after
+  // loss_confirm_probes misses, the path failed.
+  void confirm_missed(Time now, int slot) {
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    if (++h.confirm_misses < proto_.loss_confirm_probes) {
+      h.probe_outstanding = false;
+      h.next_probe = now;
+      probe_dirty_ = true;
+      return;
+    }
+    confirm_failed(now, slot);
+  }
+
+  // The confirming probes of a suspect went unanswered: the path failed.
   // ASSUMED_BAD now, reported with the losses seen, and probed as usual.
   void confirm_failed(Time now, int slot) {
     EvSlot& s = slots_[static_cast<size_t>(slot)];

@@ -54,6 +54,9 @@ struct EvHealth {
   /// Out of service on a loss, its confirming probe not answered yet
   /// (ProtocolConfig::loss_confirm); its state is still GOOD or SKIP.
   bool suspect = false;
+  /// Confirming probes of this suspicion that went unanswered so far
+  /// (ProtocolConfig::loss_confirm_probes).
+  uint8_t confirm_misses = 0;
   /// When a confirming probe last vouched for it (never if not yet): a
   /// second loss soon after is a path that loses packets, not chance.
   Time cleared_at = Time::never();
