@@ -5,6 +5,10 @@
 //
 // Nothing here touches the MRC device, so all of it is unit-tested without
 // one (tests/tools/perf_test.cc). The device side lives in perf_device.hpp.
+// Defined in perf_options.cc (options and the command line),
+// perf_messages.cc (the exchange's messages), perf_channel.cc (its TCP
+// channel), perf_stats.cc (patterns, statistics) and perf_report.cc (banner,
+// tables, completion status names, JSON).
 #pragma once
 
 #include <array>
