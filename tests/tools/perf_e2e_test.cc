@@ -149,7 +149,7 @@ TEST(PerfE2E, WriteBwTwoPlanesAllSizesVerified) {
   const std::string out = slurp(pr.client.out);
   EXPECT_NE(out.find("RDMA_Write BW Test"), std::string::npos);
   EXPECT_NE(out.find("Connection type : MRC"), std::string::npos);
-  EXPECT_NE(out.find("#bytes     #iterations    BW peak[MiB/sec]"), std::string::npos);
+  EXPECT_NE(out.find("#bytes     #iterations    BW peak[MB/sec]"), std::string::npos);
 }
 
 TEST(PerfE2E, WriteBwOneByteSeveralQpsWithEvents) {

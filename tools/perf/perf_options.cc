@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
+#include <openmrc/version.h>
 
 namespace mrc::perf {
 
@@ -77,7 +79,67 @@ constexpr std::string_view kLatNotes =
     "t_typical is the median. Verification (as for mrc_write_bw): each side checks the\n"
     "last message the other wrote, after each size.\n";
 
-void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
+/// perftest's flags that name ibverbs things the software device does not
+/// have, or modes these tools do not run: accepted by the parser so that a
+/// perftest command line gets a reason, not "not expected" (check_perftest_flags).
+struct PerftestFlags {
+  std::string ib_dev;
+  uint32_t gid_index = 0, ib_port = 1, post_list = 1;
+  std::string connection = "RC";
+  bool bidirectional = false, warm_up = false, rdma_cm = false, cpu_util = false;
+};
+
+void add_perftest_flags(CLI::App& app, Tool tool, Options& o, PerftestFlags& pt) {
+  const bool bw = tool == Tool::write_bw;
+  app.add_option("-d,--ib-dev", pt.ib_dev, "perftest's device name: not supported by MRC (see --planes)");
+  app.add_option("-i,--ib-port", pt.ib_port, "perftest's port: only 1 (the planes are the ports)");
+  app.add_option("-x,--gid-index", pt.gid_index, "perftest's GID index: only 0 (the plane-0 address)");
+  app.add_option("-c,--connection", pt.connection, "connection type: only RC (MRC is a reliable connection)");
+  app.add_flag("-R,--rdma_cm", pt.rdma_cm, "not supported by MRC (the exchange is over TCP, -p)");
+  app.add_flag("--cpu_util", pt.cpu_util, "not supported by MRC");
+  if (!bw) return;
+  app.add_flag("-N,--noPeak", o.no_peak, "do not compute BW peak (printed as 0)");
+  app.add_flag("--run_infinitely", o.run_infinitely,
+               "client, with -D: run the sizes again and again, a row every -D seconds, until stopped (the server accepts it)");
+  app.add_flag("--report-both", o.report_both,
+               "accepted: perftest reports RX and TX apart in bidirectional runs (-b), which MRC's tools do not run");
+  app.add_flag("-b,--bidirectional", pt.bidirectional, "not supported by MRC (see --help's notes)");
+  app.add_option("-l,--post_list", pt.post_list, "WRs per post: only 1 (each WRITE is posted on its own)");
+  app.add_flag("--perform_warm_up", pt.warm_up, "not supported by MRC");
+}
+
+/// The reason a perftest flag does not apply, or empty.
+std::string check_perftest_flags(const CLI::App& app, const PerftestFlags& pt) {
+  auto given = [&](const char* flag) { return app.get_option_no_throw(flag) != nullptr && app.count(flag) > 0; };
+  if (given("--ib-dev"))
+    return fmt::format("-d {}: not supported by MRC: the tool opens its own software device on the --planes "
+                       "addresses (there is no ibverbs device to choose); give --planes ADDR[,ADDR...]",
+                       pt.ib_dev);
+  if (pt.ib_port != 1)
+    return fmt::format("-i {}: the software device has one port in perftest's sense (1); its planes are given "
+                       "with --planes and every QP sprays over all of them",
+                       pt.ib_port);
+  if (pt.gid_index != 0)
+    return fmt::format("-x {}: the software device has one GID (index 0, its plane-0 address); choose the "
+                       "addresses with --planes",
+                       pt.gid_index);
+  std::string conn = pt.connection;
+  for (char& ch : conn) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (conn != "RC") return fmt::format("-c {}: MRC is a reliable connection: only RC is supported", pt.connection);
+  if (pt.rdma_cm) return "-R: not supported by MRC: the QPs are connected over the TCP exchange (-p)";
+  if (pt.cpu_util) return "--cpu_util: not supported by MRC";
+  if (pt.bidirectional)
+    return "-b: not supported by MRC: the tools measure one direction; run a second pair with the roles swapped "
+           "(on other ports, -p and --udp-port) for the other";
+  if (pt.post_list != 1)
+    return fmt::format("-l {}: not supported by MRC: each WRITE is posted on its own (only -l 1)", pt.post_list);
+  if (pt.warm_up)
+    return "--perform_warm_up: not supported by MRC: every WRITE of a size is measured; -D runs measure a steady "
+           "state for that many seconds";
+  return {};
+}
+
+void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg, PerftestFlags& pt) {
   const bool bw = tool == Tool::write_bw;
   app.add_option("host", o.host, "server to connect to (client mode); none = server mode");
   app.add_option("-p,--port", o.port, "TCP port of the out-of-band exchange")
@@ -115,7 +177,8 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                    "--out_json)")
         ->type_name("MS")
         ->check(CLI::Range(1u, 60000u));
-  app.add_flag("--report_gbits", o.report_gbits, "report bandwidth in Gb/sec instead of MiB/sec");
+  app.add_flag("--report_gbits", o.report_gbits,
+               "report bandwidth in Gb/sec instead of MB/sec (MB = 2^20 bytes, as perftest counts it)");
   app.add_flag("--out_json", o.out_json,
                fmt::format("also write the results as JSON (to --out_json_file, default {}_out.json)", tool_name(tool)));
   app.add_option("--out_json_file", o.out_json_file, "JSON output file (implies --out_json)");
@@ -200,7 +263,7 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                  "write every MRC packet this side sends and receives to FILE (pcap; open it in Wireshark with "
                  "tools/wireshark/mrc.lua, docs/wireshark.md)")
       ->type_name("FILE");
-  app.add_option("--qp-timeout", o.qp_timeout, "QP ACK timeout: 1.024 us * 2^N")
+  app.add_option("-u,--qp-timeout", o.qp_timeout, "QP ACK timeout: 1.024 us * 2^N")
       ->default_val(14)
       ->check(CLI::Range(1, 24));
   app.add_option("--retry-exp", o.retry_exp,
@@ -208,6 +271,7 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg) {
                  "IBV_WC_RETRY_EXC_ERR (25 = retry forever)")
       ->default_val(8)
       ->check(CLI::Range(0, 25));
+  add_perftest_flags(app, tool, o, pt);
 }
 
 }  // namespace
@@ -222,17 +286,26 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
   app.footer(std::string(kFooter) + std::string(bw ? kBwNotes : kLatNotes));
   app.get_formatter()->column_width(34);
   std::string ev_mode_arg = "udp";
-  add_flags(app, tool, out, ev_mode_arg);
+  PerftestFlags pt;
+  app.set_version_flag("-V,--version", fmt::format("{} (OpenMRC) {}", tool_name(tool), OPENMRC_VERSION_STRING));
+  add_flags(app, tool, out, ev_mode_arg, pt);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     return {false, 0, app.help()};
   } catch (const CLI::CallForAllHelp&) {
     return {false, 0, app.help("", CLI::AppFormatMode::All)};
+  } catch (const CLI::CallForVersion& e) {
+    return {false, 0, e.what()};
   } catch (const CLI::ParseError& e) {
-    return {false, e.get_exit_code() != 0 ? e.get_exit_code() : 2,
-            fmt::format("{}\nRun with --help for more information.", e.what())};
+    // Every usage error exits 2, as mrc-sim and mrcctl do (CLI11's own
+    // codes, 105 or 109, say nothing a script can use).
+    return {false, 2, fmt::format("{}\nRun with --help for more information.", e.what())};
   }
+  if (std::string why = check_perftest_flags(app, pt); !why.empty()) return {false, 2, why};
+  // The server serves whatever the client sends: the flag matters there not.
+  if (out.run_infinitely && !out.is_server() && out.duration_s == 0)
+    return {false, 2, "--run_infinitely: give -D SECONDS, the length of each row (as perftest requires)"};
   out.ev_mode = ev_mode_arg;
   out.udp_port_given = app.count("--udp-port") > 0;
   if (out.size == 0) out.size = bw ? 65536 : 2;
