@@ -591,7 +591,16 @@ class Device {
   void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
   void attach_ep_wire(Engine& e, TxSlot& s);
+  /// Sends slots [0, n) (device_tx.cc), in steps over one TxBatch:
+  /// send_raw_frames (srv6, raw_send), build_datagram per datagram, then
+  /// submit_uring and/or submit_sendmmsg, which count_sent what was taken.
   void send_slots(Engine& e, size_t n);
+  struct TxBatch;
+  size_t send_raw_frames(TxBatch& b, size_t n);
+  void build_datagram(TxBatch& b, size_t i, size_t j, size_t total);
+  void count_sent(TxBatch& b, size_t d);
+  void submit_uring(TxBatch& b);
+  void submit_sendmmsg(TxBatch& b);
   /// Engine thread only: puts it in SCHED_BATCH or back
   /// (platform::set_thread_yields_on_wake) and records which in e.yields.
   void set_yields(Engine& e, bool yields);

@@ -106,6 +106,35 @@ for p in 0 1; do
   done
 done
 
+step "ECMP mode: ev-profile, info and carriers follow the mode; up says what it keeps"
+F ev-profile h0 h3 >"$tmp/ecmp.toml"
+grep -q '^mode = "udp"$' "$tmp/ecmp.toml" && grep -q '^count = 4$' "$tmp/ecmp.toml" &&
+  grep -q '^algorithm = "uet-1.0-nscc"$' "$tmp/ecmp.toml" || fail "ecmp ev-profile: $(cat "$tmp/ecmp.toml")"
+for p in 0 1; do
+  for j in 0 1; do
+    # The port of plane p, T1 j: one of the device's EVs of plane p that
+    # h0's T0 hashes onto T1 j.
+    port="$(awk -v c="# plane $p, T1 $j" 'index($0, c) && match($0, /value = [0-9]+/) { print substr($0, RSTART + 8, RLENGTH - 8) }' "$tmp/ecmp.toml")"
+    [[ -n "$port" ]] && ((port >= 49152 + 16 * p && port < 49152 + 16 * (p + 1))) ||
+      fail "ecmp ev-profile: plane $p T1 $j: port '$port' is not one of the plane's EVs"
+    dev="$(ip -n "$prefix-p$p-t0-0" -6 route get "$(addr 3 "$p")" from "$(addr 0 "$p")" iif h0 ipproto udp sport "$port" dport 4791 |
+      grep -o 'dev u[0-9]*')"
+    [[ "$dev" == "dev u$j" ]] || fail "ecmp ev-profile: plane $p port $port goes to '$dev', not T1 $j"
+  done
+done
+F info >"$tmp/info"
+grep -q '^ECMP: each T0 spreads' "$tmp/info" && ! grep -q 'SRv6' "$tmp/info" || fail "info in ECMP mode: $(cat "$tmp/info")"
+set +e
+out="$(F carriers h0 h3 2>&1)"; rc=$?
+set -e
+[[ $rc == 1 && "$out" == *"ECMP mode"*"fabric ev-profile h0 h3"* ]] || fail "carriers in ECMP mode: rc $rc, '$out'"
+set +e
+out="$(F ev-profile h0 h1 2>&1)"; rc=$?
+set -e
+[[ $rc == 1 && "$out" == *"share T0 0"* ]] || fail "ev-profile of hosts on one T0: rc $rc, '$out'"
+out="$(F up)"
+[[ "$out" == *"re-configuring it with its own --rate 200mbit, --loss 0, --mtu 9000"* ]] || fail "up reusing state: '$out'"
+
 step "ECMP mode: a T0-T1 link down, the T0 sends everything up the other T1"
 F link down p0-t0-0 p0-t1-1 >/dev/null
 snap e2

@@ -233,6 +233,34 @@ TEST(Flags, SettingsThatDoNotFitTogetherAreRefusedByResolve) {
 namespace mrc::sim::tool {
 namespace {
 
+TEST(Flags, TheDefaultFailuresFitTheTopology) {
+  std::string why;
+  // The default topology: T1 1 of plane 0 reboots, host 5's plane-3 link flaps.
+  Parsed p = parse({});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  auto r = resolve(p.o, &why);
+  ASSERT_TRUE(r) << why;
+  ASSERT_EQ(r->scenario.failures.size(), 2u);
+  EXPECT_EQ(r->scenario.failures[0].sw.index, 1u);
+  EXPECT_EQ(r->scenario.failures[1].link.plane, 3u);
+  EXPECT_EQ(r->scenario.failures[1].link.a, 5u);
+  // Fewer planes, hosts and T1s: the last ones of each, not an error.
+  p = parse({"--hosts", "4", "--planes", "2", "--t0-down", "2", "--t0-up", "1", "--t1", "1"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  r = resolve(p.o, &why);
+  ASSERT_TRUE(r) << why;
+  ASSERT_EQ(r->scenario.failures.size(), 2u);
+  EXPECT_EQ(r->scenario.failures[0].sw.index, 0u);
+  EXPECT_EQ(r->scenario.failures[1].link.plane, 1u);
+  EXPECT_EQ(r->scenario.failures[1].link.a, 3u);
+  // --no-default-failures: none.
+  p = parse({"--hosts", "16", "--planes", "2", "--no-default-failures"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  r = resolve(p.o, &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_TRUE(r->scenario.failures.empty());
+}
+
 TEST(Flags, PcapSettingsAreCheckedAndNameTheirFiles) {
   std::string why;
   Parsed p = parse({"--pcap-host", "3"});

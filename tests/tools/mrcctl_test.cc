@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <openmrc/version.h>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -194,6 +195,52 @@ TEST(Mrcctl, ApplyDenyPortAndShowInOneRunWithJson) {
       {{{"port", 1}, {"value", 49152}, {"state", "good"}}, {{"port", 2}, {"value", 49169}, {"state", "denied"}}});
   EXPECT_EQ(s["ev_profiles"][0]["evs"], evs);
   EXPECT_EQ(s["cc_profiles"][0]["algorithm"], "uet-1.0-nscc");
+}
+
+TEST(Mrcctl, TheDocumentedCommandRunsWithTheExampleFileAndJsonLast) {
+  // docs/software-device.md's command, with examples/ctl.toml and --json
+  // after the commands (device flags and --json are accepted anywhere).
+  Proc r;
+  ASSERT_EQ(run({"--planes", "127.0.6.60,127.0.6.61", "apply", MRCCTL_EXAMPLE, "deny", "2", "2:49169", "port", "2",
+                 "disable", "show", "--json", "--udp-port", "24798"},
+                "example", r),
+            0)
+      << slurp(r.err);
+  const auto j = nlohmann::json::parse(slurp(r.out));
+  EXPECT_EQ(j["apply"]["ev_profiles"], nlohmann::json::array({2}));
+  EXPECT_EQ(j["deny"][0]["state"], "denied");
+  EXPECT_EQ(j["show"]["ports"][1]["state"], "down");
+  EXPECT_EQ(j["show"]["cc_profiles"][0]["algorithm"], "uet-1.0-nscc");
+}
+
+TEST(Mrcctl, MessagesSayWhatIsWrongAndWhatToDo) {
+  Proc r;
+  // A profile nobody configured: which step is missing, not EPERM.
+  EXPECT_EQ(run({"--planes", "127.0.6.62", "--udp-port", "24798", "deny", "2", "1:49153"}, "unconfigured", r), 1);
+  EXPECT_EQ(slurp(r.err),
+            "mrcctl: ev_profile 2 is init, not online: EVs can be denied or allowed only in an online profile; define "
+            "it with state = \"online\" in a file and `apply` it before `deny` (see examples/ctl.toml)\n");
+  // An EV the profile does not have.
+  EXPECT_EQ(run({"--planes", "127.0.6.63,127.0.6.64", "--udp-port", "24798", "apply", MRCCTL_EXAMPLE, "allow", "2",
+                 "1:49160"},
+                "not_in_profile", r),
+            1);
+  EXPECT_NE(slurp(r.err).find("mrcctl: ev_profile 2: EV 1:49160 is not in the profile"), std::string::npos)
+      << slurp(r.err);
+  // An unknown command, and none at all: usage errors, exit 2, named.
+  EXPECT_EQ(run({"--planes", "127.0.6.65", "frob"}, "frob", r), 2);
+  EXPECT_EQ(slurp(r.err), "mrcctl: unknown command or extra argument 'frob' (commands: apply FILE, show, deny, "
+                          "allow, watch, probe, port; mrcctl --help lists them and the flags)\n");
+  EXPECT_EQ(run({"--planes", "127.0.6.65"}, "none", r), 2);
+  EXPECT_NE(slurp(r.err).find("mrcctl: no command given"), std::string::npos) << slurp(r.err);
+  EXPECT_EQ(run({"--planes", "127.0.6.65", "show", "--frob"}, "flag", r), 2);
+  EXPECT_NE(slurp(r.err).find("mrcctl: unknown flag '--frob'"), std::string::npos) << slurp(r.err);
+}
+
+TEST(Mrcctl, VersionNeedsNoDevice) {
+  Proc r;
+  EXPECT_EQ(run({"--version"}, "version", r), 0);
+  EXPECT_EQ(slurp(r.out), "mrcctl (OpenMRC) " OPENMRC_VERSION_STRING "\n");
 }
 
 TEST(Mrcctl, ApplyingAnEvTheDeviceCannotSendFailsWithExit1) {

@@ -128,29 +128,46 @@ RunResult synthetic(const std::string& name, double end_us, bool completed,
   return r;
 }
 
-struct Label {
-  double x, top;
-  std::string text;
+struct Tag {
+  double x, y;
+  std::string number;
 };
 
-/// The failure labels of an SVG: position along the marker and text.
-std::vector<Label> labels(const std::string& svg) {
-  std::vector<Label> out;
-  const std::string tag = "<text class=\"failure-label\" transform=\"translate(";
+/// The failure tags of an SVG (the numbers above the plot): position and text.
+std::vector<Tag> tags(const std::string& svg) {
+  std::vector<Tag> out;
+  const std::string tag = "<text class=\"failure-tag\" x=\"";
   for (size_t pos = svg.find(tag); pos != std::string::npos; pos = svg.find(tag, pos + 1)) {
-    Label l{};
-    l.x = std::stod(svg.substr(pos + tag.size()));
-    l.top = std::stod(svg.substr(svg.find(',', pos + tag.size()) + 1));
+    Tag t{};
+    t.x = std::stod(svg.substr(pos + tag.size()));
+    const size_t y = svg.find("y=\"", pos) + 3;
+    t.y = std::stod(svg.substr(y));
     const size_t gt = svg.find('>', pos);
-    l.text = svg.substr(gt + 1, svg.find("</text>", gt) - gt - 1);
-    out.push_back(l);
+    t.number = svg.substr(gt + 1, svg.find("</text>", gt) - gt - 1);
+    out.push_back(t);
   }
   return out;
 }
 
-TEST(OutputDetail, FailureLabelsNeverOverlap) {
+/// The failure key's labels (under the legend), in tag-number order.
+std::vector<std::string> key(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::string tag = "<g class=\"failure-key\" data-label=\"";
+  for (size_t pos = svg.find(tag); pos != std::string::npos; pos = svg.find(tag, pos + 1))
+    out.push_back(svg.substr(pos + tag.size(), svg.find('"', pos + tag.size()) - pos - tag.size()));
+  return out;
+}
+
+/// The plot area's top: the frame rectangle's y.
+double plot_top(const std::string& svg) {
+  const std::string frame = "<rect x=\"90\" y=\"";
+  return std::stod(svg.substr(svg.find(frame) + frame.size()));
+}
+
+TEST(OutputDetail, FailureTagsNeverOverlapEachOtherOrTheData) {
   // Five actions within a few microseconds of each other (a group failure
-  // and its neighbours): all five labelled, none overprinting another.
+  // and its neighbours): all five tagged above the plot, none overprinting
+  // another, each explained in the key.
   const RunResult r = synthetic("mrc", 1000, true,
                                 {{500, "switch-down:tier=t1,plane=0,index=1,at=500us"},
                                  {501, "link-down:tier=host,plane=*,a=5,at=501us"},
@@ -158,16 +175,33 @@ TEST(OutputDetail, FailureLabelsNeverOverlap) {
                                  {503, "rate:tier=host,plane=1,a=3,gbps=10,at=503us"},
                                  {504, "link-down:tier=host,plane=0,a=1,at=504us"}});
   const std::string svg = svg_files({r})[0].text;
-  const auto ls = labels(svg);
-  ASSERT_EQ(ls.size(), 5u) << svg;
-  for (size_t i = 0; i < ls.size(); ++i)
-    for (size_t j = i + 1; j < ls.size(); ++j) {
-      if (std::abs(ls[i].x - ls[j].x) >= 12) continue;
-      // Rotated text runs down from `top`, about 5.5 px per character.
-      const double bi = ls[i].top + 5.5 * static_cast<double>(ls[i].text.size());
-      const double bj = ls[j].top + 5.5 * static_cast<double>(ls[j].text.size());
-      EXPECT_TRUE(bi <= ls[j].top || bj <= ls[i].top) << ls[i].text << " overlaps " << ls[j].text;
-    }
+  const auto ts = tags(svg);
+  ASSERT_EQ(ts.size(), 5u) << svg;
+  const double top = plot_top(svg);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_LT(ts[i].y, top) << "tag " << ts[i].number << " is inside the plot";
+    for (size_t j = i + 1; j < ts.size(); ++j)
+      EXPECT_GE(std::abs(ts[i].x - ts[j].x), 20 - 1e-6) << ts[i].number << " overlaps " << ts[j].number;
+  }
+  EXPECT_EQ(key(svg), (std::vector<std::string>{"switch-down tier=t1,plane=0,index=1", "link-down tier=host,plane=*,a=5",
+                                                "loss tier=t0t1,plane=2,a=*,b=*,p=0.1",
+                                                "rate tier=host,plane=1,a=3,gbps=10",
+                                                "link-down tier=host,plane=0,a=1"}));
+  // No failure: no lane, the plot starts right under the title.
+  EXPECT_EQ(plot_top(svg_files({synthetic("mrc", 1000, true, {})})[0].text), 50);
+}
+
+TEST(OutputDetail, CapacityLineAndUnitsScaledToTheData) {
+  const RunResult r = synthetic("mrc", 1000, true, {});  // goodput 101..200 Gb/s
+  const std::string gb = svg_files({r}, SvgOptions{0, 0, 400})[0].text;
+  EXPECT_NE(gb.find("goodput (Gb/s)"), std::string::npos);
+  EXPECT_NE(gb.find(">capacity 400 Gb/s</text>"), std::string::npos);
+  EXPECT_NE(gb.find(">400</text>"), std::string::npos) << "the axis reaches the capacity";
+  // A 64-host, 8-plane, 800 Gb/s fabric: Tb/s.
+  const std::string tb = svg_files({r}, SvgOptions{0, 0, 409600})[0].text;
+  EXPECT_NE(tb.find("goodput (Tb/s)"), std::string::npos);
+  EXPECT_NE(tb.find(">capacity 410 Tb/s</text>"), std::string::npos) << tb.substr(tb.find("capacity") - 40, 80);
+  EXPECT_EQ(svg_files({r})[0].text.find("capacity"), std::string::npos);
 }
 
 TEST(OutputDetail, XRangeNarrowsTheTimeAxis) {
@@ -181,8 +215,8 @@ TEST(OutputDetail, XRangeNarrowsTheTimeAxis) {
   EXPECT_NE(part.find(">200</text>"), std::string::npos);
   EXPECT_NE(part.find(">400</text>"), std::string::npos);
   EXPECT_EQ(part.find(">1000</text>"), std::string::npos);
-  EXPECT_EQ(labels(part).size(), 1u);
-  EXPECT_EQ(labels(part)[0].text, "link-down tier=host,plane=0,a=1");
+  EXPECT_EQ(tags(part).size(), 1u);
+  EXPECT_EQ(key(part), std::vector<std::string>{"link-down tier=host,plane=0,a=1"});
   const size_t pts = part.find("points=\"");
   ASSERT_NE(pts, std::string::npos);
   const std::string points = part.substr(pts, part.find('"', pts + 8) - pts);

@@ -217,9 +217,17 @@ TEST(Svg, TrainingPlotsThroughputWithFailureMarkersAndSteps) {
   EXPECT_NE(tp.find("data-transport=\"mrc\""), std::string::npos);
   EXPECT_NE(tp.find("data-transport=\"roce\""), std::string::npos);
   EXPECT_EQ(count(tp, "<g class=\"failure\">"), 2u) << "switch down, switch up (same in both runs)";
-  EXPECT_NE(tp.find(">switch-down tier=t1,plane=0,index=1</text>"), std::string::npos);
-  EXPECT_NE(tp.find(">end of switch-down tier=t1,plane=0,index=1</text>"), std::string::npos);
+  EXPECT_NE(tp.find("data-label=\"switch-down tier=t1,plane=0,index=1\""), std::string::npos);
+  EXPECT_NE(tp.find(">1  switch-down</text>"), std::string::npos);
+  EXPECT_NE(tp.find("data-label=\"end of switch-down tier=t1,plane=0,index=1\""), std::string::npos);
+  EXPECT_NE(tp.find(">2  end of switch-down</text>"), std::string::npos);
   EXPECT_NE(tp.find("goodput (Gb/s)"), std::string::npos);
+  // Each completed step's compute phase is shaded, in its run's colour.
+  size_t steps = 0;
+  for (const auto& r : rs) steps += r.steps.size();
+  EXPECT_GT(steps, 0u);
+  EXPECT_EQ(count(tp, "<rect class=\"compute\""), steps);
+  EXPECT_NE(tp.find(">compute phase</text>"), std::string::npos);
   EXPECT_NE(tp.find("simulated time (\u00b5s)"), std::string::npos);
   const std::string& st = fs[1].text;
   EXPECT_EQ(count(st, "<polyline class=\"series\""), rs.size());

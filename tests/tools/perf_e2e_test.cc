@@ -149,7 +149,7 @@ TEST(PerfE2E, WriteBwTwoPlanesAllSizesVerified) {
   const std::string out = slurp(pr.client.out);
   EXPECT_NE(out.find("RDMA_Write BW Test"), std::string::npos);
   EXPECT_NE(out.find("Connection type : MRC"), std::string::npos);
-  EXPECT_NE(out.find("#bytes     #iterations    BW peak[MiB/sec]"), std::string::npos);
+  EXPECT_NE(out.find("#bytes     #iterations    BW peak[MB/sec]"), std::string::npos);
 }
 
 TEST(PerfE2E, WriteBwOneByteSeveralQpsWithEvents) {
@@ -542,6 +542,36 @@ TEST(PerfE2E, TimelinePrintsEvEventsOfAPathThatDropsEverything) {
   for (const auto& e : t["ev_events"])
     found = found || (e["state"] == "ASSUMED_BAD" && e["ev"] == 49153 && e["plane"] == 0 && e["profile"] == 1);
   EXPECT_TRUE(found) << t.dump(2);
+}
+
+TEST(PerfE2E, Srv6CarriersWithoutARouteFailAtOnceNamingTheFix) {
+  // A new network namespace has no route at all: the carriers of an SRv6
+  // profile are unreachable there, as on a fabric in ECMP mode. The tool
+  // says so before it opens a device or connects, instead of losing every
+  // packet until its timeout.
+  if (geteuid() != 0 || sh("unshare -n ip link set lo up 2>/dev/null") != 0)
+    GTEST_SKIP() << "needs root, unshare (util-linux) and ip (iproute2) for a network namespace";
+  const std::string ctl = write_text(
+      "srv6.toml",
+      "[[format]]\nid = 1\nmode = \"srv6\"\nfields = [32, 16, 16, 16, 16]\n\n"
+      "[[ev_profile]]\nid = 1\nmode = \"exp\"\nformat = 1\ncount = 1\n"
+      "fields = [{ width = 32, init = 0xfd736900, min = 0, max = 7, mask = 0x7 }, "
+      "{ width = 16, init = 0x0001, min = 0, max = 0, mask = 0 }, { width = 16, init = 0x0800, min = 1, max = 3, "
+      "mask = 0x3 }, { width = 16, init = 0x0002, min = 0, max = 0, mask = 0 }, "
+      "{ width = 16, init = 0x1802, min = 0, max = 0, mask = 0 }]\n"
+      "evs = [{ port = 1, value = 1 }]\n");
+  // lo up, as a host's namespace has it: ::1 and its route, nothing else.
+  auto c = spawn("/usr/bin/unshare",
+                 {"-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\"", MRC_WRITE_BW, "::1", "-p",
+                  std::to_string(tcp_port(6)), "--ev-mode", "srv6", "--ctl", ctl, "--ev-profile", "1"},
+                 "srv6noroute");
+  finish(c, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(exit_code(c), 1);
+  const std::string err = slurp(c.err);
+  EXPECT_NE(err.find("--ev-mode srv6: no route to fd73:6900:1:801:2:1802::, the SRv6 carrier of EV 1:1"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("--ev-mode udp with the profile `fabric ev-profile SRC DST` writes"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -112,6 +112,11 @@ int main(int argc, char** argv) {
   }
   if (!o.csv_dir.empty()) ok = write_all(o.csv_dir, "CSV", csv_files(results)) && ok;
   if (!o.svg_dir.empty())
-    ok = write_all(o.svg_dir, "SVG", svg_files(results, SvgOptions{o.plot_from_us, o.plot_to_us})) && ok;
+    ok = write_all(o.svg_dir, "SVG",
+                   svg_files(results, SvgOptions{o.plot_from_us, o.plot_to_us,
+                                                 static_cast<double>(run.scenario.topology.hosts) *
+                                                     run.scenario.topology.num_planes() *
+                                                     static_cast<double>(run.scenario.topology.host_link_bps) / 1e9})) &&
+         ok;
   return ok ? 0 : 1;
 }

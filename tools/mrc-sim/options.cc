@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <openmrc/version.h>
+
 #include "mrc-sim/config_file.hpp"
 #include "mrc-sim/settings.hpp"
 #include "sim/engine/simulator.hpp"
@@ -193,6 +195,7 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
 int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::string* error) {
   CLI::App app{"mrc-sim: packet-level simulation of multi-plane AI fabrics with the real MRC core on every NIC"};
   const SimOptions base = *o;
+  app.set_version_flag("--version", "mrc-sim (OpenMRC) " OPENMRC_VERSION_STRING);
   add_flags(app, *o);
   try {
     app.parse(argc, argv);
@@ -251,22 +254,36 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
 
   std::vector<std::string> fail_text = o.failures;
-  if (fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane) {
-    // The default scenario: a T1 switch reboots and a NIC-T0 link flaps mid-run.
-    fail_text = {"switch-down:tier=t1,plane=0,index=1,at=3ms,for=1ms",
-                 "link-flap:tier=host,plane=3,a=5,at=5ms,until=6500us,period=300us,duty=0.5"};
+  const bool default_failures = fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane;
+  if (default_failures) {
+    // The default scenario: a T1 switch reboots and a NIC-T0 link flaps
+    // mid-run: T1 1 of plane 0, and host 5's link on plane 3, or the last
+    // T1, host or plane where the topology has fewer.
+    const uint32_t t1 = std::min<uint32_t>(1, o.t1 - 1);
+    const uint32_t plane = std::min<uint32_t>(3, o.planes - 1);
+    const uint32_t host = std::min<uint32_t>(5, o.hosts - 1);
+    fail_text = {fmt::format("switch-down:tier=t1,plane=0,index={},at=3ms,for=1ms", t1),
+                 fmt::format("link-flap:tier=host,plane={},a={},at=5ms,until=6500us,period=300us,duty=0.5", plane,
+                             host)};
   }
+  // A default failure the topology still refuses says which flag removes it.
+  auto failure_error = [&](const std::string& m) {
+    return fail(Errc::invalid_argument,
+                default_failures ? m + " (in the default failure schedule: give --fail, or --no-default-failures "
+                                       "to run without failures)"
+                                 : m);
+  };
   ResolvedRun run;
   Scenario& sc = run.scenario;
   for (const auto& t : fail_text) {
     auto f = parse_failure(t, &msg);
-    if (!f) return fail(Errc::invalid_argument, msg);
+    if (!f) return failure_error(msg);
     sc.failures.push_back(*f);
   }
   {
     Simulator probe(o.seed);
     Fabric probe_fabric(probe, topo);
-    if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return fail(Errc::invalid_argument, msg);
+    if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return failure_error(msg);
     // The base RTT sizes the switch buffers (one BDP) and seeds congestion
     // control: twice the longest unloaded one-way latency of a full packet
     // on this fabric, as the runner derives the protocol's, unless given.

@@ -65,6 +65,9 @@ struct SvgOptions {
   /// whole run. Samples and failure markers outside it are left out.
   double from_us = 0;
   double to_us = 0;
+  /// throughput.svg's capacity line: what every NIC port can take at once
+  /// (hosts x planes x host link rate), Gb/s; 0 = no line.
+  double capacity_gbps = 0;
 };
 
 /// One SVG output file: its name within the output directory and its text.

@@ -18,6 +18,9 @@ namespace {
 // right margin so it never hides data.
 constexpr double kWidth = 960, kHeight = 540;
 constexpr double kLeft = 90, kRight = kWidth - 200, kTop = 50, kBottom = kHeight - 60;
+/// Height of the failure lane between the title and the plot (throughput
+/// plots): numbered tags of the failure actions, never over the data.
+constexpr double kFailureLane = 24;
 
 // Distinct colours in run order (colour-blind friendly, high contrast on white).
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -91,20 +94,29 @@ struct LegendEntry {
   std::string dash;  ///< stroke-dasharray, empty for solid
 };
 
+/// A failure action to mark: where (x axis units), its short label and the
+/// tooltip (time and full text).
+struct Marker {
+  double x;
+  std::string label, tooltip;
+};
+
 class Plot {
  public:
-  Plot(const std::string& title, Axis x, Axis y) : x_(std::move(x)), y_(std::move(y)) {
+  /// `lane`: room above the plot for failure tags (kFailureLane), or 0.
+  Plot(const std::string& title, Axis x, Axis y, double lane = 0)
+      : x_(std::move(x)), y_(std::move(y)), top_(kTop + lane), bottom_(kBottom + lane), height_(kHeight + lane) {
     put("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
-        kWidth, kHeight);
-    put("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", kWidth, kHeight);
+        kWidth, height_);
+    put("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", kWidth, height_);
     put("<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n", (kLeft + kRight) / 2,
         xml_escape(title));
     axes();
   }
 
   double px(double x) const { return kLeft + (x - x_.lo) / (x_.hi - x_.lo) * (kRight - kLeft); }
-  double py(double y) const { return kBottom - (y - y_.lo) / (y_.hi - y_.lo) * (kBottom - kTop); }
+  double py(double y) const { return bottom_ - (y - y_.lo) / (y_.hi - y_.lo) * (bottom_ - top_); }
 
   /// One data series; `cls` lets tools (and tests) find series by role.
   void polyline(const std::vector<std::pair<double, double>>& pts, const std::string& stroke, const char* cls,
@@ -132,57 +144,62 @@ class Plot {
         kRight - 4, py(y) - 4, xml_escape(label));
   }
 
-  /// A vertical dashed marker at x with a label along it and the full text
-  /// as a tooltip. A label equal to the previous one (a flapping link) is cut
-  /// to `repeat_label`. Labels never overprint each other: one that would
-  /// overlap a label already placed close by slides down the marker below
-  /// it, or into a free column beside the marker with a leader line, and is
-  /// left out (the tooltip stays) only when none is free.
-  void marker(double x, const std::string& label, const std::string& repeat_label, const std::string& tooltip) {
-    const double p = px(x);
-    if (p < kLeft - 0.5 || p > kRight + 0.5) return;
-    put("<g class=\"failure\"><title>{}</title>", xml_escape(tooltip));
-    put("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#b8860b\" "
-        "stroke-dasharray=\"4 3\"/>",
-        p, kTop, kBottom);
-    const std::string text = label == last_label_ ? repeat_label : label;
-    const double len = label_length(text);
-    // Along the marker first; when its column is full, in the next free
-    // column to the side (left near the right edge), with a leader line.
-    for (int lane = 0; lane < kLabelLanes; ++lane) {
-      double lx = p + lane * kLabelWidth;
-      if (lx > kRight) lx = p - lane * kLabelWidth;
-      double top = kTop + 4;
-      for (bool moved = true; moved;) {  // first free slot from the top
-        moved = false;
-        for (const PlacedLabel& o : labels_)
-          if (std::abs(lx - o.x) < kLabelWidth && top < o.bottom + kLabelGap && o.top < top + len + kLabelGap) {
-            top = o.bottom + kLabelGap;
-            moved = true;
-          }
-      }
-      if (top + len > kBottom - 2) continue;
-      if (lane > 0)
-        put("<line class=\"leader\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#b8860b\"/>",
-            p, top, lx - 3, top);
-      // A white outline under the glyphs keeps the label legible over data.
-      put("<text class=\"failure-label\" transform=\"translate({:.1f},{:.1f}) rotate(-90)\" font-size=\"10\" "
-          "fill=\"#8a6508\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\" "
-          "text-anchor=\"end\">{}</text>",
-          lx - 3, top, xml_escape(text));
-      labels_.push_back(PlacedLabel{lx, top, top + len});
-      break;
-    }
-    last_label_ = label;
-    put("</g>\n");
+  /// A shaded band from x0 to x1 across the plot, behind the data (drawn
+  /// before the series): a training step's compute phase.
+  void band(double x0, double x1, const std::string& fill, const char* cls, const std::string& transport) {
+    const double a = std::clamp(px(x0), kLeft, kRight), b = std::clamp(px(x1), kLeft, kRight);
+    if (b - a < 0.05) return;
+    put("<rect class=\"{}\" data-transport=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+        "fill=\"{}\" fill-opacity=\"0.12\"/>\n",
+        cls, xml_escape(transport), a, top_, b - a, bottom_ - top_, fill);
   }
 
-  /// Where the label of the marker at `x` went (top and bottom along the
-  /// marker), for tests: the labels placed so far, in order.
-  struct PlacedLabel {
-    double x, top, bottom;
-  };
-  const std::vector<PlacedLabel>& labels() const { return labels_; }
+  /// Failure actions: a dashed line across the plot at each, and in the
+  /// lane above the plot a numbered tag (one number per distinct label, in
+  /// order of first appearance) joined to its line by a short leader. Tags
+  /// sit in one row, slid right past the one before and back left at the
+  /// right edge, so they never overlap each other or the data; the numbers
+  /// are explained under the legend (key()). Markers outside the x range
+  /// are left out; tags that find no room (more than the row holds) too,
+  /// their lines and tooltips stay.
+  void markers(const std::vector<Marker>& ms) {
+    struct Placed {
+      double p;
+      size_t number;
+      const Marker* m;
+    };
+    std::vector<Placed> in;
+    for (const Marker& m : ms) {
+      const double p = px(m.x);
+      if (p < kLeft - 0.5 || p > kRight + 0.5) continue;
+      auto it = std::find(key_.begin(), key_.end(), m.label);
+      if (it == key_.end()) it = key_.insert(key_.end(), m.label);
+      in.push_back({p, static_cast<size_t>(it - key_.begin()) + 1, &m});
+    }
+    std::stable_sort(in.begin(), in.end(), [](const Placed& a, const Placed& b) { return a.p < b.p; });
+    std::vector<double> tx(in.size());
+    for (size_t i = 0; i < in.size(); ++i) tx[i] = i == 0 ? in[i].p : std::max(in[i].p, tx[i - 1] + kTagWidth);
+    for (size_t i = in.size(); i-- > 0;) tx[i] = std::min(tx[i], i + 1 == in.size() ? kRight : tx[i + 1] - kTagWidth);
+    const bool room = in.empty() || tx.front() >= kLeft - kTagWidth / 2;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Placed& m = in[i];
+      put("<g class=\"failure\"><title>{}</title>", xml_escape(m.m->tooltip));
+      put("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#b8860b\" "
+          "stroke-dasharray=\"4 3\"/>",
+          m.p, top_, bottom_);
+      if (room) {
+        put("<line class=\"leader\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#b8860b\"/>",
+            tx[i], top_ - 8, m.p, top_);
+        put("<text class=\"failure-tag\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"#8a6508\" "
+            "text-anchor=\"middle\">{}</text>",
+            tx[i], top_ - 10, m.number);
+      }
+      put("</g>\n");
+    }
+  }
+
+  /// The tags' texts in number order (tests).
+  const std::vector<std::string>& failure_key() const { return key_; }
 
   /// A note at the end of a run's line that it did not complete.
   void incomplete(double x, double y, const std::string& fill, const std::string& transport) {
@@ -193,14 +210,40 @@ class Plot {
   }
 
   void legend(const std::vector<LegendEntry>& entries) {
-    double y = kTop + 10;
+    double y = top_ + 10;
     put("<g class=\"legend\">\n");
     for (const auto& e : entries) {
-      put("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>",
-          kRight + 16, y, kRight + 44, y, e.colour,
-          e.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", e.dash));
+      if (e.dash == "band")
+        put("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"10\" fill=\"{}\" fill-opacity=\"0.12\"/>",
+            kRight + 16, y - 5, e.colour);
+      else
+        put("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>",
+            kRight + 16, y, kRight + 44, y, e.colour,
+            e.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", e.dash));
       put("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", kRight + 50, y + 4, xml_escape(e.text));
       y += 20;
+    }
+    // The failure tags' key: the number, the action's kind, its target on
+    // a second line; what does not fit above the axis title is summed up.
+    for (size_t i = 0; i < key_.size(); ++i) {
+      if (y + 26 > bottom_) {
+        put("<text class=\"failure-key-more\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"#8a6508\">"
+            "{} more: hover the markers</text>\n",
+            kRight + 16, y + 4, key_.size() - i);
+        break;
+      }
+      // Split before the target (the first key=value), so "end of
+      // switch-down" stays on the first line.
+      const std::string& l = key_[i];
+      const size_t eq = l.find('=');
+      const size_t sp = eq == std::string::npos ? std::string::npos : l.rfind(' ', eq);
+      put("<g class=\"failure-key\" data-label=\"{}\" font-size=\"10\" fill=\"#8a6508\">", xml_escape(l));
+      put("<text x=\"{:.1f}\" y=\"{:.1f}\">{}  {}</text>", kRight + 16, y + 4, i + 1,
+          xml_escape(l.substr(0, sp)));
+      if (sp != std::string::npos)
+        put("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", kRight + 30, y + 16, xml_escape(l.substr(sp + 1)));
+      put("</g>\n");
+      y += sp == std::string::npos ? 16 : 28;
     }
     put("</g>\n");
   }
@@ -219,34 +262,31 @@ class Plot {
   void axes() {
     put("<g class=\"axes\" stroke=\"#ddd\">\n");
     for (double t : x_.ticks())
-      put("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>\n", px(t), kTop, kBottom);
+      put("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>\n", px(t), top_, bottom_);
     for (double t : y_.ticks())
       put("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\"/>\n", py(t), kLeft, kRight);
     put("</g>\n");
-    put("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft, kTop,
-        kRight - kLeft, kBottom - kTop);
+    put("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft, top_,
+        kRight - kLeft, bottom_ - top_);
     put("<g class=\"ticks\" fill=\"#333\">\n");
     for (double t : x_.ticks())
-      put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", px(t), kBottom + 16, tick_text(t));
+      put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", px(t), bottom_ + 16, tick_text(t));
     for (double t : y_.ticks())
       put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(t) + 4, tick_text(t));
     put("</g>\n");
-    put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", (kLeft + kRight) / 2, kHeight - 20,
+    put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", (kLeft + kRight) / 2, height_ - 20,
         xml_escape(x_.label));
     put("<text transform=\"translate({:.1f},{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", 24.0,
-        (kTop + kBottom) / 2, xml_escape(y_.label));
+        (top_ + bottom_) / 2, xml_escape(y_.label));
   }
 
-  // A rotated 10 px label is about 12 px wide; its length is estimated from
-  // Helvetica's average advance (0.55 em).
-  static constexpr double kLabelWidth = 12, kLabelGap = 6;
-  static constexpr int kLabelLanes = 6;  ///< columns tried per label before it is left out
-  static double label_length(const std::string& s) { return 5.5 * static_cast<double>(s.size()); }
+  /// Room of a failure tag in its row: up to three digits at 10 px.
+  static constexpr double kTagWidth = 20;
 
   Axis x_, y_;
+  double top_, bottom_, height_;  ///< plot area top and bottom, canvas height (shifted down by the lane)
   std::string out_;
-  std::vector<PlacedLabel> labels_;
-  std::string last_label_;
+  std::vector<std::string> key_;  ///< failure labels, tag number - 1
 };
 
 /// A failure action as a short label: kind and target without the timing
@@ -302,23 +342,49 @@ std::string throughput_svg(const std::vector<RunResult>& runs, const SvgOptions&
     x.lo = from_us * u.per_us;
     x.hi = to_us * u.per_us;
   }
-  Plot p("Goodput over time (payload delivered to all NICs)", x,
-         Axis::nice(0, g_max > 0 ? g_max * 1.05 : 1, "goodput (Gb/s)"));
+  // The y axis reaches the capacity line (and the data, which may pass it
+  // for a moment: a sample interval's deliveries), in Gb/s or, from 2,000
+  // Gb/s, in Tb/s.
+  const double y_top = std::max(g_max, opt.capacity_gbps);
+  const bool tbps = y_top >= 2000;
+  const double scale = tbps ? 1e-3 : 1;
+  const char* unit = tbps ? "Tb/s" : "Gb/s";
   // Failure actions happen at the same times in every run (one schedule);
-  // draw each distinct one once.
+  // each distinct one is marked once.
   std::set<std::pair<int64_t, std::string>> actions;
   for (const auto& r : runs)
     for (const auto& [t, a] : r.failure_log) actions.emplace((t - Time::zero()).count_ps(), a);
-  for (const auto& [ps, a] : actions) {
-    const std::string label = failure_label(a);
-    const bool down = label.size() > 7 && label.substr(label.size() - 7) == " (down)";
-    p.marker(Duration::ps(ps).to_us() * u.per_us, label, down ? "(down)" : "(again)",
-             fmt::format("{:.1f} us: {}", Duration::ps(ps).to_us(), a));
+  Plot p("Goodput over time (payload delivered to all NICs)", x,
+         Axis::nice(0, y_top > 0 ? y_top * 1.05 * scale : 1, fmt::format("goodput ({})", unit)),
+         actions.empty() ? 0 : kFailureLane);
+  // Training steps: each starts with its compute phase (the step's time
+  // less its all-reduce's), the first at time zero and each next when the
+  // one before ends (RingTraining). Shaded, so a phase without traffic does
+  // not read as an outage.
+  bool shaded = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    double at_us = 0;
+    for (size_t k = 0; k < runs[i].steps.size() && k < runs[i].collectives.size(); ++k) {
+      const double compute_us = (runs[i].steps[k] - runs[i].collectives[k]).to_us();
+      if (compute_us > 0 && at_us + compute_us >= from_us && at_us <= to_us) {
+        p.band(std::max(at_us, from_us) * u.per_us, std::min(at_us + compute_us, to_us) * u.per_us, colour(i),
+               "compute", runs[i].transport);
+        shaded = true;
+      }
+      at_us += runs[i].steps[k].to_us();
+    }
   }
+  if (opt.capacity_gbps > 0)
+    p.hline(opt.capacity_gbps * scale, fmt::format("capacity {} {}", tick_text(opt.capacity_gbps * scale), unit));
+  std::vector<Marker> ms;
+  for (const auto& [ps, a] : actions)
+    ms.push_back({Duration::ps(ps).to_us() * u.per_us, failure_label(a),
+                  fmt::format("{:.1f} us: {}", Duration::ps(ps).to_us(), a)});
+  p.markers(ms);
   for (size_t i = 0; i < runs.size(); ++i) {
     std::vector<std::pair<double, double>> pts;
     for (const auto& s : runs[i].series)
-      if (in_range(s.at.to_us())) pts.emplace_back(s.at.to_us() * u.per_us, s.goodput_gbps);
+      if (in_range(s.at.to_us())) pts.emplace_back(s.at.to_us() * u.per_us, s.goodput_gbps * scale);
     p.polyline(pts, colour(i), "series", runs[i].transport);
     // Marked where the run stopped (its time limit) when it is in view.
     if (!runs[i].completed && in_range(runs[i].end.to_us()))
@@ -326,7 +392,8 @@ std::string throughput_svg(const std::vector<RunResult>& runs, const SvgOptions&
                    runs[i].transport);
   }
   auto legend = transport_legend(runs);
-  if (!actions.empty()) legend.push_back({"failure action", "#b8860b", "4 3"});
+  if (shaded) legend.push_back({"compute phase", "#555", "band"});
+  if (!actions.empty()) legend.push_back({"failure action (key below)", "#b8860b", "4 3"});
   p.legend(legend);
   return p.finish();
 }

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <openmrc/version.h>
 #include <optional>
 #include <string>
 #include <thread>
@@ -173,6 +174,19 @@ class Ctl {
   // ---------------------------------------------------------------- deny / allow
   std::optional<Failure> set_ev_state(uint64_t profile, const std::vector<std::pair<uint8_t, uint64_t>>& evs,
                                       bool deny, json& out) {
+    // EV states change only in a profile that is ONLINE: say which step is
+    // missing rather than the controller's bare EPERM.
+    mrc_ctl_ev_profile_attr st{};
+    if (mrc_ctl_query_ev_profile(ctx_, profile, &st, MRC_CTL_EV_PROFILE_STATE) != 0)
+      return Failure{fmt::format("ev_profile {}: no such EV profile on this device (ids are 1..16); define it in a "
+                                 "file and `apply` it first (see examples/ctl.toml)",
+                                 profile),
+                     2};
+    if (st.state != MRC_CTL_PROFILE_ONLINE)
+      return Failure{fmt::format("ev_profile {} is {}, not online: EVs can be denied or allowed only in an online "
+                                 "profile; define it with state = \"online\" in a file and `apply` it before `{}` "
+                                 "(see examples/ctl.toml)",
+                                 profile, state_name(st.state), deny ? "deny" : "allow")};
     const auto bits = compact_bits_of(profile);
     if (!bits) return Failure{fmt::format("ev_profile {}: cannot read its fields", profile)};
     for (const auto& [port, value] : evs) {
@@ -182,8 +196,13 @@ class Ctl {
       en.state = deny ? MRC_CTL_EV_STATE_DENIED : MRC_CTL_EV_STATE_GOOD;
       mrc_ctl_ev_profile_attr a{};
       a.ev_op = {MRC_CTL_EV_OP_MODIFY_EV_STATE, &en, 1};
-      if (int rc = mrc_ctl_modify_ev_profile(ctx_, profile, &a, MRC_CTL_EV_PROFILE_EV_OP))
+      if (int rc = mrc_ctl_modify_ev_profile(ctx_, profile, &a, MRC_CTL_EV_PROFILE_EV_OP)) {
+        if (rc == ENOENT)
+          return Failure{fmt::format("ev_profile {}: EV {}:{} is not in the profile (PORT:VALUE, port 1-based; "
+                                     "`show` lists its EVs)",
+                                     profile, port, value)};
         return Failure{fmt::format("ev_profile {}: EV {}:{}: {}", profile, port, value, errno_text(rc))};
+      }
       out.push_back({{"profile", profile}, {"port", port}, {"value", value}, {"state", deny ? "denied" : "good"}});
     }
     return std::nullopt;
@@ -390,7 +409,11 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{kAbout, "mrcctl"};
   app.get_formatter()->column_width(34);
-  app.add_option("--planes", o.planes, "local plane addresses ADDR[,ADDR...] (1..32)")->delimiter(',')->required();
+  // One value each (a list is ADDR,ADDR): a command after it is a command.
+  app.add_option("--planes", o.planes, "local plane addresses ADDR[,ADDR...] (1..32)")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->required();
   app.add_option("--udp-port", o.udp_port, "UDP port MRC is received on")->default_val(4791)->check(CLI::Range(1, 65535));
   app.add_option("--ev-mode", o.ev_mode, "where the EV goes: udp, stev or srv6 (SRv6 profiles; needs CAP_NET_RAW)")
       ->default_val("udp")
@@ -401,9 +424,16 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-carrier-watch", o.carrier_watch,
                "ports follow the controller only, not their interfaces' carrier (default: a port whose link is "
                "down reads down)");
-  app.add_option("--peer", o.peers, "a peer device: ADDR (every plane) or ADDR/ADDR/... one per plane; repeatable");
+  app.add_option("--peer", o.peers, "a peer device: ADDR (every plane) or ADDR/ADDR/... one per plane; repeatable")
+      ->allow_extra_args(false);
+  app.set_version_flag("--version", "mrcctl (OpenMRC) " OPENMRC_VERSION_STRING);
   app.add_flag("--json", o.json, "print one JSON object with every command's result instead of text");
-  app.require_subcommand(1, 0);  // one or more, run in order
+  // Commands run in order; device flags and --json may come anywhere, after
+  // a command too (the subcommands pass what they do not know to the app).
+  // What nothing takes is reported below by name, as is a missing command.
+  app.require_subcommand(0, 0);
+  app.fallthrough();
+  app.allow_extras();
 
   std::string file;
   auto* apply = app.add_subcommand("apply", "configure the EV format, EV and CC profiles a TOML file describes");
@@ -430,7 +460,8 @@ int main(int argc, char** argv) {
   uint64_t probe_ms = 1000;
   auto* probe = app.add_subcommand("probe", "send EV probes to a device and print their round-trip times");
   probe->add_option("dest", dest, "the destination device's address (its plane-0 GID)")->required();
-  probe->add_option("--ev", probe_evs, "PORT:EV to probe (EV = UDP source port); default every EV of every port");
+  probe->add_option("--ev", probe_evs, "PORT:EV to probe (EV = UDP source port); default every EV of every port")
+      ->allow_extra_args(false);
   probe->add_option("--timeout-ms", probe_ms, "wait this long for the answers")->default_val(1000)->check(
       CLI::Range(1, 3600000));
   uint32_t port_num = 0;
@@ -446,6 +477,19 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  constexpr const char* kCommands = "apply FILE, show, deny, allow, watch, probe, port";
+  if (const std::vector<std::string> extra = app.remaining(); !extra.empty()) {
+    const bool flag = extra[0].size() > 1 && extra[0][0] == '-';
+    fmt::print(stderr, "mrcctl: {} '{}' (commands: {}; mrcctl --help lists them and the flags)\n",
+               flag ? "unknown flag" : "unknown command or extra argument", extra[0], kCommands);
+    return 2;
+  }
+  if (app.get_subcommands().empty()) {
+    fmt::print(stderr, "mrcctl: no command given: give one or more of {}, e.g. mrcctl --planes ADDR apply "
+                       "examples/ctl.toml show\n",
+               kCommands);
+    return 2;
   }
 
   // Files are read and checked before the device opens: a bad one changes nothing.

@@ -5,6 +5,10 @@
 //
 // Nothing here touches the MRC device, so all of it is unit-tested without
 // one (tests/tools/perf_test.cc). The device side lives in perf_device.hpp.
+// Defined in perf_options.cc (options and the command line),
+// perf_messages.cc (the exchange's messages), perf_channel.cc (its TCP
+// channel), perf_stats.cc (patterns, statistics) and perf_report.cc (banner,
+// tables, completion status names, JSON).
 #pragma once
 
 #include <array>
@@ -75,6 +79,15 @@ struct Options {
   bool out_json = false;
   std::string out_json_file;  ///< set = JSON on; empty with out_json = "<tool>_out.json"
   bool cpu_freq_warning_off = false;  ///< -F: accepted for perftest compatibility
+  /// -N, --noPeak (write_bw): BW peak is not computed and reads 0, as
+  /// perftest prints it.
+  bool no_peak = false;
+  /// --run_infinitely (write_bw client, with -D): the sizes run again and
+  /// again, a row each -D seconds, until the process is stopped.
+  bool run_infinitely = false;
+  /// --report-both: accepted; perftest reports RX and TX apart only in
+  /// bidirectional tests (-b), which these tools do not run.
+  bool report_both = false;
   /// write_lat client, -H: after each size's row, every one-way sample, in
   /// ascending order (-U: in the order measured; implies -H).
   bool report_histogram = false;
@@ -421,7 +434,8 @@ std::string format_lat_row(const LatRow& r);
 /// value with two decimals, as the table prints them), in the given order.
 std::string format_lat_samples(std::span<const double> samples);
 
-/// Bytes/s in the table's unit: MiB/s, or Gb/s with --report_gbits.
+/// Bytes/s in the table's unit: MB/s (perftest's MB, 2^20 bytes), or Gb/s
+/// with --report_gbits.
 double bw_in_unit(double bytes_per_s, bool gbits);
 
 // ------------------------------------------------------------------ completion errors

@@ -1,9 +1,12 @@
 #include "perf/perf_device.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <fmt/core.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/ctl/profiles.hpp"
 #include "mrcctl/ctl_apply.hpp"
 
 namespace mrc::perf {
@@ -146,6 +150,42 @@ mrcctl::CtlFile load_ctl(const Options& o) {
     throw PerfError(fmt::format("--cc-profile {}: {} defines no [[cc_profile]] with id = {}", o.cc_profile,
                                 o.ctl_file, o.cc_profile));
   return f;
+}
+
+void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f) {
+  if (o.ev_mode != "srv6" || o.ev_profile == 0) return;
+  const auto ev = std::find_if(f.ev_profiles.begin(), f.ev_profiles.end(),
+                               [&](const mrcctl::EvProfileSpec& e) { return e.id == o.ev_profile; });
+  if (ev == f.ev_profiles.end()) return;
+  const auto fm = std::find_if(f.formats.begin(), f.formats.end(),
+                               [&](const mrcctl::FormatSpec& x) { return x.id == ev->format; });
+  if (fm == f.formats.end() || fm->mode != MRC_CTL_EV_FMT_SRV6) return;
+  std::vector<mrc::core::ctl::Field> fields;
+  for (const mrcctl::FieldSpec& x : ev->fields) fields.push_back({x.width, x.init, x.min, x.max, x.mask});
+  const uint32_t bits = mrc::core::ctl::compact_bits(fields);
+  for (const mrcctl::EvSpec& e : ev->evs) {
+    auto w = mrc::core::ctl::expand(fm->widths, fields, mrc::core::ctl::compact_from_uint(e.value, bits));
+    if (!w || w->bits > 128) continue;  // the device refuses these itself, with its own message
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(o.udp_port);
+    std::memcpy(&a.sin6_addr, w->bytes.data(), 16);
+    const int fd = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;  // no socket, no check: the run reports what happens
+    const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0 && (err == ENETUNREACH || err == EHOSTUNREACH || err == EADDRNOTAVAIL)) {
+      char text[INET6_ADDRSTRLEN] = "?";
+      (void)inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof text);
+      throw PerfError(fmt::format(
+          "--ev-mode srv6: no route to {}, the SRv6 carrier of EV {}:{} of EV profile {} ({}): this network does not "
+          "route the profile's locator, so every packet on it would be lost. On a fabric in ECMP mode (no SID "
+          "routes) use --ev-mode udp with the profile `fabric ev-profile SRC DST` writes there (UDP source ports, "
+          "one per plane x T1); else add the routes to the locator",
+          text, e.port, e.value, ev->id, err_text(err)));
+    }
+  }
 }
 
 // ------------------------------------------------------------------ EV events and the timeline
@@ -712,6 +752,7 @@ int tool_main(Tool tool, int argc, char** argv, const Role& server, const Role& 
   Session s(o);
   return run_tool(s, report, [&] {
     s.ctl = load_ctl(o);  // before any connection: a bad file or id changes nothing
+    check_srv6_routes(o, s.ctl);
     s.establish();
     if (o.is_server()) {
       server(s, report);

@@ -109,6 +109,12 @@ void check_device_limits(const Options& o, const mrc_device_attr& attr);
 /// --cc-profile; throws PerfError naming the file, line and field, or the
 /// flag. Nothing when --ctl is not given.
 mrcctl::CtlFile load_ctl(const Options& o);
+/// --ev-mode srv6 with an SRv6 EV profile (--ctl, --ev-profile): each EV's
+/// carrier (its expanded wire EV) must have a route, checked with a UDP
+/// socket's connect() before anything starts; PerfError naming the carrier
+/// and the fix (on an ECMP fabric: --ev-mode udp with `fabric ev-profile`)
+/// if one has none. Other modes and profiles: nothing to check.
+void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f);
 
 /// The controller's EV event CQ of a context (mrc_ctl_create_ev_event_cq):
 /// EV state changes of the ONLINE EV profiles whose `events` select them.

@@ -130,7 +130,7 @@ BwRow run_size(Session& s, uint64_t size, TimelineReport* timeline) {
   row.iters = completed_msgs / nq;
   row.bw_avg = secs > 0 ? static_cast<double>(completed_msgs * size) / secs : 0;
   row.msg_rate = secs > 0 ? static_cast<double>(completed_msgs) / secs : 0;
-  row.bw_peak = std::max(peak_rate(samples), row.bw_avg);
+  row.bw_peak = s.o.no_peak ? 0 : std::max(peak_rate(samples), row.bw_avg);
   return row;
 }
 
@@ -143,7 +143,8 @@ void client(Session& s, JsonReport& report) {
   const Options& o = s.o;
   const auto sizes = size_list(o.all, o.size);
   std::fputs(bw_table_header(o.report_gbits).c_str(), stdout);
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  // --run_infinitely: the list again from its start, until the process is stopped.
+  for (size_t i = 0; i < sizes.size(); i = (i + 1 == sizes.size() && o.run_infinitely) ? 0 : i + 1) {
     const uint64_t size = sizes[i];
     SizeBegin b{size, salt_for(size, i), verify_enabled(o.verify, size)};
     for (auto& buf : s.src) fill_pattern(buf->data(), size, b.salt);

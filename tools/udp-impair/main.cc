@@ -14,6 +14,7 @@
 #include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <openmrc/version.h>
 
 #include "udp-impair/impair.hpp"
 
@@ -52,6 +53,7 @@ nlohmann::json to_json(const LinkConfig& c, const platform::SockAddr& listen, co
 
 int main(int argc, char** argv) {
   CLI::App app{"mrc_udp_impair: lossy UDP forwarder that preserves the UDP source port (the MRC EV)"};
+  app.set_version_flag("--version", "mrc_udp_impair (OpenMRC) " OPENMRC_VERSION_STRING);
   std::vector<std::string> link_specs, blackhole_specs;
   Impairments def;
   uint64_t reorder_us = static_cast<uint64_t>(def.reorder_hold_time.to_us());
