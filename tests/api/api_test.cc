@@ -657,7 +657,7 @@ ibv_wc wait_blocking(End& e) {
 // the packet wakes the application, which runs the engine itself; the
 // engine threads stay asleep on their timers (before, each message woke
 // the receiver's engine thread and then, through the channel, the
-// application: two wake-ups in series, docs/performance.md stop 20).
+// application: two wake-ups in series; docs/performance.md, design notes).
 // On by default (mrc_soft_device_attr.channel_bulk_bytes_per_ms, bulk
 // above 256 KiB a millisecond; a ping-pong of 8 bytes moves hundreds of
 // bytes); < 0 turns it off.

@@ -81,7 +81,7 @@ struct SimOptions {
   std::string mrc_sack_ports = "spread";
   /// mrc_sack_wait_max_us: a coalesced SACK waits for data to stop, at most
   /// this long after the first arrival it covers (sack_coalesce_max; 1 = a
-  /// fixed 1 us timer, as before stop 14)
+  /// fixed 1 us timer)
   double mrc_sack_wait_max_us = 16;
   /// mrc_sack_wait_gaps: ... and data has stopped once the QP got nothing
   /// for this many of its recent arrival gaps (sack_coalesce_gaps; 0 = 1 us)
