@@ -129,10 +129,10 @@ struct ProtocolConfig {
   /// unanswered and retired a working EV (366 in a 16 MiB all-reduce);
   /// each further try multiplies that by itself (3: none). A dead path
   /// costs a wait more per extra try before its event, with no traffic on
-  /// it meanwhile, and a short run can end before its EVs are reported:
-  /// so the default stays the reference's single probe (1) until the
-  /// event timing is settled for every workload.
-  uint32_t loss_confirm_probes = 1;
+  /// it meanwhile (an outage shorter than the tries, a 40 us T1 reboot,
+  /// may then end without an event at all). 1 = the reference's single
+  /// probe.
+  uint32_t loss_confirm_probes = 3;
   /// Gray failures pass most probes: an EV that loses a packet within 4
   /// probe intervals of the last of this many confirming probes that
   /// vouched for it in a row (each within 4 intervals of the one before)

@@ -483,6 +483,7 @@ TEST_F(PolicyTest, ALossTakesTheEvOutAtOnceAndAnAnsweredProbeBringsItBackSilentl
 
 TEST_F(PolicyTest, AnUnansweredConfirmingProbeRetiresTheEvWithItsLosses) {
   proto.loss_confirm = true;
+  proto.loss_confirm_probes = 1;  // one unanswered probe retires (the step timing below)
   proto.loss_confirm_wait = Duration::us(40);
   auto pp = make(small_profile(), 2);
   const int victim = active_on(*pp, 1)[0];
@@ -545,6 +546,7 @@ static void lose_and_vouch(PathPolicy& pp, int slot, Time at) {
 
 TEST_F(PolicyTest, AGrayPathThatKeepsLosingAfterProbesVouchedIsRetiredWhenItsTrialEnds) {
   proto.loss_confirm = true;
+  proto.loss_confirm_probes = 1;  // one unanswered probe retires (the step timing below)
   proto.loss_confirm_wait = Duration::us(40);
   ASSERT_EQ(proto.gray_loss_vouches, 2u);  // the default
   auto pp = make(small_profile(), 2);
