@@ -217,6 +217,10 @@ TEST(Flags, SettingsThatDoNotFitTogetherAreRefusedByResolve) {
       {{"--workload", "alltoall", "--transports", "roce", "--hosts", "1024", "--t0-down", "32", "--t0-up", "32",
         "--t1", "32"},
        "qps_per_peer: roce with 8 QPs per host pair needs up to 16368 QPs"},
+      {{"--base-rtt-us", "281"},
+       "--mrc-ack-timeout 6 (65.5 us) is shorter than this fabric's base RTT of 281.0 us (--base-rtt-us): every "
+       "packet would time out before its acknowledgement returns; use --mrc-ack-timeout 10 (1048.6 us) or more"},
+      {{"--base-rtt-us", "281", "--mrc-ack-timeout", "10"}, "--roce-ack-timeout 6 (65.5 us) is shorter"},
   };
   for (const Case& c : cases) {
     const Parsed p = parse(c.args);
@@ -253,6 +257,11 @@ TEST(Flags, TheDefaultFailuresFitTheTopology) {
   EXPECT_EQ(r->scenario.failures[0].sw.index, 0u);
   EXPECT_EQ(r->scenario.failures[1].link.plane, 1u);
   EXPECT_EQ(r->scenario.failures[1].link.a, 3u);
+  // An ACK timeout at or above the base RTT is accepted; only the
+  // transports that run are checked.
+  p = parse({"--base-rtt-us", "281", "--mrc-ack-timeout", "10", "--transports", "mrc"});
+  ASSERT_EQ(p.rc, -1) << p.error;
+  EXPECT_TRUE(resolve(p.o, &why)) << why;
   // --no-default-failures: none.
   p = parse({"--hosts", "16", "--planes", "2", "--no-default-failures"});
   ASSERT_EQ(p.rc, -1) << p.error;

@@ -338,6 +338,26 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
                               "(evs_per_plane {} or more)",
                               o.evs_per_plane, o.evs_per_plane, topo.t0_up, o.pin_t0_uplink, topo.t0_up));
   }
+  // An ACK timeout shorter than the fabric's base RTT expires before any
+  // acknowledgement can return: every packet would be resent (a 65.5 us
+  // timeout against a 281 us RTT resent 8 times the data and took 10x the
+  // ideal FCTs). Refused up front, naming the flag and the value that fits.
+  for (const bool roce : {false, true}) {
+    const bool used = std::any_of(o.transports.begin(), o.transports.end(),
+                                  [&](const std::string& t) { return (t.rfind("roce", 0) == 0) == roce; });
+    const uint32_t n = roce ? o.roce_ack_timeout : o.mrc_ack_timeout;
+    const Duration timeout = Duration::ns(1024) * (int64_t{1} << n);
+    if (!used || timeout >= topo.base_rtt) continue;
+    uint32_t fit = n;
+    while (fit < 24 && Duration::ns(1024) * (int64_t{1} << fit) < topo.base_rtt * 2) ++fit;
+    return fail(Errc::invalid_argument,
+                fmt::format("--{0}-ack-timeout {1} ({2:.1f} us) is shorter than this fabric's base RTT of {3:.1f} us "
+                            "({4}): every packet would time out before its acknowledgement returns; use "
+                            "--{0}-ack-timeout {5} ({6:.1f} us) or more",
+                            roce ? "roce" : "mrc", n, timeout.to_us(), topo.base_rtt.to_us(),
+                            o.base_rtt_us > 0 ? "--base-rtt-us" : "derived: twice the longest one-way latency",
+                            fit, (Duration::ns(1024) * (int64_t{1} << fit)).to_us()));
+  }
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
     const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
