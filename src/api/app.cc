@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
 #include "mrc/mrc.h"
@@ -204,7 +205,7 @@ using api::SoftDevice;
 
 extern "C" {
 
-int mrc_query_version(mrc_version* ver) {
+MRC_EXPORT int mrc_query_version(mrc_version* ver) {
   if (!ver) return EINVAL;
   ver->current = MRC_API_VERSION_CURRENT;
   ver->oldest = MRC_API_VERSION_OLDEST;
@@ -213,7 +214,7 @@ int mrc_query_version(mrc_version* ver) {
   return 0;
 }
 
-int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
+MRC_EXPORT int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
   if (!ibv_ctx || !attr || !supported) return EINVAL;
   SoftDevice* d = api::soft_device(ibv_ctx);
   *supported = d != nullptr;
@@ -221,12 +222,12 @@ int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported
   return 0;
 }
 
-int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
+MRC_EXPORT int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
   if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return EINVAL;
   return mrc_query_device(ibv_ctx, attr, supported);
 }
 
-mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* attr) try {
+MRC_EXPORT mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* attr) try {
   SoftDevice* d = api::soft_device(ibv_ctx);
   const uint32_t v = attr && attr->api_version ? attr->api_version : MRC_API_VERSION_CURRENT;
   if (!d || v > MRC_API_VERSION_CURRENT || (attr && attr->vendor_api_version > MRC_API_VERSION(1, 0, 0))) {
@@ -249,7 +250,7 @@ mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* at
   return nullptr;
 }
 
-int mrc_destroy_context(mrc_context* ctx) {
+MRC_EXPORT int mrc_destroy_context(mrc_context* ctx) {
   if (!api::context_ok(ctx)) return EINVAL;
   {
     std::lock_guard<std::mutex> g(ctx->mu);
@@ -266,7 +267,7 @@ int mrc_destroy_context(mrc_context* ctx) {
 
 // ------------------------------------------------------------------ channels
 
-mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
+MRC_EXPORT mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
   if (!api::context_ok(ctx)) {
     errno = EINVAL;
     return nullptr;
@@ -296,7 +297,7 @@ mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
   return nullptr;
 }
 
-int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
+MRC_EXPORT int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
   if (!ch) {
     errno = EINVAL;
     return -1;
@@ -304,7 +305,7 @@ int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
   return ch->events.fd();
 }
 
-int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
+MRC_EXPORT int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
   if (!ch) return EINVAL;
   if (ch->cqs.load() > 0) return EBUSY;
   if (ch->events.sockets) ch->ctx->dev->rt->unwatch_sockets(ch->events.ep);
@@ -319,7 +320,8 @@ int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
 
 // ------------------------------------------------------------------ CQs
 
-mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) try {
+MRC_EXPORT mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
+                                 int comp_vector) try {
   if (!api::context_ok(ctx) || cqe < 1 || static_cast<uint32_t>(cqe) > core::Endpoint::kMaxCqe || comp_vector != 0 ||
       (channel && channel->ctx != ctx)) {
     errno = EINVAL;
@@ -353,7 +355,7 @@ mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_chan
   return nullptr;
 }
 
-int mrc_destroy_cq(mrc_cq* cq) {
+MRC_EXPORT int mrc_destroy_cq(mrc_cq* cq) {
   if (!cq) return EINVAL;
   if (cq->ev_events) return api::ctl_destroy_event_cq(cq);
   if (cq->qps.load() > 0) return EBUSY;
@@ -380,7 +382,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
   return 0;
 }
 
-int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
+MRC_EXPORT int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (!cq || cq->ev_events || num_entries < 0 || (num_entries > 0 && !wc)) {
     errno = EINVAL;
     return -1;
@@ -409,7 +411,7 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   return done;
 }
 
-const char* mrc_wc_status_str(ibv_wc_status status) {
+MRC_EXPORT const char* mrc_wc_status_str(ibv_wc_status status) {
   switch (status) {
     case IBV_WC_SUCCESS: return "success";
     case IBV_WC_LOC_LEN_ERR: return "local length error";
@@ -425,7 +427,7 @@ const char* mrc_wc_status_str(ibv_wc_status status) {
   }
 }
 
-int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
+MRC_EXPORT int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   (void)solicited_only;
   if (!cq || !cq->channel) return EINVAL;
   if (cq->ev_events) {
@@ -436,7 +438,7 @@ int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   return 0;
 }
 
-int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
+MRC_EXPORT int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
   if (!ch || !cq || !cq_context) return EINVAL;
   if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0) return e;
   mrc_cq* c;
@@ -452,7 +454,7 @@ int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
   return 0;
 }
 
-void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
+MRC_EXPORT void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
   if (cq) cq->acks.ack(nevents);
 }
 
@@ -468,7 +470,7 @@ static bool hint_valid(const mrc_qp_hint_attr* a) {
   return true;
 }
 
-mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) try {
+MRC_EXPORT mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) try {
   if (!api::context_ok(ctx) || !hint_valid(attr)) {
     errno = EINVAL;
     return nullptr;
@@ -488,7 +490,7 @@ mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) 
   return nullptr;
 }
 
-int mrc_destroy_qp_hint(mrc_qp_hint* h) {
+MRC_EXPORT int mrc_destroy_qp_hint(mrc_qp_hint* h) {
   if (!h) return EINVAL;
   if (h->qps.load() > 0) return EBUSY;
   {
@@ -499,13 +501,13 @@ int mrc_destroy_qp_hint(mrc_qp_hint* h) {
   return 0;
 }
 
-int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr) {
+MRC_EXPORT int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr) {
   if (!h || !attr) return EINVAL;
   *attr = h->attr;
   return 0;
 }
 
-int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
+MRC_EXPORT int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
   if (!h || !hint_valid(attr)) return EINVAL;
   if (attr->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
   if (attr->mask & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
@@ -517,7 +519,7 @@ int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
 
 // ------------------------------------------------------------------ QPs
 
-mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
+MRC_EXPORT mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   if (!api::context_ok(ctx) || !ia || !ia->send_cq || !ia->recv_cq || !ia->pd || ia->send_cq->ctx != ctx ||
       ia->recv_cq->ctx != ctx || ia->send_cq->ev_events || ia->recv_cq->ev_events ||
       api::soft_device(ia->pd->context) != ctx->dev) {
@@ -569,7 +571,7 @@ mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   return nullptr;
 }
 
-int mrc_destroy_qp(mrc_qp* qp) {
+MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
   if (!qp) return EINVAL;
   qp->acks.wait_zero();
   mrc_context* ctx = qp->ctx;
@@ -593,11 +595,11 @@ int mrc_destroy_qp(mrc_qp* qp) {
   return 0;
 }
 
-uint32_t mrc_get_qpn(mrc_qp* qp) { return qp ? qp->qpn : 0; }
+MRC_EXPORT uint32_t mrc_get_qpn(mrc_qp* qp) { return qp ? qp->qpn : 0; }
 
-void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
+MRC_EXPORT void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
 
-int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask) {
+MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask) {
   if (!qp || (ibv_mask && !ia) || (mrc_mask && !ma)) return EINVAL;
   constexpr int kAccepted = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                             IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
@@ -686,8 +688,8 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
   return 0;
 }
 
-int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask,
-                 mrc_qp_init_attr* init) {
+MRC_EXPORT int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask,
+                            mrc_qp_init_attr* init) {
   (void)ibv_mask;
   (void)mrc_mask;
   if (!qp) return EINVAL;
@@ -725,7 +727,7 @@ int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uin
   return 0;
 }
 
-int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+MRC_EXPORT int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if (bad_wr) *bad_wr = nullptr;
   if (!qp) return EINVAL;
   constexpr unsigned kFlags = IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED;
@@ -773,7 +775,7 @@ int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   return 0;
 }
 
-int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+MRC_EXPORT int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (bad_wr) *bad_wr = nullptr;
   if (!qp) return EINVAL;
   std::lock_guard<std::mutex> g(qp->post_mu);
@@ -788,7 +790,7 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 // ------------------------------------------------------------------ async events
 
-int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
+MRC_EXPORT int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
   if (!api::context_ok(ctx) || !event) return EINVAL;
   if (int e = api::wait_event(ctx->async, nullptr); e != 0) return e;
   {
@@ -802,7 +804,7 @@ int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
   return 0;
 }
 
-int mrc_get_async_fd(mrc_context* ctx) {
+MRC_EXPORT int mrc_get_async_fd(mrc_context* ctx) {
   if (!api::context_ok(ctx)) {
     errno = EINVAL;
     return -1;
@@ -810,7 +812,7 @@ int mrc_get_async_fd(mrc_context* ctx) {
   return ctx->async.fd();
 }
 
-void mrc_ack_async_event(mrc_async_event* event) {
+MRC_EXPORT void mrc_ack_async_event(mrc_async_event* event) {
   if (!event) return;
   if (api::PendingAcks* a = api::acks_of(*event)) a->ack();
 }
