@@ -9,21 +9,6 @@ include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The static archive must link with any compiler: an LTO build's objects
-# are GCC bytecode that clang (and a GCC of another version) cannot read.
-# The layers are then compiled to fat objects (bytecode for libopenmrc.so's
-# own LTO link, machine code beside it) and the archive keeps only the
-# machine code.
-if(CMAKE_INTERPROCEDURAL_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  foreach(m IN LISTS MRC_LIBRARY_MODULES)
-    target_compile_options(${m} PRIVATE -ffat-lto-objects)
-  endforeach()
-  set_target_properties(openmrc_static PROPERTIES INTERPROCEDURAL_OPTIMIZATION OFF)
-  add_custom_command(TARGET openmrc_static POST_BUILD
-    COMMAND ${CMAKE_OBJCOPY} -R ".gnu.lto_*" -R ".gnu.debuglto_*" $<TARGET_FILE:openmrc_static>
-    VERBATIM)
-endif()
-
 # Installed tools find libopenmrc beside them (prefix/bin -> prefix/lib...).
 set(MRC_INSTALL_TOOLS)
 foreach(t mrc_write_bw mrc_write_lat mrcctl mrc-sim)
