@@ -30,16 +30,15 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
+/* MRC_API_VER(), MRC_API_VER_LATEST, MRC_API_CURRENT_VERSION, ... */
+#include "mrc_api_ver.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ------------------------------------------------------------------ versions */
 
-/** API version encoding: major << 24 | minor << 16 | subminor (reference 6.1). */
-#define MRC_API_VERSION(major, minor, sub) ((major) * 16777216u + (minor) * 65536u + (sub))
-#define MRC_API_VERSION_CURRENT MRC_API_VERSION(1, 0, 1)
-#define MRC_API_VERSION_OLDEST MRC_API_VERSION(0, 0, 0)
 /** Wire protocol versions (bitmap); 0 in a request means "provider default". */
 #define MRC_PROTOCOL_VERSION_1 (1u << 0)
 
@@ -95,17 +94,20 @@ int mrc_query_device_ex(struct ibv_context *ibv_ctx, struct mrc_context *mrc_ctx
 /* ------------------------------------------------------------------ context */
 
 struct mrc_context_attr {
-  uint32_t api_version;        /**< MRC_API_VERSION(...) the caller uses; 0 = newest */
-  uint32_t vendor_api_version; /**< 0 = newest */
+  /** The API version the program was written for: MRC_API_VER_USED (or
+   *  MRC_API_VER_LATEST, the newest the library has), between
+   *  MRC_API_LAST_SUPPORTED_VERSION and MRC_API_CURRENT_VERSION. */
+  uint32_t mrc_api_version_used;
 };
 
 /**
  * Creates a library instance on a device: it owns the CQs, QPs, channels and
  * hints created through it (several contexts may share a device and a
- * process). `attr` may be NULL. NULL with errno: EINVAL (not an MRC device,
- * or an API version outside [oldest, current]), ENOMEM.
+ * process). `attr` may be NULL (the current API version); it is only read.
+ * NULL with errno: EINVAL (not an MRC device, or an API version this
+ * library does not serve), ENOMEM.
  */
-struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, const struct mrc_context_attr *attr);
+struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, struct mrc_context_attr *attr);
 /** Destroys a context. EBUSY while it still owns QPs, CQs, channels or hints. */
 int mrc_destroy_context(struct mrc_context *ctx);
 
@@ -299,8 +301,9 @@ struct mrc_qp *mrc_create_qp(struct mrc_context *ctx, struct mrc_qp_init_attr *i
  * posted send and receive WR completes with IBV_WC_WR_FLUSH_ERR on its CQ.
  */
 int mrc_destroy_qp(struct mrc_qp *qp);
-/** The QP number a peer addresses (IBV_QP_DEST_QPN on its side). */
-uint32_t mrc_get_qpn(struct mrc_qp *qp);
+/** Stores in *qpn the QP number a peer addresses (IBV_QP_DEST_QPN on its
+ *  side). 0, or -1 with errno EINVAL for a NULL argument. */
+int mrc_get_qpn(struct mrc_qp *qp, uint32_t *qpn);
 /** The qp_context given at creation. */
 void *mrc_get_qp_context(struct mrc_qp *qp);
 

@@ -221,8 +221,10 @@ class Context {
  public:
   explicit Context(const SoftDevice& dev, const mrc_context_attr* attr = nullptr) : Context(dev.get(), attr) {}
   explicit Context(ibv_context* dev, const mrc_context_attr* attr = nullptr) {
+    mrc_context_attr a{MRC_API_VER_USED};
+    if (attr) a = *attr;
     errno = 0;
-    h_ = Handle(check_ptr(mrc_create_context(dev, attr), "mrc_create_context"));
+    h_ = Handle(check_ptr(mrc_create_context(dev, &a), "mrc_create_context"));
   }
   mrc_context* get() const { return h_.get(); }
   /// Destroys the context: 0, or EBUSY while it still owns QPs, CQs,
@@ -391,7 +393,11 @@ class Qp {
   mrc_qp* get() const { return h_.get(); }
   /// Destroys the QP (its outstanding work completes flushed): 0 or errno.
   int close() noexcept { return h_.close(); }
-  uint32_t qpn() const { return mrc_get_qpn(get()); }
+  uint32_t qpn() const {
+    uint32_t n = 0;
+    check(mrc_get_qpn(get(), &n), "mrc_get_qpn");
+    return n;
+  }
   /// mrc_modify_qp, throwing on failure (setup path).
   void modify(ibv_qp_attr& a, int ibv_mask, mrc_qp_attr* m = nullptr, uint32_t mrc_mask = 0) {
     check(mrc_modify_qp(get(), &a, ibv_mask, m, mrc_mask), "mrc_modify_qp");

@@ -207,10 +207,10 @@ extern "C" {
 
 MRC_EXPORT int mrc_query_version(mrc_version* ver) {
   if (!ver) return EINVAL;
-  ver->current = MRC_API_VERSION_CURRENT;
-  ver->oldest = MRC_API_VERSION_OLDEST;
-  ver->vendor = MRC_API_VERSION(1, 0, 0);
-  ver->oldest_vendor = MRC_API_VERSION(1, 0, 0);
+  ver->current = MRC_API_CURRENT_VERSION;
+  ver->oldest = MRC_API_LAST_SUPPORTED_VERSION;
+  ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
+  ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
   return 0;
 }
 
@@ -227,10 +227,12 @@ MRC_EXPORT int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_d
   return mrc_query_device(ibv_ctx, attr, supported);
 }
 
-MRC_EXPORT mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* attr) try {
+MRC_EXPORT mrc_context* mrc_create_context(ibv_context* ibv_ctx, mrc_context_attr* attr) try {
   SoftDevice* d = api::soft_device(ibv_ctx);
-  const uint32_t v = attr && attr->api_version ? attr->api_version : MRC_API_VERSION_CURRENT;
-  if (!d || v > MRC_API_VERSION_CURRENT || (attr && attr->vendor_api_version > MRC_API_VERSION(1, 0, 0))) {
+  uint32_t v = attr ? attr->mrc_api_version_used : MRC_API_CURRENT_VERSION;
+  if (v == MRC_API_VER_LATEST) v = MRC_API_CURRENT_VERSION;
+  // MRC_API_LAST_SUPPORTED_VERSION is 0.0.0: every version up to the current one is served.
+  if (!d || v > MRC_API_CURRENT_VERSION) {
     errno = EINVAL;
     return nullptr;
   }
@@ -595,7 +597,14 @@ MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
   return 0;
 }
 
-MRC_EXPORT uint32_t mrc_get_qpn(mrc_qp* qp) { return qp ? qp->qpn : 0; }
+MRC_EXPORT int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
+  if (!qp || !qpn) {
+    errno = EINVAL;
+    return -1;
+  }
+  *qpn = qp->qpn;
+  return 0;
+}
 
 MRC_EXPORT void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
 

@@ -349,9 +349,9 @@ extern "C" {
 MRC_EXPORT int mrc_ctl_query_version(mrc_ctl_version* ver) {
   if (!ver) return EINVAL;
   ver->current = MRC_CTL_API_VERSION_CURRENT;
-  ver->oldest = MRC_API_VERSION(0, 0, 0);
-  ver->vendor = MRC_API_VERSION(1, 0, 0);
-  ver->oldest_vendor = MRC_API_VERSION(1, 0, 0);
+  ver->oldest = MRC_API_VER(0u, 0u, 0u);
+  ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
+  ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
   return 0;
 }
 

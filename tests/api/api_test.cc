@@ -42,6 +42,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kPort = 24792;
 
+/// The QP number of `q` (mrc_get_qpn), a test failure if the call fails.
+uint32_t qpn_of(mrc_qp* q) {
+  uint32_t n = 0;
+  EXPECT_EQ(mrc_get_qpn(q, &n), 0);
+  return n;
+}
+
 /// The attributes every test's device shares: `n` planes at `planes`, the
 /// test port, 4 EVs per plane.
 mrc_soft_device_attr attr_for(const char* const* planes, int n) {
@@ -164,7 +171,7 @@ int to_rtr(End& me, const End& peer, const ibv_gid& peer_gid) {
   a.qp_state = IBV_QPS_RTR;
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = peer_gid;
-  a.dest_qp_num = mrc_get_qpn(peer.qp);
+  a.dest_qp_num = qpn_of(peer.qp);
   a.rq_psn = peer.psn;
   a.path_mtu = IBV_MTU_4096;
   mrc_qp_attr m = rtr_rts_attrs();
@@ -240,7 +247,8 @@ TEST(Api, HeadersCompileAsCAndVersionsAreReported) {
   EXPECT_EQ(mrc_c_header_check(), 1);
   mrc_version v;
   ASSERT_EQ(mrc_query_version(&v), 0);
-  EXPECT_EQ(v.current, MRC_API_VERSION(1, 0, 1));
+  EXPECT_EQ(v.current, MRC_API_VER(1u, 0u, 1u));
+  EXPECT_EQ(v.current, MRC_API_CURRENT_VERSION);
   EXPECT_EQ(mrc_query_version(nullptr), EINVAL);
 }
 
@@ -258,10 +266,22 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   supported = -1;
   ASSERT_EQ(mrc_query_device(&foreign, &a, &supported), 0);
   EXPECT_EQ(supported, 0);
-  mrc_context_attr ca{MRC_API_VERSION(9, 0, 0), 0};
+  mrc_context_attr ca{MRC_API_VER(9u, 0u, 0u)};
   errno = 0;
   EXPECT_EQ(mrc_create_context(dev, &ca), nullptr);
   EXPECT_EQ(errno, EINVAL) << "an API version newer than the library";
+  for (uint32_t used : {MRC_API_VER_LATEST, MRC_API_CURRENT_VERSION, MRC_API_LAST_SUPPORTED_VERSION}) {
+    ca.mrc_api_version_used = used;
+    mrc_context* c = mrc_create_context(dev, &ca);
+    EXPECT_NE(c, nullptr) << "API version " << std::hex << used;
+    if (c) {
+      EXPECT_EQ(mrc_destroy_context(c), 0);
+    }
+  }
+  uint32_t qpn = 0;
+  errno = 0;
+  EXPECT_EQ(mrc_get_qpn(nullptr, &qpn), -1);
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
   mrc_ctl_device_attr ctl{};
   ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
@@ -288,7 +308,7 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   q = ibv_qp_attr{};
   q.qp_state = IBV_QPS_RTR;
   q.ah_attr.grh.dgid = b.gid();
-  q.dest_qp_num = mrc_get_qpn(b.qp);
+  q.dest_qp_num = qpn_of(b.qp);
   q.path_mtu = IBV_MTU_4096;
   mrc_qp_attr m = rtr_rts_attrs();
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
@@ -323,7 +343,7 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   mrc_qp_init_attr igot{};
   ASSERT_EQ(mrc_query_qp(a.qp, &got, IBV_QP_STATE, &mgot, 0, &igot), 0);
   EXPECT_EQ(got.qp_state, IBV_QPS_RTR) << "a refused transition changes nothing";
-  EXPECT_EQ(got.dest_qp_num, mrc_get_qpn(b.qp));
+  EXPECT_EQ(got.dest_qp_num, qpn_of(b.qp));
   EXPECT_EQ(mgot.mpr.mpr_dest, 8);
   EXPECT_EQ(igot.cap.max_send_wr, 256u);
   // Posting before RTS.
@@ -841,10 +861,10 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
     forge(*sock, "127.0.2.13", h, 64, truncate_to);
   };
   const uint64_t base = reinterpret_cast<uint64_t>(b.mem.data());
-  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
-  send_write(mrc_get_qpn(b.qp), base + b.mem.size() - 10, b.mr->rkey);      // leaves the region
-  send_write(mrc_get_qpn(b.qp) ^ 0x100000, base, b.mr->rkey);               // forged QPN
-  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey, 20);                      // truncated headers
+  send_write(qpn_of(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
+  send_write(qpn_of(b.qp), base + b.mem.size() - 10, b.mr->rkey);      // leaves the region
+  send_write(qpn_of(b.qp) ^ 0x100000, base, b.mr->rkey);               // forged QPN
+  send_write(qpn_of(b.qp), base, b.mr->rkey, 20);                      // truncated headers
   mrc_soft_stats st{};
   const auto end = Clock::now() + std::chrono::seconds(10);
   do {
@@ -879,7 +899,7 @@ TEST(Api, LateAcknowledgementsAreCountedApartFromDrops) {
   ASSERT_TRUE(b_sock.ok());
   mrc::wire::Headers nack;
   nack.bth.opcode = static_cast<uint8_t>(mrc::wire::Opcode::nack);
-  nack.bth.dest_qp = mrc_get_qpn(a.qp);
+  nack.bth.dest_qp = qpn_of(a.qp);
   nack.bth.psn = a.psn;  // the write's one packet
   nack.neth.reason = static_cast<uint8_t>(mrc::wire::NackCode::no_pkt_buffer);
   nack.neth.nack_psn = a.psn;

@@ -19,6 +19,8 @@
 
 namespace {
 
+using mrc::test_support::qpn_of;
+
 constexpr uint16_t kUdpPort = 24795;
 constexpr uint16_t kEvBase = 43000;
 constexpr uint32_t kEvsPerPlane = 4;
@@ -323,7 +325,7 @@ TEST(Ctl, AQpHintReachesTheCoreOnTheWayToInit) {
   mrc_qp_attr m{};
   m.qp_hint = hint;
   ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, MRC_QP_HINT), 0);
-  auto info = d.ctx->dev->rt->query_qp(mrc_get_qpn(q));
+  auto info = d.ctx->dev->rt->query_qp(qpn_of(q));
   ASSERT_TRUE(info);
   EXPECT_EQ(info->attr.hint.qps_per_peer, 2u);
   EXPECT_EQ(info->attr.hint.remote_recv_peers, 31u);
@@ -332,7 +334,7 @@ TEST(Ctl, AQpHintReachesTheCoreOnTheWayToInit) {
   EXPECT_EQ(mrc_destroy_qp_hint(hint), EBUSY) << "a QP holds it";
   m.qp_hint = nullptr;
   ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, MRC_QP_HINT), 0);
-  info = d.ctx->dev->rt->query_qp(mrc_get_qpn(q));
+  info = d.ctx->dev->rt->query_qp(qpn_of(q));
   ASSERT_TRUE(info);
   EXPECT_EQ(info->attr.hint.window_divisor(), 1u);
   EXPECT_EQ(mrc_destroy_qp_hint(hint), 0);

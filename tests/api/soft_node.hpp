@@ -97,6 +97,13 @@ struct SoftNode {
   }
 };
 
+/// The QP number of `q` (mrc_get_qpn), a test failure if the call fails.
+inline uint32_t qpn_of(mrc_qp* q) {
+  uint32_t n = 0;
+  EXPECT_EQ(mrc_get_qpn(q, &n), 0);
+  return n;
+}
+
 /// Takes `q` through INIT (on EV profile `ev_profile`, 0 = the device's),
 /// RTR (to `peer_qpn` at `peer`, path MTU 4096) and RTS, with the PSNs 77
 /// both ways, 64 WriteIMMs and an MPR of 8 each way, retrying forever at an

@@ -515,7 +515,7 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
     qps.push_back(qp);
     if (ia.cap.max_inline_data < inline_size) inline_size = ia.cap.max_inline_data;
     QpInfo info;
-    info.qpn = mrc_get_qpn(qp);
+    if (mrc_get_qpn(qp, &info.qpn) != 0) throw PerfError(fmt::format("mrc_get_qpn: {}", err_text(errno)));
     info.psn = static_cast<uint32_t>(rd()) & 0xFFFFFF;
     info.rkey = dst.back()->rkey();
     info.addr = reinterpret_cast<uintptr_t>(dst.back()->data());

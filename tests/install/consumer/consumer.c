@@ -89,7 +89,7 @@ static int connect_qp(struct end *e, const struct end *peer) {
   a.qp_state = IBV_QPS_RTR;
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = gid;
-  a.dest_qp_num = mrc_get_qpn(peer->qp);
+  if (mrc_get_qpn(peer->qp, &a.dest_qp_num)) return fail("mrc_get_qpn", errno);
   a.rq_psn = 1;
   a.path_mtu = IBV_MTU_4096;
   if ((rc = mrc_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU,
