@@ -127,11 +127,13 @@ struct mrc_comp_channel;
  * wake-up can be spurious (the packet completed nothing on this channel's
  * CQs): a non-blocking get then returns EAGAIN, as after any spurious
  * verbs event; poll the CQ and wait again.
- * NULL with errno ENOMEM / EMFILE.
+ * Stores the channel in *channel and returns 0, or returns -1 with errno
+ * EINVAL (bad context, NULL channel), ENOMEM or EMFILE and *channel NULL.
  */
-struct mrc_comp_channel *mrc_create_comp_channel(struct mrc_context *ctx);
-/** The channel's file descriptor, or -1 with errno EINVAL. Owned by the channel. */
-int mrc_get_comp_channel_fd(struct mrc_comp_channel *channel);
+int mrc_create_comp_channel(struct mrc_context *ctx, struct mrc_comp_channel **channel);
+/** Stores the channel's file descriptor (owned by the channel) in *fd:
+ *  0, or -1 with errno EINVAL for a NULL argument. */
+int mrc_get_comp_channel_fd(struct mrc_comp_channel *channel, int *fd);
 /** EBUSY while a CQ still uses the channel. */
 int mrc_destroy_comp_channel(struct mrc_comp_channel *channel);
 

@@ -290,15 +290,21 @@ struct CqEvent {
 class CompChannel {
  public:
   explicit CompChannel(const Context& ctx) {
+    mrc_comp_channel* ch = nullptr;
     errno = 0;
-    h_ = Handle(check_ptr(mrc_create_comp_channel(ctx.get()), "mrc_create_comp_channel"));
+    check(mrc_create_comp_channel(ctx.get(), &ch), "mrc_create_comp_channel");
+    h_ = Handle(ch);
   }
   mrc_comp_channel* get() const { return h_.get(); }
   /// Destroys the channel: 0, or EBUSY while a CQ still uses it.
   int close() noexcept { return h_.close(); }
   /// The channel's fd (poll/epoll; fcntl O_NONBLOCK makes get_event return
   /// EAGAIN instead of blocking).
-  int fd() const { return mrc_get_comp_channel_fd(get()); }
+  int fd() const {
+    int fd = -1;
+    check(mrc_get_comp_channel_fd(get(), &fd), "mrc_get_comp_channel_fd");
+    return fd;
+  }
   /// Waits for the next CQ event (mrc_get_cq_event): 0, or an errno
   /// (EAGAIN: non-blocking fd and nothing pending, or a spurious wake-up).
   /// Acknowledge every event with Cq::ack_events (or mrc_ack_cq_events on

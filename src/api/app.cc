@@ -269,7 +269,7 @@ MRC_EXPORT int mrc_destroy_context(mrc_context* ctx) {
 
 // ------------------------------------------------------------------ channels
 
-MRC_EXPORT mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
+static mrc_comp_channel* new_channel(mrc_context* ctx) try {
   if (!api::context_ok(ctx)) {
     errno = EINVAL;
     return nullptr;
@@ -299,12 +299,22 @@ MRC_EXPORT mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
   return nullptr;
 }
 
-MRC_EXPORT int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
-  if (!ch) {
+MRC_EXPORT int mrc_create_comp_channel(mrc_context* ctx, mrc_comp_channel** channel) {
+  if (!channel) {
     errno = EINVAL;
     return -1;
   }
-  return ch->events.fd();
+  *channel = new_channel(ctx);
+  return *channel ? 0 : -1;
+}
+
+MRC_EXPORT int mrc_get_comp_channel_fd(mrc_comp_channel* ch, int* fd) {
+  if (!ch || !fd) {
+    errno = EINVAL;
+    return -1;
+  }
+  *fd = ch->events.fd();
+  return 0;
 }
 
 MRC_EXPORT int mrc_destroy_comp_channel(mrc_comp_channel* ch) {

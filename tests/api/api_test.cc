@@ -49,6 +49,13 @@ uint32_t qpn_of(mrc_qp* q) {
   return n;
 }
 
+/// The fd of `ch` (mrc_get_comp_channel_fd), a test failure if the call fails.
+int channel_fd(mrc_comp_channel* ch) {
+  int fd = -1;
+  EXPECT_EQ(mrc_get_comp_channel_fd(ch, &fd), 0);
+  return fd;
+}
+
 /// The attributes every test's device shares: `n` planes at `planes`, the
 /// test port, 4 EVs per plane.
 mrc_soft_device_attr attr_for(const char* const* planes, int n) {
@@ -95,7 +102,7 @@ struct End {
     ASSERT_NE(ctx, nullptr);
     pd = mrc_soft_alloc_pd(dev);
     ASSERT_NE(pd, nullptr);
-    ch = mrc_create_comp_channel(ctx);
+    ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
     ASSERT_NE(ch, nullptr);
     cq = mrc_create_cq(ctx, cqe, this, ch, 0);
     ASSERT_NE(cq, nullptr);
@@ -282,6 +289,15 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   errno = 0;
   EXPECT_EQ(mrc_get_qpn(nullptr, &qpn), -1);
   EXPECT_EQ(errno, EINVAL);
+  int fd = 0;
+  errno = 0;
+  EXPECT_EQ(mrc_get_comp_channel_fd(nullptr, &fd), -1);
+  EXPECT_EQ(errno, EINVAL);
+  mrc_comp_channel* ch = reinterpret_cast<mrc_comp_channel*>(&fd);
+  errno = 0;
+  EXPECT_EQ(mrc_create_comp_channel(nullptr, &ch), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ch, nullptr) << "a failed create leaves *channel NULL";
   EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
   mrc_ctl_device_attr ctl{};
   ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
@@ -464,7 +480,7 @@ TEST(Api, TransfersOverTwoPlanesWithChannelsGatherInlineAndImmediates) {
   ASSERT_EQ(mrc_post_send(a.qp, &g, &bad), 0);
   std::memset(small, 0, sizeof small);  // inline data was copied at post
   std::vector<ibv_wc> got;
-  pollfd pfd{mrc_get_comp_channel_fd(a.ch), POLLIN, 0};
+  pollfd pfd{channel_fd(a.ch), POLLIN, 0};
   ASSERT_EQ(poll(&pfd, 1, 10000), 1) << "the channel fd becomes readable";
   mrc_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
@@ -644,7 +660,7 @@ int post_recv(End& e) {
 // it took (as in verbs), and destroying the CQ would wait for its
 // acknowledgement. Returns the last get's answer (EAGAIN once none is left).
 int take_leftover_events(End& e) {
-  const int fd = mrc_get_comp_channel_fd(e.ch);
+  const int fd = channel_fd(e.ch);
   EXPECT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
   mrc_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;

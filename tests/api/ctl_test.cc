@@ -252,7 +252,8 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, a, MRC_CTL_EV_STATE_GOOD), 0);
   ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, b, MRC_CTL_EV_STATE_DENIED), 0);
   ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_STATE_GOOD), 0);
-  mrc_comp_channel* ch = mrc_create_comp_channel(ctx);
+  mrc_comp_channel* ch = nullptr;
+  ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
   ASSERT_NE(ch, nullptr);
   int tag = 0;
   mrc_cq* ecq = mrc_ctl_create_ev_event_cq(ctx, 2, &tag, ch, 0);

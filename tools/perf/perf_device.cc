@@ -334,9 +334,11 @@ Buffer::~Buffer() {
 
 Cq::Cq(mrc_context* ctx, int cqe, bool use_event) {
   if (use_event) {
-    channel_ = mrc_create_comp_channel(ctx);
-    if (channel_ == nullptr) throw PerfError(fmt::format("mrc_create_comp_channel: {}", err_text(errno)));
-    const int fd = mrc_get_comp_channel_fd(channel_);
+    if (mrc_create_comp_channel(ctx, &channel_) != 0)
+      throw PerfError(fmt::format("mrc_create_comp_channel: {}", err_text(errno)));
+    int fd = -1;
+    if (mrc_get_comp_channel_fd(channel_, &fd) != 0)
+      throw PerfError(fmt::format("mrc_get_comp_channel_fd: {}", err_text(errno)));
     // Non-blocking, so a spurious wake-up never blocks in mrc_get_cq_event.
     if (fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
       throw PerfError(fmt::format("completion channel fd: {}", err_text(errno)));
