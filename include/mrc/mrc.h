@@ -189,13 +189,18 @@ const char *mrc_wc_status_str(enum ibv_wc_status status);
 
 /* ------------------------------------------------------------------ QP hints */
 
-enum mrc_qp_hint_mask {
-  MRC_QP_HINT_NUM_QPS_PER_PEER = 1u << 0,
-  MRC_QP_HINT_NUM_SEND_PEERS = 1u << 1,
-  MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1u << 2,
+/** Bytes of opaque vendor data in a hint or a QP's attributes. */
+#define MRC_MAX_VENDOR_CFG_SIZE 128
+
+/** Which fields of a struct mrc_qp_hint_attr mrc_query_qp_hint and
+ *  mrc_modify_qp_hint read or write. */
+enum mrc_qp_hint_attr_mask {
+  MRC_QP_HINT_NUM_QPS_PER_PEER = 1 << 0,
+  MRC_QP_HINT_NUM_SEND_PEERS = 1 << 1,
+  MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1 << 2,
 };
-/** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_QP_HINT_VENDOR (1u << 31)
+/** Bit 31, vendor_cfg (a macro: ISO C enumerators must fit an int). */
+#define MRC_QP_HINT_VENDOR_CFG (1u << 31)
 
 /** A traffic hint for resource sizing (optional; reference 6.2). Given to a
  *  QP on its way to INIT (MRC_QP_HINT in mrc_modify_qp), it also sizes the
@@ -206,23 +211,35 @@ enum mrc_qp_hint_mask {
  *  gather) avoids the blind first round trip that overflows the target's
  *  last hop. Read when the QP is given the hint. */
 struct mrc_qp_hint_attr {
-  uint32_t mask;                  /**< enum mrc_qp_hint_mask: which fields are set */
-  uint32_t num_qps_per_peer;
-  uint32_t num_send_peers;
-  uint32_t num_remote_recv_peers; /**< incast degree at the target */
-  uint8_t vendor[128];
+  int num_qps_per_peer;      /**< QPs of this hint sending to one peer at once; 0 = not given */
+  int num_send_peers;        /**< peers the hint's QPs send to at once; 0 = not given */
+  int num_remote_recv_peers; /**< remote QPs sending to this QP's target at once (its
+                                  incast degree); 0 = not given */
+  uint8_t vendor_cfg[MRC_MAX_VENDOR_CFG_SIZE]; /**< no vendor data is defined: all zero */
+};
+
+/** What mrc_create_qp_hint reads. */
+struct mrc_qp_hint_init_attr {
+  struct mrc_qp_hint_attr attr;
 };
 
 struct mrc_qp_hint;
 
-/** NULL with errno EINVAL (unknown mask bits, zero counts), ENOMEM (max_qp_hint reached). */
-struct mrc_qp_hint *mrc_create_qp_hint(struct mrc_context *ctx, const struct mrc_qp_hint_attr *attr);
-/** EBUSY while a QP refers to the hint; EINVAL for NULL. */
+/** A hint with the counts of init_attr->attr (each >= 0; 0 = not given).
+ *  NULL with errno EINVAL (NULL argument, a negative count, non-zero
+ *  vendor_cfg), ENOMEM (max_qp_hint hints in the context). */
+struct mrc_qp_hint *mrc_create_qp_hint(struct mrc_context *ctx, struct mrc_qp_hint_init_attr *init_attr);
+/** 0, or -1 with errno EBUSY (a QP refers to the hint) or EINVAL (NULL). */
 int mrc_destroy_qp_hint(struct mrc_qp_hint *hint);
-/** Fills *attr with the hint's fields. */
-int mrc_query_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr);
-/** Updates the fields named in attr->mask. EINVAL for unknown bits or zero counts. */
-int mrc_modify_qp_hint(struct mrc_qp_hint *hint, const struct mrc_qp_hint_attr *attr);
+/** Copies the counts named in `mask` (enum mrc_qp_hint_attr_mask) into
+ *  *attr, 0 for one not given; MRC_QP_HINT_VENDOR_CFG copies vendor_cfg.
+ *  0, or -1 with errno EINVAL (NULL argument, unknown mask bits). */
+int mrc_query_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr, int mask);
+/** Sets the counts named in `mask` from *attr (0 = no longer given). QPs
+ *  given the hint later see the new counts. 0, or -1 with errno EINVAL
+ *  (NULL argument, unknown mask bits, a negative count, non-zero
+ *  vendor_cfg under MRC_QP_HINT_VENDOR_CFG). */
+int mrc_modify_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr, int mask);
 
 /* ------------------------------------------------------------------ QPs */
 

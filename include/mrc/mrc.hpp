@@ -347,20 +347,28 @@ class Cq {
 /// A QP hint (traffic pattern for resource and first-window sizing).
 class QpHint {
  public:
+  /// A hint with the counts of `attr` (0 = not given).
   QpHint(const Context& ctx, const mrc_qp_hint_attr& attr) {
+    mrc_qp_hint_init_attr ia{attr};
     errno = 0;
-    h_ = Handle(check_ptr(mrc_create_qp_hint(ctx.get(), &attr), "mrc_create_qp_hint"));
+    h_ = Handle(check_ptr(mrc_create_qp_hint(ctx.get(), &ia), "mrc_create_qp_hint"));
   }
   mrc_qp_hint* get() const { return h_.get(); }
   /// Destroys the hint: 0, or EBUSY while a QP refers to it.
   int close() noexcept { return h_.close(); }
+  /// The hint's counts (0 = not given).
   mrc_qp_hint_attr query() const {
     mrc_qp_hint_attr a{};
-    check(mrc_query_qp_hint(get(), &a), "mrc_query_qp_hint");
+    constexpr int kCounts =
+        MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS | MRC_QP_HINT_NUM_REMOTE_RECV_PEERS;
+    check(mrc_query_qp_hint(get(), &a, kCounts), "mrc_query_qp_hint");
     return a;
   }
-  /// Updates the fields named in attr.mask.
-  void modify(const mrc_qp_hint_attr& attr) { check(mrc_modify_qp_hint(get(), &attr), "mrc_modify_qp_hint"); }
+  /// Sets the counts named in `mask` (enum mrc_qp_hint_attr_mask) from `attr`.
+  void modify(const mrc_qp_hint_attr& attr, int mask) {
+    mrc_qp_hint_attr a = attr;
+    check(mrc_modify_qp_hint(get(), &a, mask), "mrc_modify_qp_hint");
+  }
 
  private:
   using Handle = detail::Owned<mrc_qp_hint, mrc_destroy_qp_hint, detail::kDestroyHint>;

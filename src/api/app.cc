@@ -472,18 +472,26 @@ MRC_EXPORT void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
 
 // ------------------------------------------------------------------ hints
 
-static bool hint_valid(const mrc_qp_hint_attr* a) {
-  constexpr uint32_t kKnown = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
-                              MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR;
-  if (!a || (a->mask & ~kKnown)) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) && a->num_qps_per_peer == 0) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_SEND_PEERS) && a->num_send_peers == 0) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) && a->num_remote_recv_peers == 0) return false;
+// Every field of an mrc_qp_hint_attr, as a mask.
+static constexpr uint32_t kHintAll = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
+                                     MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR_CFG;
+
+// The fields of `a` named in `mask` hold values a hint may have: counts of
+// at least 0 (0: not given) and no vendor data (none is defined).
+static bool hint_valid(const mrc_qp_hint_attr* a, uint32_t mask) {
+  if (!a || (mask & ~kHintAll)) return false;
+  if ((mask & MRC_QP_HINT_NUM_QPS_PER_PEER) && a->num_qps_per_peer < 0) return false;
+  if ((mask & MRC_QP_HINT_NUM_SEND_PEERS) && a->num_send_peers < 0) return false;
+  if ((mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) && a->num_remote_recv_peers < 0) return false;
+  if (mask & MRC_QP_HINT_VENDOR_CFG)
+    for (uint8_t b : a->vendor_cfg)
+      if (b != 0) return false;
   return true;
 }
 
-MRC_EXPORT mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) try {
-  if (!api::context_ok(ctx) || !hint_valid(attr)) {
+MRC_EXPORT mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, mrc_qp_hint_init_attr* init_attr) try {
+  const mrc_qp_hint_attr* attr = init_attr ? &init_attr->attr : nullptr;
+  if (!api::context_ok(ctx) || !hint_valid(attr, kHintAll)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -503,8 +511,10 @@ MRC_EXPORT mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_a
 }
 
 MRC_EXPORT int mrc_destroy_qp_hint(mrc_qp_hint* h) {
-  if (!h) return EINVAL;
-  if (h->qps.load() > 0) return EBUSY;
+  if (!h || h->qps.load() > 0) {
+    errno = h ? EBUSY : EINVAL;
+    return -1;
+  }
   {
     std::lock_guard<std::mutex> g(h->ctx->mu);
     --h->ctx->hints;
@@ -513,19 +523,28 @@ MRC_EXPORT int mrc_destroy_qp_hint(mrc_qp_hint* h) {
   return 0;
 }
 
-MRC_EXPORT int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr) {
-  if (!h || !attr) return EINVAL;
-  *attr = h->attr;
+MRC_EXPORT int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr, int mask) {
+  const auto m = static_cast<uint32_t>(mask);
+  if (!h || !attr || (m & ~kHintAll)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (m & MRC_QP_HINT_NUM_QPS_PER_PEER) attr->num_qps_per_peer = h->attr.num_qps_per_peer;
+  if (m & MRC_QP_HINT_NUM_SEND_PEERS) attr->num_send_peers = h->attr.num_send_peers;
+  if (m & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) attr->num_remote_recv_peers = h->attr.num_remote_recv_peers;
+  if (m & MRC_QP_HINT_VENDOR_CFG) std::memcpy(attr->vendor_cfg, h->attr.vendor_cfg, sizeof attr->vendor_cfg);
   return 0;
 }
 
-MRC_EXPORT int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
-  if (!h || !hint_valid(attr)) return EINVAL;
-  if (attr->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
-  if (attr->mask & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
-  if (attr->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) h->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
-  if (attr->mask & MRC_QP_HINT_VENDOR) std::memcpy(h->attr.vendor, attr->vendor, sizeof attr->vendor);
-  h->attr.mask |= attr->mask;
+MRC_EXPORT int mrc_modify_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr, int mask) {
+  const auto m = static_cast<uint32_t>(mask);
+  if (!h || !hint_valid(attr, m)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (m & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
+  if (m & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
+  if (m & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) h->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
   return 0;
 }
 
@@ -674,10 +693,11 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
     // takes a hint back. Read when the QP is given it: a later
     // mrc_modify_qp_hint reaches QPs given the hint after the change.
     if (hint) {
+      // A count of 0 is "not given", as the core's 0.
       const mrc_qp_hint_attr& h = hint->attr;
-      if (h.mask & MRC_QP_HINT_NUM_QPS_PER_PEER) a.hint.qps_per_peer = h.num_qps_per_peer;
-      if (h.mask & MRC_QP_HINT_NUM_SEND_PEERS) a.hint.send_peers = h.num_send_peers;
-      if (h.mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) a.hint.remote_recv_peers = h.num_remote_recv_peers;
+      a.hint.qps_per_peer = static_cast<uint32_t>(h.num_qps_per_peer);
+      a.hint.send_peers = static_cast<uint32_t>(h.num_send_peers);
+      a.hint.remote_recv_peers = static_cast<uint32_t>(h.num_remote_recv_peers);
     }
     mask |= kHint;
   }

@@ -336,9 +336,8 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
             EINVAL);
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, MRC_QP_VENDOR_CFG), EINVAL);
   // A hint outside RESET -> INIT.
-  mrc_qp_hint_attr ha{};
-  ha.mask = MRC_QP_HINT_NUM_QPS_PER_PEER;
-  ha.num_qps_per_peer = 4;
+  mrc_qp_hint_init_attr ha{};
+  ha.attr.num_qps_per_peer = 4;
   mrc_qp_hint* hint = mrc_create_qp_hint(a.ctx, &ha);
   ASSERT_NE(hint, nullptr);
   m.qp_hint = hint;

@@ -160,10 +160,16 @@ TEST(Raii, ConnectAppliesTheProfilesHintAndVendorDataItIsGiven) {
   p.qa.modify(reset, IBV_QP_STATE);
   m.vendor_cfg[5] = 0;
   mrc_qp_hint_attr ha{};
-  ha.mask = MRC_QP_HINT_NUM_REMOTE_RECV_PEERS;
   ha.num_remote_recv_peers = 4;
   mrc::QpHint hint(p.ca, ha);
-  EXPECT_EQ(hint.query().num_remote_recv_peers, 4u);
+  EXPECT_EQ(hint.query().num_remote_recv_peers, 4);
+  ha.num_send_peers = 3;
+  ha.num_remote_recv_peers = 5;
+  hint.modify(ha, MRC_QP_HINT_NUM_SEND_PEERS);  // the send peers only
+  EXPECT_EQ(hint.query().num_send_peers, 3);
+  EXPECT_EQ(hint.query().num_remote_recv_peers, 4);
+  ha.num_send_peers = -1;
+  EXPECT_THROW(hint.modify(ha, MRC_QP_HINT_NUM_SEND_PEERS), std::system_error);
   m.qp_hint = hint.get();
   p.qa.connect(p.db.gid(), p.qb.qpn(), 1, 1, IBV_MTU_4096, &m);
   const mrc::QpAttrs q = p.qa.query(IBV_QP_STATE, MRC_QP_MPR | MRC_QP_HINT | MRC_QP_RETRY_CNT);
