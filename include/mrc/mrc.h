@@ -39,8 +39,14 @@ extern "C" {
 
 /* ------------------------------------------------------------------ versions */
 
-/** Wire protocol versions (bitmap); 0 in a request means "provider default". */
-#define MRC_PROTOCOL_VERSION_1 (1u << 0)
+/** MRC wire protocol versions: a device advertises the bitmap of those it
+ *  speaks (mrc_device_attr.mrc_protocol_version); a QP asks for one bit, or
+ *  MRC_PROTOCOL_VERSION_0 for the provider's default
+ *  (mrc_qp_init_attr.protocol_version). */
+enum mrc_protocol_version {
+  MRC_PROTOCOL_VERSION_0 = 0,
+  MRC_PROTOCOL_VERSION_1 = 1 << 0,
+};
 
 struct mrc_version {
   uint32_t current;        /**< newest application API version supported */
@@ -61,22 +67,24 @@ enum mrc_device_cap {
   MRC_DEVICE_CAP_SVC_TIME = 1u << 2,    /**< reports responder service time */
 };
 
+/** A device's MRC capabilities (mrc_query_device). The software device's
+ *  other limits (QPs, WRs, SGEs, CQEs, planes) are in
+ *  mrc_soft_query_limits (<mrc/mrc_soft.h>). */
 struct mrc_device_attr {
-  uint32_t protocol_versions; /**< bitmap of MRC_PROTOCOL_VERSION_* */
-  uint16_t max_wimm;          /**< largest max_wimm a QP may request */
-  uint16_t max_wimm_dest;     /**< largest max_wimm_dest */
-  uint8_t max_mpr;            /**< largest MPR, in 128-PSN units */
-  uint8_t mpr_resolution;     /**< MPR granularity, in 128-PSN units */
-  uint32_t max_qp_hint;       /**< QP hints per context */
-  uint32_t cap;               /**< enum mrc_device_cap bits */
-  /* OpenMRC additions (zero on other providers): */
-  uint32_t max_qp;            /**< QPs per device */
-  uint32_t max_qp_wr;         /**< send or receive WRs per QP */
-  uint32_t max_sge;           /**< gather elements per send WR */
-  uint32_t max_inline_data;   /**< inline bytes per send WR */
-  uint32_t max_cqe;           /**< completions per CQ */
-  uint32_t max_msg_size;      /**< bytes per WRITE */
-  uint32_t num_planes;        /**< ports (planes) of the device */
+  uint32_t mrc_protocol_version; /**< bitmap of enum mrc_protocol_version bits */
+  struct {
+    uint16_t max_wimm;      /**< largest max_wimm a QP may request */
+    uint16_t max_wimm_dest; /**< largest max_wimm_dest */
+  } wimm_attr;
+  struct {
+    uint8_t max_mpr;        /**< largest MPR, in 128-PSN units */
+    uint8_t mpr_resolution; /**< MPR granularity, in 128-PSN units */
+    uint8_t dynamic_mpr;    /**< non-zero if dynamic MPR is supported */
+  } mpr_attr;
+  struct {
+    uint32_t max_qp_hint; /**< QP hints per context */
+  } qp_attr;
+  uint32_t cap; /**< enum mrc_device_cap bits */
 };
 
 struct mrc_context;
@@ -255,7 +263,7 @@ struct mrc_qp_init_attr {
   struct ibv_pd *pd;          /**< from mrc_soft_alloc_pd */
   /** IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; 0 = both. */
   uint64_t send_ops_flags;
-  uint32_t protocol_version;  /**< one MRC_PROTOCOL_VERSION_* bit, or 0 = default */
+  enum mrc_protocol_version protocol_version; /**< one version bit, or MRC_PROTOCOL_VERSION_0 = default */
 };
 
 /** Attribute mask of struct mrc_qp_attr (mrc_modify_qp / mrc_query_qp). */

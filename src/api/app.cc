@@ -82,21 +82,15 @@ bool context_ok(mrc_context* ctx) { return ctx && ctx->dev && soft_device(&ctx->
 void fill_device_attr(const SoftDevice& d, mrc_device_attr* a) {
   const core::EndpointConfig& ec = d.rt->endpoint_config();
   *a = mrc_device_attr{};
-  a->protocol_versions = MRC_PROTOCOL_VERSION_1;
-  a->max_wimm = ec.max_wimm;
-  a->max_wimm_dest = ec.max_wimm;
-  a->max_mpr = ec.max_mpr;
-  a->mpr_resolution = 1;
-  a->max_qp_hint = 1024;
+  a->mrc_protocol_version = MRC_PROTOCOL_VERSION_1;
+  a->wimm_attr.max_wimm = ec.max_wimm;
+  a->wimm_attr.max_wimm_dest = ec.max_wimm;
+  a->mpr_attr.max_mpr = ec.max_mpr;
+  a->mpr_attr.mpr_resolution = 1;
+  a->mpr_attr.dynamic_mpr = ec.cap_dynamic_mpr ? 1 : 0;
+  a->qp_attr.max_qp_hint = 1024;
   a->cap = (ec.cap_trim_nack ? MRC_DEVICE_CAP_TRIM_NACK : 0) | (ec.cap_dynamic_mpr ? MRC_DEVICE_CAP_DYNAMIC_MPR : 0) |
            (ec.cap_svc_time ? MRC_DEVICE_CAP_SVC_TIME : 0);
-  a->max_qp = ec.max_qps;
-  a->max_qp_wr = std::min(ec.max_send_wr, ec.max_recv_wr);
-  a->max_sge = core::kMaxSge;
-  a->max_inline_data = core::kMaxInlineData;
-  a->max_cqe = core::Endpoint::kMaxCqe;
-  a->max_msg_size = 1u << 31;
-  a->num_planes = d.rt->num_planes();
 }
 
 void push_async(mrc_context* ctx, const mrc_async_event& ev) { ctx->async.push(ev); }

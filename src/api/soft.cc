@@ -321,6 +321,21 @@ MRC_EXPORT int mrc_soft_dereg_mr(ibv_mr* mr) {
   return 0;
 }
 
+MRC_EXPORT int mrc_soft_query_limits(ibv_context* ctx, mrc_soft_device_limits* out) {
+  SoftDevice* d = soft_device(ctx);
+  if (!d || !out) return EINVAL;
+  const mrc::core::EndpointConfig& ec = d->rt->endpoint_config();
+  *out = mrc_soft_device_limits{};
+  out->max_qp = ec.max_qps;
+  out->max_qp_wr = std::min(ec.max_send_wr, ec.max_recv_wr);
+  out->max_sge = mrc::core::kMaxSge;
+  out->max_inline_data = mrc::core::kMaxInlineData;
+  out->max_cqe = mrc::core::Endpoint::kMaxCqe;
+  out->max_msg_size = 1u << 31;
+  out->num_planes = d->rt->num_planes();
+  return 0;
+}
+
 MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   SoftDevice* d = soft_device(ctx);
   if (!d || !out) return EINVAL;

@@ -221,7 +221,7 @@ TEST(Raii, ADestructorThatCannotDestroyReportsIt) {
 TEST(Raii, ChannelsDeliverCqEventsAndQueriesAnswer) {
   Pair p("127.0.3.25", "127.0.3.26");
   const mrc_device_attr da = p.da.query();
-  EXPECT_GE(da.max_wimm, 16);
+  EXPECT_GE(da.wimm_attr.max_wimm, 16);
   EXPECT_THROW(mrc::Cq(p.ca, 8).arm(), std::system_error);  // no channel
   p.qa.connect(p.db.gid(), p.qb.qpn(), 5, 9);
   p.qb.connect(p.da.gid(), p.qa.qpn(), 9, 5);

@@ -87,6 +87,8 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   int supported = 0;
   if (int rc = mrc_query_device(dev_, &attr_, &supported); rc != 0 || supported == 0)
     throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(rc) : "not an MRC device"));
+  if (int rc = mrc_soft_query_limits(dev_, &limits_); rc != 0)
+    throw PerfError(fmt::format("mrc_soft_query_limits: {}", err_text(rc)));
   ctx_ = mrc_create_context(dev_, nullptr);
   if (ctx_ == nullptr) throw PerfError(fmt::format("mrc_create_context: {}", err_text(errno)));
   pd_ = mrc_soft_alloc_pd(dev_);
@@ -435,7 +437,7 @@ void check_wc(const ibv_wc& wc, const char* what) {
   throw PerfError(fmt::format("{} failed on QP {:#x}: {}", what, wc.qp_num, wc_status_text(wc.status)));
 }
 
-void check_device_limits(const Options& o, const mrc_device_attr& a) {
+void check_device_limits(const Options& o, const mrc_soft_device_limits& a) {
   const uint64_t max_size = o.all ? kAllMaxBytes : o.size;
   if (a.max_msg_size != 0 && max_size > a.max_msg_size)
     throw PerfError(fmt::format("{} {}: the device's largest message is {} bytes", o.all ? "--all: size" : "--size",
@@ -471,7 +473,7 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
   // The controller file goes first: QPs name its profiles at INIT.
   if (!o.ctl_file.empty()) dev->apply_ctl(o.ctl_file, ctl);
   if (o.timeline_ms != 0 && !o.is_server()) ev_events = std::make_unique<EvEventQueue>(dev->ctx());
-  const mrc_device_attr& a = dev->attr();
+  const mrc_soft_device_limits& a = dev->limits();
   check_device_limits(o, a);
   inline_size = o.inline_size;
   if (a.max_inline_data != 0) inline_size = std::min(inline_size, a.max_inline_data);
@@ -534,9 +536,9 @@ void Session::connect_all() {
   // peer or path ends in IBV_WC_RETRY_EXC_ERR rather than a silent stall.
   const mrc_device_attr& a = dev->attr();
   mrc_qp_attr m{};
-  m.wimm.max_wimm = a.max_wimm != 0 ? a.max_wimm : 64;
-  m.wimm.max_wimm_dest = a.max_wimm_dest != 0 ? a.max_wimm_dest : 64;
-  m.mpr.mpr = m.mpr.mpr_dest = a.max_mpr != 0 ? a.max_mpr : 8;
+  m.wimm.max_wimm = a.wimm_attr.max_wimm != 0 ? a.wimm_attr.max_wimm : 64;
+  m.wimm.max_wimm_dest = a.wimm_attr.max_wimm_dest != 0 ? a.wimm_attr.max_wimm_dest : 64;
+  m.mpr.mpr = m.mpr.mpr_dest = a.mpr_attr.max_mpr != 0 ? a.mpr_attr.max_mpr : 8;
   m.retry.linear_cnt = 7;
   m.retry.exp_cnt = static_cast<uint8_t>(o.retry_exp);
   m.timeout = static_cast<uint8_t>(o.qp_timeout);
