@@ -268,16 +268,21 @@ struct mrc_qp_init_attr {
 
 /** Attribute mask of struct mrc_qp_attr (mrc_modify_qp / mrc_query_qp). */
 enum mrc_qp_attr_mask {
-  MRC_QP_MAX_WIMM = 1u << 0,
-  MRC_QP_MAX_WIMM_DEST = 1u << 1,
-  MRC_QP_MPR = 1u << 2,
-  MRC_QP_MPR_DEST = 1u << 3,
-  MRC_QP_TIMEOUT = 1u << 4,
-  MRC_QP_EV_PROFILE_ID = 1u << 5,
-  MRC_QP_CC_PROFILE_ID = 1u << 6,
-  MRC_QP_HINT = 1u << 7,
-  MRC_QP_RETRY_CNT = 1u << 8,
-  MRC_QP_CAP = 1u << 9,
+  MRC_QP_MAX_WIMM = 1 << 0,
+  MRC_QP_MAX_WIMM_DEST = 1 << 1,
+  MRC_QP_MPR = 1 << 2,
+  MRC_QP_MPR_DEST = 1 << 3,
+  /** mpr.dynamic_mpr. OCP's newest mrc.h names this bit MRC_QP_DYNAMIC_MPR,
+   *  the name it also gives the enum mrc_qp_cap bit, which C refuses; the
+   *  bit keeps its earlier revision's name. Refused with EINVAL: enable
+   *  dynamic MPR with MRC_QP_CAP and MRC_QP_CAP_DYNAMIC_MPR. */
+  MRC_QP_DYNAMIC_MPR_DEST = 1 << 4,
+  MRC_QP_TIMEOUT = 1 << 5,
+  MRC_EV_PROFILE_ID = 1 << 6,
+  MRC_CC_PROFILE_ID = 1 << 7,
+  MRC_QP_HINT = 1 << 8,
+  MRC_QP_RETRY_CNT = 1 << 9,
+  MRC_QP_CAP = 1 << 10,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_QP_VENDOR_CFG (1u << 31)
@@ -296,6 +301,7 @@ struct mrc_qp_attr {
   struct {
     uint8_t mpr;       /**< requester window, 128-PSN units, 1..max_mpr */
     uint8_t mpr_dest;  /**< responder window offered, 128-PSN units */
+    uint8_t dynamic_mpr; /**< MRC_QP_DYNAMIC_MPR_DEST (refused; see there) */
   } mpr;
   struct {
     uint16_t max_wimm;       /**< WriteIMMs in flight (requester) */
@@ -340,8 +346,8 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
  * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
  * current one. Required per transition:
- *   RESET->INIT: IBV_QP_STATE (may add: MRC_QP_EV_PROFILE_ID,
- *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
+ *   RESET->INIT: IBV_QP_STATE (may add: MRC_EV_PROFILE_ID,
+ *                MRC_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
  *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
  *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU, MRC_QP_MAX_WIMM_DEST,
  *                MRC_QP_MPR_DEST (may add: MRC_QP_CAP, the profile ids)
@@ -357,7 +363,7 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * unknown peer GID or a value out of range. Nothing changes on error.
  */
 int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
-                  uint32_t mrc_mask);
+                  int mrc_mask);
 /**
  * Reads the QP's attributes in any state: the ibverbs ones named in
  * ibv_mask into *ibv_attr (qp_state, cur_qp_state, path_mtu, dest_qp_num,
@@ -366,7 +372,7 @@ int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask,
  * be NULL when not wanted). EINVAL for a NULL qp.
  */
 int mrc_query_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
-                 uint32_t mrc_mask, struct mrc_qp_init_attr *init_attr);
+                 int mrc_mask, struct mrc_qp_init_attr *init_attr);
 
 /**
  * Posts a chain of work requests (wr->next). Only IBV_WR_RDMA_WRITE and

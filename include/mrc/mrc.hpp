@@ -414,13 +414,13 @@ class Qp {
   }
   /// mrc_modify_qp, throwing on failure (setup path).
   void modify(ibv_qp_attr& a, int ibv_mask, mrc_qp_attr* m = nullptr, uint32_t mrc_mask = 0) {
-    check(mrc_modify_qp(get(), &a, ibv_mask, m, mrc_mask), "mrc_modify_qp");
+    check(mrc_modify_qp(get(), &a, ibv_mask, m, static_cast<int>(mrc_mask)), "mrc_modify_qp");
   }
   /// mrc_query_qp for the attributes named in the masks (and the creation
   /// attributes), throwing on failure.
   QpAttrs query(int ibv_mask, uint32_t mrc_mask) const {
     QpAttrs q;
-    check(mrc_query_qp(get(), &q.ibv, ibv_mask, &q.mrc, mrc_mask, &q.init), "mrc_query_qp");
+    check(mrc_query_qp(get(), &q.ibv, ibv_mask, &q.mrc, static_cast<int>(mrc_mask), &q.init), "mrc_query_qp");
     return q;
   }
   /// Brings the QP from RESET to RTS against a peer: its GID, QPN and first
@@ -440,7 +440,7 @@ class Qp {
     uint32_t init_mask = 0, rtr_mask = MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST;
     if (m) {
       attrs = *m;
-      init_mask = MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID | (m->qp_hint ? uint32_t{MRC_QP_HINT} : 0u);
+      init_mask = MRC_EV_PROFILE_ID | MRC_CC_PROFILE_ID | (m->qp_hint ? uint32_t{MRC_QP_HINT} : 0u);
       rtr_mask |= MRC_QP_CAP;
       for (uint8_t b : m->vendor_cfg) {
         if (b != 0) {

@@ -631,14 +631,17 @@ MRC_EXPORT int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
 
 MRC_EXPORT void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
 
-MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask) {
+MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, int mrc_attr_mask) {
+  const auto mrc_mask = static_cast<uint32_t>(mrc_attr_mask);  // bit 31 (MRC_QP_VENDOR_CFG) included
   if (!qp || (ibv_mask && !ia) || (mrc_mask && !ma)) return EINVAL;
   constexpr int kAccepted = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                             IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
   constexpr uint32_t kMrcKnown = MRC_QP_MAX_WIMM | MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR | MRC_QP_MPR_DEST |
-                                 MRC_QP_TIMEOUT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID | MRC_QP_HINT |
+                                 MRC_QP_TIMEOUT | MRC_EV_PROFILE_ID | MRC_CC_PROFILE_ID | MRC_QP_HINT |
                                  MRC_QP_RETRY_CNT | MRC_QP_CAP;
-  if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;  // incl. MRC_QP_VENDOR_CFG: none defined
+  // Refused: MRC_QP_VENDOR_CFG (no vendor data is defined) and
+  // MRC_QP_DYNAMIC_MPR_DEST (dynamic MPR is asked for with MRC_QP_CAP).
+  if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;
   if (!(ibv_mask & IBV_QP_STATE)) return EINVAL;
   using namespace core::qp_attr;
   core::QpAttr a;
@@ -670,8 +673,8 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
   if (mrc_mask & MRC_QP_MPR) a.mpr = ma->mpr.mpr, mask |= kMpr;
   if (mrc_mask & MRC_QP_MPR_DEST) a.mpr_dest = ma->mpr.mpr_dest, mask |= kMprDest;
   if (mrc_mask & MRC_QP_TIMEOUT) a.timeout = ma->timeout, mask |= kTimeout;
-  if (mrc_mask & MRC_QP_EV_PROFILE_ID) a.ev_profile_id = ma->profile.ev_profile_id, mask |= kEvProfileId;
-  if (mrc_mask & MRC_QP_CC_PROFILE_ID) a.cc_profile_id = ma->profile.cc_profile_id, mask |= kCcProfileId;
+  if (mrc_mask & MRC_EV_PROFILE_ID) a.ev_profile_id = ma->profile.ev_profile_id, mask |= kEvProfileId;
+  if (mrc_mask & MRC_CC_PROFILE_ID) a.cc_profile_id = ma->profile.cc_profile_id, mask |= kCcProfileId;
   if (mrc_mask & MRC_QP_RETRY_CNT) {
     a.retry_linear = ma->retry.linear_cnt;
     a.retry_exp = ma->retry.exp_cnt;
@@ -721,7 +724,7 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
   return 0;
 }
 
-MRC_EXPORT int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask,
+MRC_EXPORT int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, int mrc_mask,
                             mrc_qp_init_attr* init) {
   (void)ibv_mask;
   (void)mrc_mask;

@@ -42,6 +42,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kPort = 24792;
 
+// The QP attribute mask bits of the OCP header (mrc.h 44ed151).
+static_assert(MRC_QP_MAX_WIMM == 1 << 0 && MRC_QP_MAX_WIMM_DEST == 1 << 1 && MRC_QP_MPR == 1 << 2 &&
+              MRC_QP_MPR_DEST == 1 << 3 && MRC_QP_DYNAMIC_MPR_DEST == 1 << 4 && MRC_QP_TIMEOUT == 1 << 5 &&
+              MRC_EV_PROFILE_ID == 1 << 6 && MRC_CC_PROFILE_ID == 1 << 7 && MRC_QP_HINT == 1 << 8 &&
+              MRC_QP_RETRY_CNT == 1 << 9 && MRC_QP_CAP == 1 << 10 && MRC_QP_VENDOR_CFG == 1u << 31);
+
 /// The QP number of `q` (mrc_get_qpn), a test failure if the call fails.
 uint32_t qpn_of(mrc_qp* q) {
   uint32_t n = 0;
@@ -341,7 +347,13 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
                           MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_MAX_WIMM),
             EINVAL);
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, MRC_QP_VENDOR_CFG), EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, static_cast<int>(MRC_QP_VENDOR_CFG)), EINVAL);
+  // Dynamic MPR through its mask bit (MRC_QP_CAP carries it instead).
+  m.mpr.dynamic_mpr = 1;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_DYNAMIC_MPR_DEST),
+            EINVAL);
+  m.mpr.dynamic_mpr = 0;
   // A hint outside RESET -> INIT.
   mrc_qp_hint_init_attr ha{};
   ha.attr.num_qps_per_peer = 4;

@@ -97,7 +97,7 @@ int qp_init(mrc_qp* qp, uint64_t ev_id, uint64_t cc_id = 0) {
   mrc_qp_attr m{};
   m.profile.ev_profile_id = ev_id;
   m.profile.cc_profile_id = cc_id;
-  return mrc_modify_qp(qp, &a, IBV_QP_STATE, &m, MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID);
+  return mrc_modify_qp(qp, &a, IBV_QP_STATE, &m, MRC_EV_PROFILE_ID | MRC_CC_PROFILE_ID);
 }
 
 TEST(Ctl, DeviceReportsWhatTheControllerSupports) {

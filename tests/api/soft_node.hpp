@@ -118,7 +118,7 @@ inline void to_rts(mrc_qp* q, const ibv_gid& peer, uint32_t peer_qpn, uint64_t e
   m.profile.ev_profile_id = ev_profile;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_QP_EV_PROFILE_ID : 0), 0);
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_EV_PROFILE_ID : 0), 0);
   a = ibv_qp_attr{};
   a.qp_state = IBV_QPS_RTR;
   a.ah_attr.is_global = 1;

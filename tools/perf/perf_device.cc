@@ -548,8 +548,8 @@ void Session::connect_all() {
     mrc_qp_attr init{};
     init.profile.ev_profile_id = o.ev_profile;
     init.profile.cc_profile_id = o.cc_profile;
-    const uint32_t init_mask = (o.ev_profile != 0 ? uint32_t{MRC_QP_EV_PROFILE_ID} : 0u) |
-                               (o.cc_profile != 0 ? uint32_t{MRC_QP_CC_PROFILE_ID} : 0u);
+    const uint32_t init_mask = (o.ev_profile != 0 ? uint32_t{MRC_EV_PROFILE_ID} : 0u) |
+                               (o.cc_profile != 0 ? uint32_t{MRC_CC_PROFILE_ID} : 0u);
     if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE, &init, init_mask); rc != 0)
       throw PerfError(fmt::format("mrc_modify_qp(INIT{}{}): {}",
                                   o.ev_profile != 0 ? fmt::format(", --ev-profile {}", o.ev_profile) : "",
