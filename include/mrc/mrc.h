@@ -182,8 +182,9 @@ int mrc_poll_cq(struct mrc_cq *cq, int num_entries, struct ibv_wc *wc);
  */
 int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);
 /**
- * Waits for the next event on `channel` and returns its CQ and cq_context.
- * EAGAIN if the channel fd is non-blocking and no event is pending. Every
+ * Waits for the next event on `channel` and returns its CQ and cq_context:
+ * 0, or -1 with errno (as ibv_get_cq_event): EAGAIN if the channel fd is
+ * non-blocking and no event is pending, EINVAL for a NULL argument. Every
  * event must be acknowledged with mrc_ack_cq_events.
  */
 int mrc_get_cq_event(struct mrc_comp_channel *channel, struct mrc_cq **cq, void **cq_context);
@@ -410,8 +411,9 @@ struct mrc_async_event {
  * Waits for the next asynchronous event of the context: a QP that entered
  * ERROR (IBV_EVENT_QP_FATAL, or IBV_EVENT_QP_ACCESS_ERR for a remote access
  * violation), a CQ overflow (IBV_EVENT_CQ_ERR), a port going down or up.
- * EAGAIN if the context's async fd is non-blocking and nothing is pending.
- * Every event must be acknowledged with mrc_ack_async_event; a QP or CQ is
+ * 0, or -1 with errno (as ibv_get_async_event): EAGAIN if the context's
+ * async fd is non-blocking and nothing is pending, EINVAL for a NULL
+ * argument. Every event must be acknowledged with mrc_ack_async_event; a QP or CQ is
  * not destroyed while events naming it are unacknowledged.
  */
 int mrc_get_async_event(struct mrc_context *ctx, struct mrc_async_event *event);

@@ -444,13 +444,21 @@ MRC_EXPORT int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   return 0;
 }
 
+// The event calls answer as ibv_get_cq_event / ibv_get_async_event do:
+// 0, or -1 with errno.
+static int fail_errno(int e) {
+  errno = e;
+  return -1;
+}
+
 MRC_EXPORT int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
-  if (!ch || !cq || !cq_context) return EINVAL;
-  if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0) return e;
+  if (!ch || !cq || !cq_context) return fail_errno(EINVAL);
+  if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0)
+    return fail_errno(e);
   mrc_cq* c;
   {
     std::lock_guard<std::mutex> g(ch->events.mu);
-    if (ch->events.q.empty()) return EAGAIN;  // its CQ was destroyed meanwhile
+    if (ch->events.q.empty()) return fail_errno(EAGAIN);  // its CQ was destroyed meanwhile
     c = ch->events.q.front();
     ch->events.q.pop_front();
   }
@@ -827,11 +835,11 @@ MRC_EXPORT int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) 
 // ------------------------------------------------------------------ async events
 
 MRC_EXPORT int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
-  if (!api::context_ok(ctx) || !event) return EINVAL;
-  if (int e = api::wait_event(ctx->async, nullptr); e != 0) return e;
+  if (!api::context_ok(ctx) || !event) return fail_errno(EINVAL);
+  if (int e = api::wait_event(ctx->async, nullptr); e != 0) return fail_errno(e);
   {
     std::lock_guard<std::mutex> g(ctx->async.mu);
-    if (ctx->async.q.empty()) return EAGAIN;
+    if (ctx->async.q.empty()) return fail_errno(EAGAIN);
     *event = ctx->async.q.front();
     ctx->async.q.pop_front();
   }

@@ -256,6 +256,10 @@ TEST(Raii, ChannelsDeliverCqEventsAndQueriesAnswer) {
   ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
   mrc::AsyncEvent aev;
   EXPECT_EQ(p.ca.get_async_event(aev), EAGAIN);
+  mrc_async_event raw{};
+  errno = 0;
+  EXPECT_EQ(mrc_get_async_event(p.ca.get(), &raw), -1) << "-1 with errno, as ibv_get_async_event";
+  EXPECT_EQ(errno, EAGAIN);
 }
 
 }  // namespace
