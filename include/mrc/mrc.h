@@ -91,11 +91,13 @@ struct mrc_context;
 
 /**
  * Reports the device's MRC capabilities; *supported = 0 if `ibv_ctx` is not
- * an MRC device (then *attr is untouched). Returns 0, or EINVAL for a NULL
- * argument. Applications of API 1.0.1 or later should use the _ex form.
+ * an MRC device (then *attr is untouched). Returns 0, or -1 with errno
+ * EINVAL for a NULL argument.
  */
 int mrc_query_device(struct ibv_context *ibv_ctx, struct mrc_device_attr *attr, int *supported);
-/** As mrc_query_device, for the API version `mrc_ctx` was created with. */
+/** As mrc_query_device, for the API version `mrc_ctx` was created with
+ *  (an OpenMRC addition); -1 with errno EINVAL also when mrc_ctx is not a
+ *  context on ibv_ctx. */
 int mrc_query_device_ex(struct ibv_context *ibv_ctx, struct mrc_context *mrc_ctx, struct mrc_device_attr *attr,
                         int *supported);
 
@@ -116,7 +118,8 @@ struct mrc_context_attr {
  * library does not serve), ENOMEM.
  */
 struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, struct mrc_context_attr *attr);
-/** Destroys a context. EBUSY while it still owns QPs, CQs, channels or hints. */
+/** Destroys a context: 0, or -1 with errno EBUSY (it still owns QPs, CQs,
+ *  channels or hints) or EINVAL. */
 int mrc_destroy_context(struct mrc_context *ctx);
 
 /* ------------------------------------------------------------------ completion channels */

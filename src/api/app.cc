@@ -199,6 +199,13 @@ using api::SoftDevice;
 
 extern "C" {
 
+// The calls OCP's mrc.h documents as "0, or -1 with errno" (and the event
+// calls, which answer as ibv_get_cq_event / ibv_get_async_event do).
+static int fail_errno(int e) {
+  errno = e;
+  return -1;
+}
+
 MRC_EXPORT int mrc_query_version(mrc_version* ver) {
   if (!ver) return EINVAL;
   ver->current = MRC_API_CURRENT_VERSION;
@@ -209,7 +216,7 @@ MRC_EXPORT int mrc_query_version(mrc_version* ver) {
 }
 
 MRC_EXPORT int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
-  if (!ibv_ctx || !attr || !supported) return EINVAL;
+  if (!ibv_ctx || !attr || !supported) return fail_errno(EINVAL);
   SoftDevice* d = api::soft_device(ibv_ctx);
   *supported = d != nullptr;
   if (d) api::fill_device_attr(*d, attr);
@@ -217,7 +224,7 @@ MRC_EXPORT int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int
 }
 
 MRC_EXPORT int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
-  if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return EINVAL;
+  if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return fail_errno(EINVAL);
   return mrc_query_device(ibv_ctx, attr, supported);
 }
 
@@ -247,10 +254,10 @@ MRC_EXPORT mrc_context* mrc_create_context(ibv_context* ibv_ctx, mrc_context_att
 }
 
 MRC_EXPORT int mrc_destroy_context(mrc_context* ctx) {
-  if (!api::context_ok(ctx)) return EINVAL;
+  if (!api::context_ok(ctx)) return fail_errno(EINVAL);
   {
     std::lock_guard<std::mutex> g(ctx->mu);
-    if (ctx->cqs || ctx->qps || ctx->channels || ctx->hints) return EBUSY;
+    if (ctx->cqs || ctx->qps || ctx->channels || ctx->hints) return fail_errno(EBUSY);
   }
   {
     std::lock_guard<std::mutex> g(ctx->dev->mu);
@@ -442,13 +449,6 @@ MRC_EXPORT int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   }
   cq->rcq->arm();
   return 0;
-}
-
-// The event calls answer as ibv_get_cq_event / ibv_get_async_event do:
-// 0, or -1 with errno.
-static int fail_errno(int e) {
-  errno = e;
-  return -1;
 }
 
 MRC_EXPORT int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {

@@ -285,6 +285,9 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   ibv_context foreign{};
   supported = -1;
   ASSERT_EQ(mrc_query_device(&foreign, &a, &supported), 0);
+  errno = 0;
+  EXPECT_EQ(mrc_query_device(dev, nullptr, &supported), -1);
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(supported, 0);
   mrc_context_attr ca{MRC_API_VER(9u, 0u, 0u)};
   errno = 0;
@@ -394,7 +397,9 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   // Objects in use cannot be destroyed.
   EXPECT_EQ(mrc_destroy_cq(a.cq), EBUSY);
   EXPECT_EQ(mrc_destroy_comp_channel(a.ch), EBUSY);
-  EXPECT_EQ(mrc_destroy_context(a.ctx), EBUSY);
+  errno = 0;
+  EXPECT_EQ(mrc_destroy_context(a.ctx), -1);
+  EXPECT_EQ(errno, EBUSY);
   EXPECT_EQ(mrc_soft_close_device(a.dev), EBUSY);
   EXPECT_EQ(mrc_soft_dealloc_pd(a.pd), EBUSY);
   a.close();

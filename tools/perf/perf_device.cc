@@ -86,7 +86,7 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   }
   int supported = 0;
   if (int rc = mrc_query_device(dev_, &attr_, &supported); rc != 0 || supported == 0)
-    throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(rc) : "not an MRC device"));
+    throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(errno) : "not an MRC device"));
   if (int rc = mrc_soft_query_limits(dev_, &limits_); rc != 0)
     throw PerfError(fmt::format("mrc_soft_query_limits: {}", err_text(rc)));
   ctx_ = mrc_create_context(dev_, nullptr);
