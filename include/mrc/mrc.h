@@ -30,18 +30,23 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
+/* MRC_API_VER(), MRC_API_VER_LATEST, MRC_API_CURRENT_VERSION, ... */
+#include "mrc_api_ver.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ------------------------------------------------------------------ versions */
 
-/** API version encoding: major << 24 | minor << 16 | subminor (reference 6.1). */
-#define MRC_API_VERSION(major, minor, sub) ((major) * 16777216u + (minor) * 65536u + (sub))
-#define MRC_API_VERSION_CURRENT MRC_API_VERSION(1, 0, 1)
-#define MRC_API_VERSION_OLDEST MRC_API_VERSION(0, 0, 0)
-/** Wire protocol versions (bitmap); 0 in a request means "provider default". */
-#define MRC_PROTOCOL_VERSION_1 (1u << 0)
+/** MRC wire protocol versions: a device advertises the bitmap of those it
+ *  speaks (mrc_device_attr.mrc_protocol_version); a QP asks for one bit, or
+ *  MRC_PROTOCOL_VERSION_0 for the provider's default
+ *  (mrc_qp_init_attr.protocol_version). */
+enum mrc_protocol_version {
+  MRC_PROTOCOL_VERSION_0 = 0,
+  MRC_PROTOCOL_VERSION_1 = 1 << 0,
+};
 
 struct mrc_version {
   uint32_t current;        /**< newest application API version supported */
@@ -62,51 +67,59 @@ enum mrc_device_cap {
   MRC_DEVICE_CAP_SVC_TIME = 1u << 2,    /**< reports responder service time */
 };
 
+/** A device's MRC capabilities (mrc_query_device). The software device's
+ *  other limits (QPs, WRs, SGEs, CQEs, planes) are in
+ *  mrc_soft_query_limits (<mrc/mrc_soft.h>). */
 struct mrc_device_attr {
-  uint32_t protocol_versions; /**< bitmap of MRC_PROTOCOL_VERSION_* */
-  uint16_t max_wimm;          /**< largest max_wimm a QP may request */
-  uint16_t max_wimm_dest;     /**< largest max_wimm_dest */
-  uint8_t max_mpr;            /**< largest MPR, in 128-PSN units */
-  uint8_t mpr_resolution;     /**< MPR granularity, in 128-PSN units */
-  uint32_t max_qp_hint;       /**< QP hints per context */
-  uint32_t cap;               /**< enum mrc_device_cap bits */
-  /* OpenMRC additions (zero on other providers): */
-  uint32_t max_qp;            /**< QPs per device */
-  uint32_t max_qp_wr;         /**< send or receive WRs per QP */
-  uint32_t max_sge;           /**< gather elements per send WR */
-  uint32_t max_inline_data;   /**< inline bytes per send WR */
-  uint32_t max_cqe;           /**< completions per CQ */
-  uint32_t max_msg_size;      /**< bytes per WRITE */
-  uint32_t num_planes;        /**< ports (planes) of the device */
+  uint32_t mrc_protocol_version; /**< bitmap of enum mrc_protocol_version bits */
+  struct {
+    uint16_t max_wimm;      /**< largest max_wimm a QP may request */
+    uint16_t max_wimm_dest; /**< largest max_wimm_dest */
+  } wimm_attr;
+  struct {
+    uint8_t max_mpr;        /**< largest MPR, in 128-PSN units */
+    uint8_t mpr_resolution; /**< MPR granularity, in 128-PSN units */
+    uint8_t dynamic_mpr;    /**< non-zero if dynamic MPR is supported */
+  } mpr_attr;
+  struct {
+    uint32_t max_qp_hint; /**< QP hints per context */
+  } qp_attr;
+  uint32_t cap; /**< enum mrc_device_cap bits */
 };
 
 struct mrc_context;
 
 /**
  * Reports the device's MRC capabilities; *supported = 0 if `ibv_ctx` is not
- * an MRC device (then *attr is untouched). Returns 0, or EINVAL for a NULL
- * argument. Applications of API 1.0.1 or later should use the _ex form.
+ * an MRC device (then *attr is untouched). Returns 0, or -1 with errno
+ * EINVAL for a NULL argument.
  */
 int mrc_query_device(struct ibv_context *ibv_ctx, struct mrc_device_attr *attr, int *supported);
-/** As mrc_query_device, for the API version `mrc_ctx` was created with. */
+/** As mrc_query_device, for the API version `mrc_ctx` was created with
+ *  (an OpenMRC addition); -1 with errno EINVAL also when mrc_ctx is not a
+ *  context on ibv_ctx. */
 int mrc_query_device_ex(struct ibv_context *ibv_ctx, struct mrc_context *mrc_ctx, struct mrc_device_attr *attr,
                         int *supported);
 
 /* ------------------------------------------------------------------ context */
 
 struct mrc_context_attr {
-  uint32_t api_version;        /**< MRC_API_VERSION(...) the caller uses; 0 = newest */
-  uint32_t vendor_api_version; /**< 0 = newest */
+  /** The API version the program was written for: MRC_API_VER_USED (or
+   *  MRC_API_VER_LATEST, the newest the library has), between
+   *  MRC_API_LAST_SUPPORTED_VERSION and MRC_API_CURRENT_VERSION. */
+  uint32_t mrc_api_version_used;
 };
 
 /**
  * Creates a library instance on a device: it owns the CQs, QPs, channels and
  * hints created through it (several contexts may share a device and a
- * process). `attr` may be NULL. NULL with errno: EINVAL (not an MRC device,
- * or an API version outside [oldest, current]), ENOMEM.
+ * process). `attr` may be NULL (the current API version); it is only read.
+ * NULL with errno: EINVAL (not an MRC device, or an API version this
+ * library does not serve), ENOMEM.
  */
-struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, const struct mrc_context_attr *attr);
-/** Destroys a context. EBUSY while it still owns QPs, CQs, channels or hints. */
+struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, struct mrc_context_attr *attr);
+/** Destroys a context: 0, or -1 with errno EBUSY (it still owns QPs, CQs,
+ *  channels or hints) or EINVAL. */
 int mrc_destroy_context(struct mrc_context *ctx);
 
 /* ------------------------------------------------------------------ completion channels */
@@ -125,11 +138,13 @@ struct mrc_comp_channel;
  * wake-up can be spurious (the packet completed nothing on this channel's
  * CQs): a non-blocking get then returns EAGAIN, as after any spurious
  * verbs event; poll the CQ and wait again.
- * NULL with errno ENOMEM / EMFILE.
+ * Stores the channel in *channel and returns 0, or returns -1 with errno
+ * EINVAL (bad context, NULL channel), ENOMEM or EMFILE and *channel NULL.
  */
-struct mrc_comp_channel *mrc_create_comp_channel(struct mrc_context *ctx);
-/** The channel's file descriptor, or -1 with errno EINVAL. Owned by the channel. */
-int mrc_get_comp_channel_fd(struct mrc_comp_channel *channel);
+int mrc_create_comp_channel(struct mrc_context *ctx, struct mrc_comp_channel **channel);
+/** Stores the channel's file descriptor (owned by the channel) in *fd:
+ *  0, or -1 with errno EINVAL for a NULL argument. */
+int mrc_get_comp_channel_fd(struct mrc_comp_channel *channel, int *fd);
 /** EBUSY while a CQ still uses the channel. */
 int mrc_destroy_comp_channel(struct mrc_comp_channel *channel);
 
@@ -170,8 +185,9 @@ int mrc_poll_cq(struct mrc_cq *cq, int num_entries, struct ibv_wc *wc);
  */
 int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);
 /**
- * Waits for the next event on `channel` and returns its CQ and cq_context.
- * EAGAIN if the channel fd is non-blocking and no event is pending. Every
+ * Waits for the next event on `channel` and returns its CQ and cq_context:
+ * 0, or -1 with errno (as ibv_get_cq_event): EAGAIN if the channel fd is
+ * non-blocking and no event is pending, EINVAL for a NULL argument. Every
  * event must be acknowledged with mrc_ack_cq_events.
  */
 int mrc_get_cq_event(struct mrc_comp_channel *channel, struct mrc_cq **cq, void **cq_context);
@@ -185,13 +201,18 @@ const char *mrc_wc_status_str(enum ibv_wc_status status);
 
 /* ------------------------------------------------------------------ QP hints */
 
-enum mrc_qp_hint_mask {
-  MRC_QP_HINT_NUM_QPS_PER_PEER = 1u << 0,
-  MRC_QP_HINT_NUM_SEND_PEERS = 1u << 1,
-  MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1u << 2,
+/** Bytes of opaque vendor data in a hint or a QP's attributes. */
+#define MRC_MAX_VENDOR_CFG_SIZE 128
+
+/** Which fields of a struct mrc_qp_hint_attr mrc_query_qp_hint and
+ *  mrc_modify_qp_hint read or write. */
+enum mrc_qp_hint_attr_mask {
+  MRC_QP_HINT_NUM_QPS_PER_PEER = 1 << 0,
+  MRC_QP_HINT_NUM_SEND_PEERS = 1 << 1,
+  MRC_QP_HINT_NUM_REMOTE_RECV_PEERS = 1 << 2,
 };
-/** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_QP_HINT_VENDOR (1u << 31)
+/** Bit 31, vendor_cfg (a macro: ISO C enumerators must fit an int). */
+#define MRC_QP_HINT_VENDOR_CFG (1u << 31)
 
 /** A traffic hint for resource sizing (optional; reference 6.2). Given to a
  *  QP on its way to INIT (MRC_QP_HINT in mrc_modify_qp), it also sizes the
@@ -202,23 +223,35 @@ enum mrc_qp_hint_mask {
  *  gather) avoids the blind first round trip that overflows the target's
  *  last hop. Read when the QP is given the hint. */
 struct mrc_qp_hint_attr {
-  uint32_t mask;                  /**< enum mrc_qp_hint_mask: which fields are set */
-  uint32_t num_qps_per_peer;
-  uint32_t num_send_peers;
-  uint32_t num_remote_recv_peers; /**< incast degree at the target */
-  uint8_t vendor[128];
+  int num_qps_per_peer;      /**< QPs of this hint sending to one peer at once; 0 = not given */
+  int num_send_peers;        /**< peers the hint's QPs send to at once; 0 = not given */
+  int num_remote_recv_peers; /**< remote QPs sending to this QP's target at once (its
+                                  incast degree); 0 = not given */
+  uint8_t vendor_cfg[MRC_MAX_VENDOR_CFG_SIZE]; /**< no vendor data is defined: all zero */
+};
+
+/** What mrc_create_qp_hint reads. */
+struct mrc_qp_hint_init_attr {
+  struct mrc_qp_hint_attr attr;
 };
 
 struct mrc_qp_hint;
 
-/** NULL with errno EINVAL (unknown mask bits, zero counts), ENOMEM (max_qp_hint reached). */
-struct mrc_qp_hint *mrc_create_qp_hint(struct mrc_context *ctx, const struct mrc_qp_hint_attr *attr);
-/** EBUSY while a QP refers to the hint; EINVAL for NULL. */
+/** A hint with the counts of init_attr->attr (each >= 0; 0 = not given).
+ *  NULL with errno EINVAL (NULL argument, a negative count, non-zero
+ *  vendor_cfg), ENOMEM (max_qp_hint hints in the context). */
+struct mrc_qp_hint *mrc_create_qp_hint(struct mrc_context *ctx, struct mrc_qp_hint_init_attr *init_attr);
+/** 0, or -1 with errno EBUSY (a QP refers to the hint) or EINVAL (NULL). */
 int mrc_destroy_qp_hint(struct mrc_qp_hint *hint);
-/** Fills *attr with the hint's fields. */
-int mrc_query_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr);
-/** Updates the fields named in attr->mask. EINVAL for unknown bits or zero counts. */
-int mrc_modify_qp_hint(struct mrc_qp_hint *hint, const struct mrc_qp_hint_attr *attr);
+/** Copies the counts named in `mask` (enum mrc_qp_hint_attr_mask) into
+ *  *attr, 0 for one not given; MRC_QP_HINT_VENDOR_CFG copies vendor_cfg.
+ *  0, or -1 with errno EINVAL (NULL argument, unknown mask bits). */
+int mrc_query_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr, int mask);
+/** Sets the counts named in `mask` from *attr (0 = no longer given). QPs
+ *  given the hint later see the new counts. 0, or -1 with errno EINVAL
+ *  (NULL argument, unknown mask bits, a negative count, non-zero
+ *  vendor_cfg under MRC_QP_HINT_VENDOR_CFG). */
+int mrc_modify_qp_hint(struct mrc_qp_hint *hint, struct mrc_qp_hint_attr *attr, int mask);
 
 /* ------------------------------------------------------------------ QPs */
 
@@ -234,21 +267,26 @@ struct mrc_qp_init_attr {
   struct ibv_pd *pd;          /**< from mrc_soft_alloc_pd */
   /** IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; 0 = both. */
   uint64_t send_ops_flags;
-  uint32_t protocol_version;  /**< one MRC_PROTOCOL_VERSION_* bit, or 0 = default */
+  enum mrc_protocol_version protocol_version; /**< one version bit, or MRC_PROTOCOL_VERSION_0 = default */
 };
 
 /** Attribute mask of struct mrc_qp_attr (mrc_modify_qp / mrc_query_qp). */
 enum mrc_qp_attr_mask {
-  MRC_QP_MAX_WIMM = 1u << 0,
-  MRC_QP_MAX_WIMM_DEST = 1u << 1,
-  MRC_QP_MPR = 1u << 2,
-  MRC_QP_MPR_DEST = 1u << 3,
-  MRC_QP_TIMEOUT = 1u << 4,
-  MRC_QP_EV_PROFILE_ID = 1u << 5,
-  MRC_QP_CC_PROFILE_ID = 1u << 6,
-  MRC_QP_HINT = 1u << 7,
-  MRC_QP_RETRY_CNT = 1u << 8,
-  MRC_QP_CAP = 1u << 9,
+  MRC_QP_MAX_WIMM = 1 << 0,
+  MRC_QP_MAX_WIMM_DEST = 1 << 1,
+  MRC_QP_MPR = 1 << 2,
+  MRC_QP_MPR_DEST = 1 << 3,
+  /** mpr.dynamic_mpr. OCP's newest mrc.h names this bit MRC_QP_DYNAMIC_MPR,
+   *  the name it also gives the enum mrc_qp_cap bit, which C refuses; the
+   *  bit keeps its earlier revision's name. Refused with EINVAL: enable
+   *  dynamic MPR with MRC_QP_CAP and MRC_QP_CAP_DYNAMIC_MPR. */
+  MRC_QP_DYNAMIC_MPR_DEST = 1 << 4,
+  MRC_QP_TIMEOUT = 1 << 5,
+  MRC_EV_PROFILE_ID = 1 << 6,
+  MRC_CC_PROFILE_ID = 1 << 7,
+  MRC_QP_HINT = 1 << 8,
+  MRC_QP_RETRY_CNT = 1 << 9,
+  MRC_QP_CAP = 1 << 10,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_QP_VENDOR_CFG (1u << 31)
@@ -267,6 +305,7 @@ struct mrc_qp_attr {
   struct {
     uint8_t mpr;       /**< requester window, 128-PSN units, 1..max_mpr */
     uint8_t mpr_dest;  /**< responder window offered, 128-PSN units */
+    uint8_t dynamic_mpr; /**< MRC_QP_DYNAMIC_MPR_DEST (refused; see there) */
   } mpr;
   struct {
     uint16_t max_wimm;       /**< WriteIMMs in flight (requester) */
@@ -299,8 +338,9 @@ struct mrc_qp *mrc_create_qp(struct mrc_context *ctx, struct mrc_qp_init_attr *i
  * posted send and receive WR completes with IBV_WC_WR_FLUSH_ERR on its CQ.
  */
 int mrc_destroy_qp(struct mrc_qp *qp);
-/** The QP number a peer addresses (IBV_QP_DEST_QPN on its side). */
-uint32_t mrc_get_qpn(struct mrc_qp *qp);
+/** Stores in *qpn the QP number a peer addresses (IBV_QP_DEST_QPN on its
+ *  side). 0, or -1 with errno EINVAL for a NULL argument. */
+int mrc_get_qpn(struct mrc_qp *qp, uint32_t *qpn);
 /** The qp_context given at creation. */
 void *mrc_get_qp_context(struct mrc_qp *qp);
 
@@ -310,8 +350,8 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
  * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
  * current one. Required per transition:
- *   RESET->INIT: IBV_QP_STATE (may add: MRC_QP_EV_PROFILE_ID,
- *                MRC_QP_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
+ *   RESET->INIT: IBV_QP_STATE (may add: MRC_EV_PROFILE_ID,
+ *                MRC_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
  *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
  *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU, MRC_QP_MAX_WIMM_DEST,
  *                MRC_QP_MPR_DEST (may add: MRC_QP_CAP, the profile ids)
@@ -327,7 +367,7 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * unknown peer GID or a value out of range. Nothing changes on error.
  */
 int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
-                  uint32_t mrc_mask);
+                  int mrc_mask);
 /**
  * Reads the QP's attributes in any state: the ibverbs ones named in
  * ibv_mask into *ibv_attr (qp_state, cur_qp_state, path_mtu, dest_qp_num,
@@ -336,7 +376,7 @@ int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask,
  * be NULL when not wanted). EINVAL for a NULL qp.
  */
 int mrc_query_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
-                 uint32_t mrc_mask, struct mrc_qp_init_attr *init_attr);
+                 int mrc_mask, struct mrc_qp_init_attr *init_attr);
 
 /**
  * Posts a chain of work requests (wr->next). Only IBV_WR_RDMA_WRITE and
@@ -374,8 +414,9 @@ struct mrc_async_event {
  * Waits for the next asynchronous event of the context: a QP that entered
  * ERROR (IBV_EVENT_QP_FATAL, or IBV_EVENT_QP_ACCESS_ERR for a remote access
  * violation), a CQ overflow (IBV_EVENT_CQ_ERR), a port going down or up.
- * EAGAIN if the context's async fd is non-blocking and nothing is pending.
- * Every event must be acknowledged with mrc_ack_async_event; a QP or CQ is
+ * 0, or -1 with errno (as ibv_get_async_event): EAGAIN if the context's
+ * async fd is non-blocking and nothing is pending, EINVAL for a NULL
+ * argument. Every event must be acknowledged with mrc_ack_async_event; a QP or CQ is
  * not destroyed while events naming it are unacknowledged.
  */
 int mrc_get_async_event(struct mrc_context *ctx, struct mrc_async_event *event);

@@ -53,7 +53,7 @@
 extern "C" {
 #endif
 
-#define MRC_CTL_API_VERSION_CURRENT MRC_API_VERSION(1, 0, 1)
+#define MRC_CTL_API_VERSION_CURRENT MRC_API_VER(1u, 0u, 1u)
 
 /** Optional features (mrc_ctl_device_attr.opt_attr). */
 enum mrc_ctl_opt_attr {

@@ -235,6 +235,19 @@ struct mrc_soft_stats {
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);
 
+/** A software device's limits beyond mrc_device_attr's. */
+struct mrc_soft_device_limits {
+  uint32_t max_qp;          /**< QPs per device */
+  uint32_t max_qp_wr;       /**< send or receive WRs per QP */
+  uint32_t max_sge;         /**< gather elements per send WR */
+  uint32_t max_inline_data; /**< inline bytes per send WR */
+  uint32_t max_cqe;         /**< completions per CQ */
+  uint32_t max_msg_size;    /**< bytes per WRITE */
+  uint32_t num_planes;      /**< ports (planes) of the device */
+};
+/** Fills *limits. EINVAL for NULL or a context that is not a software device. */
+int mrc_soft_query_limits(struct ibv_context *dev, struct mrc_soft_device_limits *limits);
+
 /**
  * Packets QP `qp` has sent per plane: packets[p] (0-based plane p, for
  * p < num_planes) = the sum over the QP's current EVs on plane p of the

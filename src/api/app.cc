@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
 #include "mrc/mrc.h"
@@ -81,21 +82,15 @@ bool context_ok(mrc_context* ctx) { return ctx && ctx->dev && soft_device(&ctx->
 void fill_device_attr(const SoftDevice& d, mrc_device_attr* a) {
   const core::EndpointConfig& ec = d.rt->endpoint_config();
   *a = mrc_device_attr{};
-  a->protocol_versions = MRC_PROTOCOL_VERSION_1;
-  a->max_wimm = ec.max_wimm;
-  a->max_wimm_dest = ec.max_wimm;
-  a->max_mpr = ec.max_mpr;
-  a->mpr_resolution = 1;
-  a->max_qp_hint = 1024;
+  a->mrc_protocol_version = MRC_PROTOCOL_VERSION_1;
+  a->wimm_attr.max_wimm = ec.max_wimm;
+  a->wimm_attr.max_wimm_dest = ec.max_wimm;
+  a->mpr_attr.max_mpr = ec.max_mpr;
+  a->mpr_attr.mpr_resolution = 1;
+  a->mpr_attr.dynamic_mpr = ec.cap_dynamic_mpr ? 1 : 0;
+  a->qp_attr.max_qp_hint = 1024;
   a->cap = (ec.cap_trim_nack ? MRC_DEVICE_CAP_TRIM_NACK : 0) | (ec.cap_dynamic_mpr ? MRC_DEVICE_CAP_DYNAMIC_MPR : 0) |
            (ec.cap_svc_time ? MRC_DEVICE_CAP_SVC_TIME : 0);
-  a->max_qp = ec.max_qps;
-  a->max_qp_wr = std::min(ec.max_send_wr, ec.max_recv_wr);
-  a->max_sge = core::kMaxSge;
-  a->max_inline_data = core::kMaxInlineData;
-  a->max_cqe = core::Endpoint::kMaxCqe;
-  a->max_msg_size = 1u << 31;
-  a->num_planes = d.rt->num_planes();
 }
 
 void push_async(mrc_context* ctx, const mrc_async_event& ev) { ctx->async.push(ev); }
@@ -204,32 +199,41 @@ using api::SoftDevice;
 
 extern "C" {
 
-int mrc_query_version(mrc_version* ver) {
+// The calls OCP's mrc.h documents as "0, or -1 with errno" (and the event
+// calls, which answer as ibv_get_cq_event / ibv_get_async_event do).
+static int fail_errno(int e) {
+  errno = e;
+  return -1;
+}
+
+MRC_EXPORT int mrc_query_version(mrc_version* ver) {
   if (!ver) return EINVAL;
-  ver->current = MRC_API_VERSION_CURRENT;
-  ver->oldest = MRC_API_VERSION_OLDEST;
-  ver->vendor = MRC_API_VERSION(1, 0, 0);
-  ver->oldest_vendor = MRC_API_VERSION(1, 0, 0);
+  ver->current = MRC_API_CURRENT_VERSION;
+  ver->oldest = MRC_API_LAST_SUPPORTED_VERSION;
+  ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
+  ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
   return 0;
 }
 
-int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
-  if (!ibv_ctx || !attr || !supported) return EINVAL;
+MRC_EXPORT int mrc_query_device(ibv_context* ibv_ctx, mrc_device_attr* attr, int* supported) {
+  if (!ibv_ctx || !attr || !supported) return fail_errno(EINVAL);
   SoftDevice* d = api::soft_device(ibv_ctx);
   *supported = d != nullptr;
   if (d) api::fill_device_attr(*d, attr);
   return 0;
 }
 
-int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
-  if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return EINVAL;
+MRC_EXPORT int mrc_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
+  if (ctx && (!api::context_ok(ctx) || &ctx->dev->ibv != ibv_ctx)) return fail_errno(EINVAL);
   return mrc_query_device(ibv_ctx, attr, supported);
 }
 
-mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* attr) try {
+MRC_EXPORT mrc_context* mrc_create_context(ibv_context* ibv_ctx, mrc_context_attr* attr) try {
   SoftDevice* d = api::soft_device(ibv_ctx);
-  const uint32_t v = attr && attr->api_version ? attr->api_version : MRC_API_VERSION_CURRENT;
-  if (!d || v > MRC_API_VERSION_CURRENT || (attr && attr->vendor_api_version > MRC_API_VERSION(1, 0, 0))) {
+  uint32_t v = attr ? attr->mrc_api_version_used : MRC_API_CURRENT_VERSION;
+  if (v == MRC_API_VER_LATEST) v = MRC_API_CURRENT_VERSION;
+  // MRC_API_LAST_SUPPORTED_VERSION is 0.0.0: every version up to the current one is served.
+  if (!d || v > MRC_API_CURRENT_VERSION) {
     errno = EINVAL;
     return nullptr;
   }
@@ -249,11 +253,11 @@ mrc_context* mrc_create_context(ibv_context* ibv_ctx, const mrc_context_attr* at
   return nullptr;
 }
 
-int mrc_destroy_context(mrc_context* ctx) {
-  if (!api::context_ok(ctx)) return EINVAL;
+MRC_EXPORT int mrc_destroy_context(mrc_context* ctx) {
+  if (!api::context_ok(ctx)) return fail_errno(EINVAL);
   {
     std::lock_guard<std::mutex> g(ctx->mu);
-    if (ctx->cqs || ctx->qps || ctx->channels || ctx->hints) return EBUSY;
+    if (ctx->cqs || ctx->qps || ctx->channels || ctx->hints) return fail_errno(EBUSY);
   }
   {
     std::lock_guard<std::mutex> g(ctx->dev->mu);
@@ -266,7 +270,7 @@ int mrc_destroy_context(mrc_context* ctx) {
 
 // ------------------------------------------------------------------ channels
 
-mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
+static mrc_comp_channel* new_channel(mrc_context* ctx) try {
   if (!api::context_ok(ctx)) {
     errno = EINVAL;
     return nullptr;
@@ -296,15 +300,25 @@ mrc_comp_channel* mrc_create_comp_channel(mrc_context* ctx) try {
   return nullptr;
 }
 
-int mrc_get_comp_channel_fd(mrc_comp_channel* ch) {
-  if (!ch) {
+MRC_EXPORT int mrc_create_comp_channel(mrc_context* ctx, mrc_comp_channel** channel) {
+  if (!channel) {
     errno = EINVAL;
     return -1;
   }
-  return ch->events.fd();
+  *channel = new_channel(ctx);
+  return *channel ? 0 : -1;
 }
 
-int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
+MRC_EXPORT int mrc_get_comp_channel_fd(mrc_comp_channel* ch, int* fd) {
+  if (!ch || !fd) {
+    errno = EINVAL;
+    return -1;
+  }
+  *fd = ch->events.fd();
+  return 0;
+}
+
+MRC_EXPORT int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
   if (!ch) return EINVAL;
   if (ch->cqs.load() > 0) return EBUSY;
   if (ch->events.sockets) ch->ctx->dev->rt->unwatch_sockets(ch->events.ep);
@@ -319,7 +333,8 @@ int mrc_destroy_comp_channel(mrc_comp_channel* ch) {
 
 // ------------------------------------------------------------------ CQs
 
-mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) try {
+MRC_EXPORT mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
+                                 int comp_vector) try {
   if (!api::context_ok(ctx) || cqe < 1 || static_cast<uint32_t>(cqe) > core::Endpoint::kMaxCqe || comp_vector != 0 ||
       (channel && channel->ctx != ctx)) {
     errno = EINVAL;
@@ -353,7 +368,7 @@ mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_chan
   return nullptr;
 }
 
-int mrc_destroy_cq(mrc_cq* cq) {
+MRC_EXPORT int mrc_destroy_cq(mrc_cq* cq) {
   if (!cq) return EINVAL;
   if (cq->ev_events) return api::ctl_destroy_event_cq(cq);
   if (cq->qps.load() > 0) return EBUSY;
@@ -380,7 +395,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
   return 0;
 }
 
-int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
+MRC_EXPORT int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (!cq || cq->ev_events || num_entries < 0 || (num_entries > 0 && !wc)) {
     errno = EINVAL;
     return -1;
@@ -409,7 +424,7 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   return done;
 }
 
-const char* mrc_wc_status_str(ibv_wc_status status) {
+MRC_EXPORT const char* mrc_wc_status_str(ibv_wc_status status) {
   switch (status) {
     case IBV_WC_SUCCESS: return "success";
     case IBV_WC_LOC_LEN_ERR: return "local length error";
@@ -425,7 +440,7 @@ const char* mrc_wc_status_str(ibv_wc_status status) {
   }
 }
 
-int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
+MRC_EXPORT int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   (void)solicited_only;
   if (!cq || !cq->channel) return EINVAL;
   if (cq->ev_events) {
@@ -436,13 +451,14 @@ int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   return 0;
 }
 
-int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
-  if (!ch || !cq || !cq_context) return EINVAL;
-  if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0) return e;
+MRC_EXPORT int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
+  if (!ch || !cq || !cq_context) return fail_errno(EINVAL);
+  if (int e = api::wait_event(ch->events, ch->events.sockets ? ch->ctx->dev->rt.get() : nullptr); e != 0)
+    return fail_errno(e);
   mrc_cq* c;
   {
     std::lock_guard<std::mutex> g(ch->events.mu);
-    if (ch->events.q.empty()) return EAGAIN;  // its CQ was destroyed meanwhile
+    if (ch->events.q.empty()) return fail_errno(EAGAIN);  // its CQ was destroyed meanwhile
     c = ch->events.q.front();
     ch->events.q.pop_front();
   }
@@ -452,24 +468,32 @@ int mrc_get_cq_event(mrc_comp_channel* ch, mrc_cq** cq, void** cq_context) {
   return 0;
 }
 
-void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
+MRC_EXPORT void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
   if (cq) cq->acks.ack(nevents);
 }
 
 // ------------------------------------------------------------------ hints
 
-static bool hint_valid(const mrc_qp_hint_attr* a) {
-  constexpr uint32_t kKnown = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
-                              MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR;
-  if (!a || (a->mask & ~kKnown)) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) && a->num_qps_per_peer == 0) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_SEND_PEERS) && a->num_send_peers == 0) return false;
-  if ((a->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) && a->num_remote_recv_peers == 0) return false;
+// Every field of an mrc_qp_hint_attr, as a mask.
+static constexpr uint32_t kHintAll = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
+                                     MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR_CFG;
+
+// The fields of `a` named in `mask` hold values a hint may have: counts of
+// at least 0 (0: not given) and no vendor data (none is defined).
+static bool hint_valid(const mrc_qp_hint_attr* a, uint32_t mask) {
+  if (!a || (mask & ~kHintAll)) return false;
+  if ((mask & MRC_QP_HINT_NUM_QPS_PER_PEER) && a->num_qps_per_peer < 0) return false;
+  if ((mask & MRC_QP_HINT_NUM_SEND_PEERS) && a->num_send_peers < 0) return false;
+  if ((mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) && a->num_remote_recv_peers < 0) return false;
+  if (mask & MRC_QP_HINT_VENDOR_CFG)
+    for (uint8_t b : a->vendor_cfg)
+      if (b != 0) return false;
   return true;
 }
 
-mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) try {
-  if (!api::context_ok(ctx) || !hint_valid(attr)) {
+MRC_EXPORT mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, mrc_qp_hint_init_attr* init_attr) try {
+  const mrc_qp_hint_attr* attr = init_attr ? &init_attr->attr : nullptr;
+  if (!api::context_ok(ctx) || !hint_valid(attr, kHintAll)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -488,9 +512,11 @@ mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* attr) 
   return nullptr;
 }
 
-int mrc_destroy_qp_hint(mrc_qp_hint* h) {
-  if (!h) return EINVAL;
-  if (h->qps.load() > 0) return EBUSY;
+MRC_EXPORT int mrc_destroy_qp_hint(mrc_qp_hint* h) {
+  if (!h || h->qps.load() > 0) {
+    errno = h ? EBUSY : EINVAL;
+    return -1;
+  }
   {
     std::lock_guard<std::mutex> g(h->ctx->mu);
     --h->ctx->hints;
@@ -499,25 +525,34 @@ int mrc_destroy_qp_hint(mrc_qp_hint* h) {
   return 0;
 }
 
-int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr) {
-  if (!h || !attr) return EINVAL;
-  *attr = h->attr;
+MRC_EXPORT int mrc_query_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr, int mask) {
+  const auto m = static_cast<uint32_t>(mask);
+  if (!h || !attr || (m & ~kHintAll)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (m & MRC_QP_HINT_NUM_QPS_PER_PEER) attr->num_qps_per_peer = h->attr.num_qps_per_peer;
+  if (m & MRC_QP_HINT_NUM_SEND_PEERS) attr->num_send_peers = h->attr.num_send_peers;
+  if (m & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) attr->num_remote_recv_peers = h->attr.num_remote_recv_peers;
+  if (m & MRC_QP_HINT_VENDOR_CFG) std::memcpy(attr->vendor_cfg, h->attr.vendor_cfg, sizeof attr->vendor_cfg);
   return 0;
 }
 
-int mrc_modify_qp_hint(mrc_qp_hint* h, const mrc_qp_hint_attr* attr) {
-  if (!h || !hint_valid(attr)) return EINVAL;
-  if (attr->mask & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
-  if (attr->mask & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
-  if (attr->mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) h->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
-  if (attr->mask & MRC_QP_HINT_VENDOR) std::memcpy(h->attr.vendor, attr->vendor, sizeof attr->vendor);
-  h->attr.mask |= attr->mask;
+MRC_EXPORT int mrc_modify_qp_hint(mrc_qp_hint* h, mrc_qp_hint_attr* attr, int mask) {
+  const auto m = static_cast<uint32_t>(mask);
+  if (!h || !hint_valid(attr, m)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (m & MRC_QP_HINT_NUM_QPS_PER_PEER) h->attr.num_qps_per_peer = attr->num_qps_per_peer;
+  if (m & MRC_QP_HINT_NUM_SEND_PEERS) h->attr.num_send_peers = attr->num_send_peers;
+  if (m & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) h->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
   return 0;
 }
 
 // ------------------------------------------------------------------ QPs
 
-mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
+MRC_EXPORT mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   if (!api::context_ok(ctx) || !ia || !ia->send_cq || !ia->recv_cq || !ia->pd || ia->send_cq->ctx != ctx ||
       ia->recv_cq->ctx != ctx || ia->send_cq->ev_events || ia->recv_cq->ev_events ||
       api::soft_device(ia->pd->context) != ctx->dev) {
@@ -569,7 +604,7 @@ mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
   return nullptr;
 }
 
-int mrc_destroy_qp(mrc_qp* qp) {
+MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
   if (!qp) return EINVAL;
   qp->acks.wait_zero();
   mrc_context* ctx = qp->ctx;
@@ -593,18 +628,28 @@ int mrc_destroy_qp(mrc_qp* qp) {
   return 0;
 }
 
-uint32_t mrc_get_qpn(mrc_qp* qp) { return qp ? qp->qpn : 0; }
+MRC_EXPORT int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
+  if (!qp || !qpn) {
+    errno = EINVAL;
+    return -1;
+  }
+  *qpn = qp->qpn;
+  return 0;
+}
 
-void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
+MRC_EXPORT void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
 
-int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask) {
+MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, int mrc_attr_mask) {
+  const auto mrc_mask = static_cast<uint32_t>(mrc_attr_mask);  // bit 31 (MRC_QP_VENDOR_CFG) included
   if (!qp || (ibv_mask && !ia) || (mrc_mask && !ma)) return EINVAL;
   constexpr int kAccepted = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                             IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
   constexpr uint32_t kMrcKnown = MRC_QP_MAX_WIMM | MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR | MRC_QP_MPR_DEST |
-                                 MRC_QP_TIMEOUT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID | MRC_QP_HINT |
+                                 MRC_QP_TIMEOUT | MRC_EV_PROFILE_ID | MRC_CC_PROFILE_ID | MRC_QP_HINT |
                                  MRC_QP_RETRY_CNT | MRC_QP_CAP;
-  if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;  // incl. MRC_QP_VENDOR_CFG: none defined
+  // Refused: MRC_QP_VENDOR_CFG (no vendor data is defined) and
+  // MRC_QP_DYNAMIC_MPR_DEST (dynamic MPR is asked for with MRC_QP_CAP).
+  if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;
   if (!(ibv_mask & IBV_QP_STATE)) return EINVAL;
   using namespace core::qp_attr;
   core::QpAttr a;
@@ -636,8 +681,8 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
   if (mrc_mask & MRC_QP_MPR) a.mpr = ma->mpr.mpr, mask |= kMpr;
   if (mrc_mask & MRC_QP_MPR_DEST) a.mpr_dest = ma->mpr.mpr_dest, mask |= kMprDest;
   if (mrc_mask & MRC_QP_TIMEOUT) a.timeout = ma->timeout, mask |= kTimeout;
-  if (mrc_mask & MRC_QP_EV_PROFILE_ID) a.ev_profile_id = ma->profile.ev_profile_id, mask |= kEvProfileId;
-  if (mrc_mask & MRC_QP_CC_PROFILE_ID) a.cc_profile_id = ma->profile.cc_profile_id, mask |= kCcProfileId;
+  if (mrc_mask & MRC_EV_PROFILE_ID) a.ev_profile_id = ma->profile.ev_profile_id, mask |= kEvProfileId;
+  if (mrc_mask & MRC_CC_PROFILE_ID) a.cc_profile_id = ma->profile.cc_profile_id, mask |= kCcProfileId;
   if (mrc_mask & MRC_QP_RETRY_CNT) {
     a.retry_linear = ma->retry.linear_cnt;
     a.retry_exp = ma->retry.exp_cnt;
@@ -653,10 +698,11 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
     // takes a hint back. Read when the QP is given it: a later
     // mrc_modify_qp_hint reaches QPs given the hint after the change.
     if (hint) {
+      // A count of 0 is "not given", as the core's 0.
       const mrc_qp_hint_attr& h = hint->attr;
-      if (h.mask & MRC_QP_HINT_NUM_QPS_PER_PEER) a.hint.qps_per_peer = h.num_qps_per_peer;
-      if (h.mask & MRC_QP_HINT_NUM_SEND_PEERS) a.hint.send_peers = h.num_send_peers;
-      if (h.mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) a.hint.remote_recv_peers = h.num_remote_recv_peers;
+      a.hint.qps_per_peer = static_cast<uint32_t>(h.num_qps_per_peer);
+      a.hint.send_peers = static_cast<uint32_t>(h.num_send_peers);
+      a.hint.remote_recv_peers = static_cast<uint32_t>(h.num_remote_recv_peers);
     }
     mask |= kHint;
   }
@@ -686,8 +732,8 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, ui
   return 0;
 }
 
-int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uint32_t mrc_mask,
-                 mrc_qp_init_attr* init) {
+MRC_EXPORT int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, int mrc_mask,
+                            mrc_qp_init_attr* init) {
   (void)ibv_mask;
   (void)mrc_mask;
   if (!qp) return EINVAL;
@@ -725,7 +771,7 @@ int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, uin
   return 0;
 }
 
-int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+MRC_EXPORT int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if (bad_wr) *bad_wr = nullptr;
   if (!qp) return EINVAL;
   constexpr unsigned kFlags = IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED;
@@ -773,7 +819,7 @@ int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   return 0;
 }
 
-int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+MRC_EXPORT int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (bad_wr) *bad_wr = nullptr;
   if (!qp) return EINVAL;
   std::lock_guard<std::mutex> g(qp->post_mu);
@@ -788,12 +834,12 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 // ------------------------------------------------------------------ async events
 
-int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
-  if (!api::context_ok(ctx) || !event) return EINVAL;
-  if (int e = api::wait_event(ctx->async, nullptr); e != 0) return e;
+MRC_EXPORT int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
+  if (!api::context_ok(ctx) || !event) return fail_errno(EINVAL);
+  if (int e = api::wait_event(ctx->async, nullptr); e != 0) return fail_errno(e);
   {
     std::lock_guard<std::mutex> g(ctx->async.mu);
-    if (ctx->async.q.empty()) return EAGAIN;
+    if (ctx->async.q.empty()) return fail_errno(EAGAIN);
     *event = ctx->async.q.front();
     ctx->async.q.pop_front();
   }
@@ -802,7 +848,7 @@ int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
   return 0;
 }
 
-int mrc_get_async_fd(mrc_context* ctx) {
+MRC_EXPORT int mrc_get_async_fd(mrc_context* ctx) {
   if (!api::context_ok(ctx)) {
     errno = EINVAL;
     return -1;
@@ -810,7 +856,7 @@ int mrc_get_async_fd(mrc_context* ctx) {
   return ctx->async.fd();
 }
 
-void mrc_ack_async_event(mrc_async_event* event) {
+MRC_EXPORT void mrc_ack_async_event(mrc_async_event* event) {
   if (!event) return;
   if (api::PendingAcks* a = api::acks_of(*event)) a->ack();
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
 #include "mrc/mrc_ctl.h"
@@ -345,16 +346,16 @@ namespace ctl = mrc::core::ctl;
 
 extern "C" {
 
-int mrc_ctl_query_version(mrc_ctl_version* ver) {
+MRC_EXPORT int mrc_ctl_query_version(mrc_ctl_version* ver) {
   if (!ver) return EINVAL;
   ver->current = MRC_CTL_API_VERSION_CURRENT;
-  ver->oldest = MRC_API_VERSION(0, 0, 0);
-  ver->vendor = MRC_API_VERSION(1, 0, 0);
-  ver->oldest_vendor = MRC_API_VERSION(1, 0, 0);
+  ver->oldest = MRC_API_VER(0u, 0u, 0u);
+  ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
+  ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
   return 0;
 }
 
-int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_device_attr* attr) try {
+MRC_EXPORT int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_device_attr* attr) try {
   SoftDevice* d = api::soft_device(ibv_ctx);
   if (!d || !attr) return EINVAL;
   std::lock_guard<std::mutex> g(d->ctl_mu);
@@ -381,13 +382,14 @@ int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_device_attr* attr) try {
   return ENOMEM;
 }
 
-int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_device_attr* attr, int* supported) {
+MRC_EXPORT int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_device_attr* attr,
+                                       int* supported) {
   if (!supported || !attr || (ctx && !api::ctx_ok(ctx))) return EINVAL;
   *supported = api::soft_device(ibv_ctx) != nullptr;
   return *supported ? mrc_ctl_query_device(ibv_ctx, attr) : 0;
 }
 
-int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
+MRC_EXPORT int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes()) return EINVAL;
   // The state is DOWN while the port is disabled (reference 6.3.2) or its
   // interface has no carrier (rt::DeviceConfig::watch_carrier).
@@ -398,7 +400,7 @@ int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* at
   return 0;
 }
 
-int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr, uint32_t mask) {
   if (!api::ctx_ok(ctx) || !attr || port_num < 1 || port_num > ctx->dev->rt->num_planes() ||
       (mask & ~uint32_t{MRC_CTL_PORT_ADMIN_STATE}))
     return EINVAL;
@@ -413,23 +415,26 @@ int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* a
   return s ? 0 : to_errno(s.error());
 }
 
-int mrc_ctl_modify_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_modify_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
+                                             uint32_t mask) {
   return api::fmt_call(ctx, id, attr, mask, true);
 }
 
-int mrc_ctl_query_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_query_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
+                                            uint32_t mask) {
   return api::fmt_call(ctx, id, attr, mask, false);
 }
 
-int mrc_ctl_modify_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_modify_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
   return api::ev_call(ctx, id, attr, mask, true);
 }
 
-int mrc_ctl_query_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_query_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
   return api::ev_call(ctx, id, attr, mask, false);
 }
 
-int mrc_ctl_modify_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, uint32_t mask) try {
+MRC_EXPORT int mrc_ctl_modify_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                                         uint32_t mask) try {
   if (!api::ctx_ok(ctx) || !attr) return EINVAL;
   ctl::CcProfileAttr a;
   if ((mask & MRC_CTL_CC_PROFILE_STATE) && !api::state_from_c(attr->state, &a.state)) return EINVAL;
@@ -463,7 +468,8 @@ int mrc_ctl_modify_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_
   return ENOMEM;
 }
 
-int mrc_ctl_query_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, uint32_t mask) try {
+MRC_EXPORT int mrc_ctl_query_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                                        uint32_t mask) try {
   if (!api::ctx_ok(ctx) || !attr) return EINVAL;
   SoftDevice& dev = *ctx->dev;
   std::lock_guard<std::mutex> g(dev.ctl_mu);
@@ -481,8 +487,8 @@ int mrc_ctl_query_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_a
   return ENOMEM;
 }
 
-mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
-                                   int comp_vector) try {
+MRC_EXPORT mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
+                                              int comp_vector) try {
   if (!api::ctx_ok(ctx) || cqe < 1 || static_cast<uint32_t>(cqe) > ctl::Controller::kMaxEventQueue ||
       comp_vector != 0 || (channel && channel->ctx != ctx)) {
     errno = EINVAL;
@@ -513,7 +519,7 @@ mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* ctx, int cqe, void* cq_context, 
   return nullptr;
 }
 
-int mrc_ctl_poll_ev_event(mrc_cq* cq, int num_events, mrc_ctl_ev_event* events) try {
+MRC_EXPORT int mrc_ctl_poll_ev_event(mrc_cq* cq, int num_events, mrc_ctl_ev_event* events) try {
   if (!cq || !cq->ev_events || num_events < 0 || (num_events > 0 && !events)) return -EINVAL;
   if (num_events == 0) return 0;
   SoftDevice& dev = *cq->ctx->dev;
@@ -538,9 +544,9 @@ int mrc_ctl_poll_ev_event(mrc_cq* cq, int num_events, mrc_ctl_ev_event* events) 
   return -ENOMEM;
 }
 
-int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type,
-                               const mrc_ctl_ep_req* reqs, uint32_t n, uint64_t rsp_timeout_ns, mrc_ctl_ep_rsp* rsps,
-                               uint32_t* n_rsp) try {
+MRC_EXPORT int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type,
+                                          const mrc_ctl_ep_req* reqs, uint32_t n, uint64_t rsp_timeout_ns,
+                                          mrc_ctl_ep_rsp* rsps, uint32_t* n_rsp) try {
   if (!api::ctx_ok(ctx) || (n > 0 && (!reqs || !rsps)) || !n_rsp) return EINVAL;
   *n_rsp = 0;
   // The op type as the C caller's 32-bit value (any int can arrive).

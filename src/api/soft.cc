@@ -10,6 +10,7 @@
 #include <new>
 #include <set>
 
+#include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
 #include "mrc/mrc_soft.h"
@@ -83,7 +84,7 @@ using mrc::api::soft_device;
 
 extern "C" {
 
-ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
+MRC_EXPORT ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   if (!attr || !attr->plane_addrs || attr->num_planes < 1) {
     std::fprintf(stderr, "mrc_soft_open_device: plane_addrs: give 1..32 plane addresses\n");
     errno = EINVAL;
@@ -182,7 +183,7 @@ ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
   return nullptr;
 }
 
-int mrc_soft_close_device(ibv_context* ctx) {
+MRC_EXPORT int mrc_soft_close_device(ibv_context* ctx) {
   SoftDevice* d = soft_device(ctx);
   if (!d) return EINVAL;
   {
@@ -199,14 +200,14 @@ int mrc_soft_close_device(ibv_context* ctx) {
   return 0;
 }
 
-int mrc_soft_query_gid(ibv_context* ctx, int plane, ibv_gid* gid) {
+MRC_EXPORT int mrc_soft_query_gid(ibv_context* ctx, int plane, ibv_gid* gid) {
   SoftDevice* d = soft_device(ctx);
   if (!d || !gid || plane < 0 || static_cast<uint32_t>(plane) >= d->rt->num_planes()) return EINVAL;
   *gid = mrc::api::addr_to_gid(d->rt->plane_address(static_cast<uint32_t>(plane)));
   return 0;
 }
 
-int mrc_soft_gid_to_str(const ibv_gid* gid, char* buf, size_t len) try {
+MRC_EXPORT int mrc_soft_gid_to_str(const ibv_gid* gid, char* buf, size_t len) try {
   if (!gid || !buf) return EINVAL;
   const std::string s = mrc::api::gid_to_addr(*gid).host_string();
   if (s.size() + 1 > len) return EINVAL;
@@ -216,7 +217,7 @@ int mrc_soft_gid_to_str(const ibv_gid* gid, char* buf, size_t len) try {
   return ENOMEM;
 }
 
-int mrc_soft_str_to_gid(const char* addr, ibv_gid* gid) {
+MRC_EXPORT int mrc_soft_str_to_gid(const char* addr, ibv_gid* gid) {
   if (!addr || !gid) return EINVAL;
   auto a = mrc::platform::SockAddr::parse(addr);
   if (!a || a->port() != 0) return EINVAL;
@@ -224,7 +225,7 @@ int mrc_soft_str_to_gid(const char* addr, ibv_gid* gid) {
   return 0;
 }
 
-int mrc_soft_set_peer(ibv_context* ctx, const ibv_gid* gid, const ibv_gid* plane_gids, int num_planes) try {
+MRC_EXPORT int mrc_soft_set_peer(ibv_context* ctx, const ibv_gid* gid, const ibv_gid* plane_gids, int num_planes) try {
   SoftDevice* d = soft_device(ctx);
   if (!d || !gid || !plane_gids || num_planes < 1) return EINVAL;
   std::vector<mrc::platform::SockAddr> planes;
@@ -234,7 +235,7 @@ int mrc_soft_set_peer(ibv_context* ctx, const ibv_gid* gid, const ibv_gid* plane
   return ENOMEM;
 }
 
-ibv_pd* mrc_soft_alloc_pd(ibv_context* ctx) try {
+MRC_EXPORT ibv_pd* mrc_soft_alloc_pd(ibv_context* ctx) try {
   SoftDevice* d = soft_device(ctx);
   if (!d) {
     errno = EINVAL;
@@ -258,7 +259,7 @@ ibv_pd* mrc_soft_alloc_pd(ibv_context* ctx) try {
   return nullptr;
 }
 
-int mrc_soft_dealloc_pd(ibv_pd* pd) {
+MRC_EXPORT int mrc_soft_dealloc_pd(ibv_pd* pd) {
   if (!pd || !soft_device(pd->context)) return EINVAL;
   auto* p = reinterpret_cast<mrc::api::SoftPd*>(pd);
   if (mrc::Status s = p->dev->rt->dealloc_pd(p->core_pd); !s) return mrc::api::errno_of(s.error());
@@ -270,7 +271,7 @@ int mrc_soft_dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
-ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) try {
+MRC_EXPORT ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) try {
   if (!pd || !soft_device(pd->context)) {
     errno = EINVAL;
     return nullptr;
@@ -308,7 +309,7 @@ ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) try {
   return nullptr;
 }
 
-int mrc_soft_dereg_mr(ibv_mr* mr) {
+MRC_EXPORT int mrc_soft_dereg_mr(ibv_mr* mr) {
   if (!mr || !soft_device(mr->context)) return EINVAL;
   auto* m = reinterpret_cast<mrc::api::SoftMr*>(mr);
   if (mrc::Status s = m->dev->rt->dereg_mr(mr->lkey); !s) return mrc::api::errno_of(s.error());
@@ -320,7 +321,22 @@ int mrc_soft_dereg_mr(ibv_mr* mr) {
   return 0;
 }
 
-int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
+MRC_EXPORT int mrc_soft_query_limits(ibv_context* ctx, mrc_soft_device_limits* out) {
+  SoftDevice* d = soft_device(ctx);
+  if (!d || !out) return EINVAL;
+  const mrc::core::EndpointConfig& ec = d->rt->endpoint_config();
+  *out = mrc_soft_device_limits{};
+  out->max_qp = ec.max_qps;
+  out->max_qp_wr = std::min(ec.max_send_wr, ec.max_recv_wr);
+  out->max_sge = mrc::core::kMaxSge;
+  out->max_inline_data = mrc::core::kMaxInlineData;
+  out->max_cqe = mrc::core::Endpoint::kMaxCqe;
+  out->max_msg_size = 1u << 31;
+  out->num_planes = d->rt->num_planes();
+  return 0;
+}
+
+MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   SoftDevice* d = soft_device(ctx);
   if (!d || !out) return EINVAL;
   const mrc::rt::DeviceStats s = d->rt->stats();
@@ -352,7 +368,7 @@ int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   return 0;
 }
 
-int mrc_soft_query_qp_plane_packets(mrc_qp* qp, uint64_t* packets, int num_planes) try {
+MRC_EXPORT int mrc_soft_query_qp_plane_packets(mrc_qp* qp, uint64_t* packets, int num_planes) try {
   if (!qp || !packets || num_planes < 1 || !qp->ctx || !qp->ctx->dev || soft_device(&qp->ctx->dev->ibv) != qp->ctx->dev)
     return -EINVAL;
   SoftDevice* d = qp->ctx->dev;

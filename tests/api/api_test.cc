@@ -42,6 +42,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kPort = 24792;
 
+// The QP attribute mask bits of the OCP header (mrc.h 44ed151).
+static_assert(MRC_QP_MAX_WIMM == 1 << 0 && MRC_QP_MAX_WIMM_DEST == 1 << 1 && MRC_QP_MPR == 1 << 2 &&
+              MRC_QP_MPR_DEST == 1 << 3 && MRC_QP_DYNAMIC_MPR_DEST == 1 << 4 && MRC_QP_TIMEOUT == 1 << 5 &&
+              MRC_EV_PROFILE_ID == 1 << 6 && MRC_CC_PROFILE_ID == 1 << 7 && MRC_QP_HINT == 1 << 8 &&
+              MRC_QP_RETRY_CNT == 1 << 9 && MRC_QP_CAP == 1 << 10 && MRC_QP_VENDOR_CFG == 1u << 31);
+
+/// The QP number of `q` (mrc_get_qpn), a test failure if the call fails.
+uint32_t qpn_of(mrc_qp* q) {
+  uint32_t n = 0;
+  EXPECT_EQ(mrc_get_qpn(q, &n), 0);
+  return n;
+}
+
+/// The fd of `ch` (mrc_get_comp_channel_fd), a test failure if the call fails.
+int channel_fd(mrc_comp_channel* ch) {
+  int fd = -1;
+  EXPECT_EQ(mrc_get_comp_channel_fd(ch, &fd), 0);
+  return fd;
+}
+
 /// The attributes every test's device shares: `n` planes at `planes`, the
 /// test port, 4 EVs per plane.
 mrc_soft_device_attr attr_for(const char* const* planes, int n) {
@@ -88,7 +108,7 @@ struct End {
     ASSERT_NE(ctx, nullptr);
     pd = mrc_soft_alloc_pd(dev);
     ASSERT_NE(pd, nullptr);
-    ch = mrc_create_comp_channel(ctx);
+    ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
     ASSERT_NE(ch, nullptr);
     cq = mrc_create_cq(ctx, cqe, this, ch, 0);
     ASSERT_NE(cq, nullptr);
@@ -164,7 +184,7 @@ int to_rtr(End& me, const End& peer, const ibv_gid& peer_gid) {
   a.qp_state = IBV_QPS_RTR;
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = peer_gid;
-  a.dest_qp_num = mrc_get_qpn(peer.qp);
+  a.dest_qp_num = qpn_of(peer.qp);
   a.rq_psn = peer.psn;
   a.path_mtu = IBV_MTU_4096;
   mrc_qp_attr m = rtr_rts_attrs();
@@ -240,7 +260,8 @@ TEST(Api, HeadersCompileAsCAndVersionsAreReported) {
   EXPECT_EQ(mrc_c_header_check(), 1);
   mrc_version v;
   ASSERT_EQ(mrc_query_version(&v), 0);
-  EXPECT_EQ(v.current, MRC_API_VERSION(1, 0, 1));
+  EXPECT_EQ(v.current, MRC_API_VER(1u, 0u, 1u));
+  EXPECT_EQ(v.current, MRC_API_CURRENT_VERSION);
   EXPECT_EQ(mrc_query_version(nullptr), EINVAL);
 }
 
@@ -251,17 +272,48 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   int supported = -1;
   ASSERT_EQ(mrc_query_device(dev, &a, &supported), 0);
   EXPECT_EQ(supported, 1);
-  EXPECT_EQ(a.protocol_versions, MRC_PROTOCOL_VERSION_1);
-  EXPECT_EQ(a.max_sge, 16u);
-  EXPECT_EQ(a.num_planes, 1u);
+  EXPECT_EQ(a.mrc_protocol_version, uint32_t{MRC_PROTOCOL_VERSION_1});
+  EXPECT_GE(a.wimm_attr.max_wimm, 1);
+  EXPECT_GE(a.mpr_attr.max_mpr, 1);
+  EXPECT_EQ(a.mpr_attr.dynamic_mpr != 0, (a.cap & MRC_DEVICE_CAP_DYNAMIC_MPR) != 0);
+  EXPECT_EQ(a.qp_attr.max_qp_hint, 1024u);
+  mrc_soft_device_limits l{};
+  ASSERT_EQ(mrc_soft_query_limits(dev, &l), 0);
+  EXPECT_EQ(l.max_sge, 16u);
+  EXPECT_EQ(l.num_planes, 1u);
+  EXPECT_EQ(mrc_soft_query_limits(dev, nullptr), EINVAL);
   ibv_context foreign{};
   supported = -1;
   ASSERT_EQ(mrc_query_device(&foreign, &a, &supported), 0);
+  errno = 0;
+  EXPECT_EQ(mrc_query_device(dev, nullptr, &supported), -1);
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(supported, 0);
-  mrc_context_attr ca{MRC_API_VERSION(9, 0, 0), 0};
+  mrc_context_attr ca{MRC_API_VER(9u, 0u, 0u)};
   errno = 0;
   EXPECT_EQ(mrc_create_context(dev, &ca), nullptr);
   EXPECT_EQ(errno, EINVAL) << "an API version newer than the library";
+  for (uint32_t used : {MRC_API_VER_LATEST, MRC_API_CURRENT_VERSION, MRC_API_LAST_SUPPORTED_VERSION}) {
+    ca.mrc_api_version_used = used;
+    mrc_context* c = mrc_create_context(dev, &ca);
+    EXPECT_NE(c, nullptr) << "API version " << std::hex << used;
+    if (c) {
+      EXPECT_EQ(mrc_destroy_context(c), 0);
+    }
+  }
+  uint32_t qpn = 0;
+  errno = 0;
+  EXPECT_EQ(mrc_get_qpn(nullptr, &qpn), -1);
+  EXPECT_EQ(errno, EINVAL);
+  int fd = 0;
+  errno = 0;
+  EXPECT_EQ(mrc_get_comp_channel_fd(nullptr, &fd), -1);
+  EXPECT_EQ(errno, EINVAL);
+  mrc_comp_channel* ch = reinterpret_cast<mrc_comp_channel*>(&fd);
+  errno = 0;
+  EXPECT_EQ(mrc_create_comp_channel(nullptr, &ch), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ch, nullptr) << "a failed create leaves *channel NULL";
   EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
   mrc_ctl_device_attr ctl{};
   ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
@@ -288,7 +340,7 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   q = ibv_qp_attr{};
   q.qp_state = IBV_QPS_RTR;
   q.ah_attr.grh.dgid = b.gid();
-  q.dest_qp_num = mrc_get_qpn(b.qp);
+  q.dest_qp_num = qpn_of(b.qp);
   q.path_mtu = IBV_MTU_4096;
   mrc_qp_attr m = rtr_rts_attrs();
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
@@ -298,11 +350,16 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
                           MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_MAX_WIMM),
             EINVAL);
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, MRC_QP_VENDOR_CFG), EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, static_cast<int>(MRC_QP_VENDOR_CFG)), EINVAL);
+  // Dynamic MPR through its mask bit (MRC_QP_CAP carries it instead).
+  m.mpr.dynamic_mpr = 1;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_DYNAMIC_MPR_DEST),
+            EINVAL);
+  m.mpr.dynamic_mpr = 0;
   // A hint outside RESET -> INIT.
-  mrc_qp_hint_attr ha{};
-  ha.mask = MRC_QP_HINT_NUM_QPS_PER_PEER;
-  ha.num_qps_per_peer = 4;
+  mrc_qp_hint_init_attr ha{};
+  ha.attr.num_qps_per_peer = 4;
   mrc_qp_hint* hint = mrc_create_qp_hint(a.ctx, &ha);
   ASSERT_NE(hint, nullptr);
   m.qp_hint = hint;
@@ -323,7 +380,7 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   mrc_qp_init_attr igot{};
   ASSERT_EQ(mrc_query_qp(a.qp, &got, IBV_QP_STATE, &mgot, 0, &igot), 0);
   EXPECT_EQ(got.qp_state, IBV_QPS_RTR) << "a refused transition changes nothing";
-  EXPECT_EQ(got.dest_qp_num, mrc_get_qpn(b.qp));
+  EXPECT_EQ(got.dest_qp_num, qpn_of(b.qp));
   EXPECT_EQ(mgot.mpr.mpr_dest, 8);
   EXPECT_EQ(igot.cap.max_send_wr, 256u);
   // Posting before RTS.
@@ -340,7 +397,9 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   // Objects in use cannot be destroyed.
   EXPECT_EQ(mrc_destroy_cq(a.cq), EBUSY);
   EXPECT_EQ(mrc_destroy_comp_channel(a.ch), EBUSY);
-  EXPECT_EQ(mrc_destroy_context(a.ctx), EBUSY);
+  errno = 0;
+  EXPECT_EQ(mrc_destroy_context(a.ctx), -1);
+  EXPECT_EQ(errno, EBUSY);
   EXPECT_EQ(mrc_soft_close_device(a.dev), EBUSY);
   EXPECT_EQ(mrc_soft_dealloc_pd(a.pd), EBUSY);
   a.close();
@@ -444,7 +503,7 @@ TEST(Api, TransfersOverTwoPlanesWithChannelsGatherInlineAndImmediates) {
   ASSERT_EQ(mrc_post_send(a.qp, &g, &bad), 0);
   std::memset(small, 0, sizeof small);  // inline data was copied at post
   std::vector<ibv_wc> got;
-  pollfd pfd{mrc_get_comp_channel_fd(a.ch), POLLIN, 0};
+  pollfd pfd{channel_fd(a.ch), POLLIN, 0};
   ASSERT_EQ(poll(&pfd, 1, 10000), 1) << "the channel fd becomes readable";
   mrc_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
@@ -624,13 +683,16 @@ int post_recv(End& e) {
 // it took (as in verbs), and destroying the CQ would wait for its
 // acknowledgement. Returns the last get's answer (EAGAIN once none is left).
 int take_leftover_events(End& e) {
-  const int fd = mrc_get_comp_channel_fd(e.ch);
+  const int fd = channel_fd(e.ch);
   EXPECT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
   mrc_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
   int rc = 0;
+  errno = 0;
   for (int i = 0; i < 4 && (rc = mrc_get_cq_event(e.ch, &ev_cq, &ev_ctx)) == 0; ++i) mrc_ack_cq_events(ev_cq, 1);
-  return rc;
+  if (rc == 0) return 0;
+  EXPECT_EQ(rc, -1) << "a failed get returns -1 and sets errno";
+  return errno;
 }
 
 // The verbs loop with a blocking mrc_get_cq_event: poll, arm, poll again,
@@ -841,10 +903,10 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
     forge(*sock, "127.0.2.13", h, 64, truncate_to);
   };
   const uint64_t base = reinterpret_cast<uint64_t>(b.mem.data());
-  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
-  send_write(mrc_get_qpn(b.qp), base + b.mem.size() - 10, b.mr->rkey);      // leaves the region
-  send_write(mrc_get_qpn(b.qp) ^ 0x100000, base, b.mr->rkey);               // forged QPN
-  send_write(mrc_get_qpn(b.qp), base, b.mr->rkey, 20);                      // truncated headers
+  send_write(qpn_of(b.qp), base, b.mr->rkey ^ 0x5A5A5A5A);             // wrong rkey
+  send_write(qpn_of(b.qp), base + b.mem.size() - 10, b.mr->rkey);      // leaves the region
+  send_write(qpn_of(b.qp) ^ 0x100000, base, b.mr->rkey);               // forged QPN
+  send_write(qpn_of(b.qp), base, b.mr->rkey, 20);                      // truncated headers
   mrc_soft_stats st{};
   const auto end = Clock::now() + std::chrono::seconds(10);
   do {
@@ -879,7 +941,7 @@ TEST(Api, LateAcknowledgementsAreCountedApartFromDrops) {
   ASSERT_TRUE(b_sock.ok());
   mrc::wire::Headers nack;
   nack.bth.opcode = static_cast<uint8_t>(mrc::wire::Opcode::nack);
-  nack.bth.dest_qp = mrc_get_qpn(a.qp);
+  nack.bth.dest_qp = qpn_of(a.qp);
   nack.bth.psn = a.psn;  // the write's one packet
   nack.neth.reason = static_cast<uint8_t>(mrc::wire::NackCode::no_pkt_buffer);
   nack.neth.nack_psn = a.psn;

@@ -23,6 +23,8 @@
 
 namespace {
 
+using mrc::test_support::qpn_of;
+
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kUdpPort = 24796;
 constexpr uint16_t kEvBase = 43200;
@@ -67,8 +69,8 @@ void declare_peers(Node& a, Node& b, int planes) {
 using mrc::test_support::to_rts;
 
 void connect(Node& a, mrc_qp* qa, Node& b, mrc_qp* qb) {
-  to_rts(qa, b.gid(0), mrc_get_qpn(qb));
-  to_rts(qb, a.gid(0), mrc_get_qpn(qa));
+  to_rts(qa, b.gid(0), qpn_of(qb));
+  to_rts(qb, a.gid(0), qpn_of(qa));
 }
 
 /// WRITEs `len` bytes at `off` from one node's buffer to the same place in
@@ -225,7 +227,7 @@ TEST(CtlPorts, EveryEngineOfAPeerLearnsThePortStatus) {
   declare_peers(a, b, 2);
   mrc_qp* qa[2] = {a.add_qp(), a.add_qp()};
   mrc_qp* qb[2] = {b.add_qp(), b.add_qp()};
-  ASSERT_NE(mrc_get_qpn(qb[0]) & 1u, mrc_get_qpn(qb[1]) & 1u) << "one QP per engine";
+  ASSERT_NE(qpn_of(qb[0]) & 1u, qpn_of(qb[1]) & 1u) << "one QP per engine";
   for (int i = 0; i < 2; ++i) connect(a, qa[i], b, qb[i]);
   for (int i = 0; i < 2; ++i) write_and_wait(b, qb[i], a, static_cast<size_t>(i) * kBytes, kBytes, 1);
 
@@ -238,7 +240,7 @@ TEST(CtlPorts, EveryEngineOfAPeerLearnsThePortStatus) {
   for (int i = 0; i < 2; ++i) before[i] = b.sent_on(qb[i], 1);
   for (int i = 0; i < 2; ++i) {
     write_and_wait(b, qb[i], a, static_cast<size_t>(i) * kBytes, kBytes, static_cast<uint8_t>(2 + i));
-    EXPECT_EQ(b.sent_on(qb[i], 1), before[i]) << "B's QP on engine " << (mrc_get_qpn(qb[i]) & 1u)
+    EXPECT_EQ(b.sent_on(qb[i], 1), before[i]) << "B's QP on engine " << (qpn_of(qb[i]) & 1u)
                                                << " kept sending into A's disabled plane";
   }
   a.close();

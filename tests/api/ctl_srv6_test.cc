@@ -23,6 +23,8 @@
 
 namespace {
 
+using mrc::test_support::qpn_of;
+
 using Clock = std::chrono::steady_clock;
 using mrc::test_support::in_netns;
 using mrc::test_support::Srv6Net;
@@ -140,8 +142,8 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   const ibv_gid ga = a.gid(), gb = b.gid();
   ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb, &gb, 1), 0);
   ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga, &ga, 1), 0);
-  to_rts(a.qp, gb, mrc_get_qpn(b.qp), /*ev_profile=*/1);
-  to_rts(b.qp, ga, mrc_get_qpn(a.qp));
+  to_rts(a.qp, gb, qpn_of(b.qp), /*ev_profile=*/1);
+  to_rts(b.qp, ga, qpn_of(a.qp));
 
   for (size_t i = 0; i < kBytes; ++i) a.mem[i] = static_cast<uint8_t>(i * 7 + 3);
   ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), static_cast<uint32_t>(kBytes), a.mr->lkey};

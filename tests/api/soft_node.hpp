@@ -97,6 +97,13 @@ struct SoftNode {
   }
 };
 
+/// The QP number of `q` (mrc_get_qpn), a test failure if the call fails.
+inline uint32_t qpn_of(mrc_qp* q) {
+  uint32_t n = 0;
+  EXPECT_EQ(mrc_get_qpn(q, &n), 0);
+  return n;
+}
+
 /// Takes `q` through INIT (on EV profile `ev_profile`, 0 = the device's),
 /// RTR (to `peer_qpn` at `peer`, path MTU 4096) and RTS, with the PSNs 77
 /// both ways, 64 WriteIMMs and an MPR of 8 each way, retrying forever at an
@@ -111,7 +118,7 @@ inline void to_rts(mrc_qp* q, const ibv_gid& peer, uint32_t peer_qpn, uint64_t e
   m.profile.ev_profile_id = ev_profile;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
-  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_QP_EV_PROFILE_ID : 0), 0);
+  ASSERT_EQ(mrc_modify_qp(q, &a, IBV_QP_STATE, &m, ev_profile ? MRC_EV_PROFILE_ID : 0), 0);
   a = ibv_qp_attr{};
   a.qp_state = IBV_QPS_RTR;
   a.ah_attr.is_global = 1;

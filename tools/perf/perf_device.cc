@@ -90,7 +90,9 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   }
   int supported = 0;
   if (int rc = mrc_query_device(dev_, &attr_, &supported); rc != 0 || supported == 0)
-    throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(rc) : "not an MRC device"));
+    throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(errno) : "not an MRC device"));
+  if (int rc = mrc_soft_query_limits(dev_, &limits_); rc != 0)
+    throw PerfError(fmt::format("mrc_soft_query_limits: {}", err_text(rc)));
   ctx_ = mrc_create_context(dev_, nullptr);
   if (ctx_ == nullptr) throw PerfError(fmt::format("mrc_create_context: {}", err_text(errno)));
   pd_ = mrc_soft_alloc_pd(dev_);
@@ -374,9 +376,11 @@ Buffer::~Buffer() {
 
 Cq::Cq(mrc_context* ctx, int cqe, bool use_event) {
   if (use_event) {
-    channel_ = mrc_create_comp_channel(ctx);
-    if (channel_ == nullptr) throw PerfError(fmt::format("mrc_create_comp_channel: {}", err_text(errno)));
-    const int fd = mrc_get_comp_channel_fd(channel_);
+    if (mrc_create_comp_channel(ctx, &channel_) != 0)
+      throw PerfError(fmt::format("mrc_create_comp_channel: {}", err_text(errno)));
+    int fd = -1;
+    if (mrc_get_comp_channel_fd(channel_, &fd) != 0)
+      throw PerfError(fmt::format("mrc_get_comp_channel_fd: {}", err_text(errno)));
     // Non-blocking, so a spurious wake-up never blocks in mrc_get_cq_event.
     if (fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
       throw PerfError(fmt::format("completion channel fd: {}", err_text(errno)));
@@ -473,7 +477,7 @@ void check_wc(const ibv_wc& wc, const char* what) {
   throw PerfError(fmt::format("{} failed on QP {:#x}: {}", what, wc.qp_num, wc_status_text(wc.status)));
 }
 
-void check_device_limits(const Options& o, const mrc_device_attr& a) {
+void check_device_limits(const Options& o, const mrc_soft_device_limits& a) {
   const uint64_t max_size = o.all ? kAllMaxBytes : o.size;
   if (a.max_msg_size != 0 && max_size > a.max_msg_size)
     throw PerfError(fmt::format("{} {}: the device's largest message is {} bytes", o.all ? "--all: size" : "--size",
@@ -509,7 +513,7 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
   // The controller file goes first: QPs name its profiles at INIT.
   if (!o.ctl_file.empty()) dev->apply_ctl(o.ctl_file, ctl);
   if (o.timeline_ms != 0 && !o.is_server()) ev_events = std::make_unique<EvEventQueue>(dev->ctx());
-  const mrc_device_attr& a = dev->attr();
+  const mrc_soft_device_limits& a = dev->limits();
   check_device_limits(o, a);
   inline_size = o.inline_size;
   if (a.max_inline_data != 0) inline_size = std::min(inline_size, a.max_inline_data);
@@ -555,7 +559,7 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
     qps.push_back(qp);
     if (ia.cap.max_inline_data < inline_size) inline_size = ia.cap.max_inline_data;
     QpInfo info;
-    info.qpn = mrc_get_qpn(qp);
+    if (mrc_get_qpn(qp, &info.qpn) != 0) throw PerfError(fmt::format("mrc_get_qpn: {}", err_text(errno)));
     info.psn = static_cast<uint32_t>(rd()) & 0xFFFFFF;
     info.rkey = dst.back()->rkey();
     info.addr = reinterpret_cast<uintptr_t>(dst.back()->data());
@@ -572,9 +576,9 @@ void Session::connect_all() {
   // peer or path ends in IBV_WC_RETRY_EXC_ERR rather than a silent stall.
   const mrc_device_attr& a = dev->attr();
   mrc_qp_attr m{};
-  m.wimm.max_wimm = a.max_wimm != 0 ? a.max_wimm : 64;
-  m.wimm.max_wimm_dest = a.max_wimm_dest != 0 ? a.max_wimm_dest : 64;
-  m.mpr.mpr = m.mpr.mpr_dest = a.max_mpr != 0 ? a.max_mpr : 8;
+  m.wimm.max_wimm = a.wimm_attr.max_wimm != 0 ? a.wimm_attr.max_wimm : 64;
+  m.wimm.max_wimm_dest = a.wimm_attr.max_wimm_dest != 0 ? a.wimm_attr.max_wimm_dest : 64;
+  m.mpr.mpr = m.mpr.mpr_dest = a.mpr_attr.max_mpr != 0 ? a.mpr_attr.max_mpr : 8;
   m.retry.linear_cnt = 7;
   m.retry.exp_cnt = static_cast<uint8_t>(o.retry_exp);
   m.timeout = static_cast<uint8_t>(o.qp_timeout);
@@ -584,8 +588,8 @@ void Session::connect_all() {
     mrc_qp_attr init{};
     init.profile.ev_profile_id = o.ev_profile;
     init.profile.cc_profile_id = o.cc_profile;
-    const uint32_t init_mask = (o.ev_profile != 0 ? uint32_t{MRC_QP_EV_PROFILE_ID} : 0u) |
-                               (o.cc_profile != 0 ? uint32_t{MRC_QP_CC_PROFILE_ID} : 0u);
+    const uint32_t init_mask = (o.ev_profile != 0 ? uint32_t{MRC_EV_PROFILE_ID} : 0u) |
+                               (o.cc_profile != 0 ? uint32_t{MRC_CC_PROFILE_ID} : 0u);
     if (int rc = mrc_modify_qp(qps[q], &attr, IBV_QP_STATE, &init, init_mask); rc != 0)
       throw PerfError(fmt::format("mrc_modify_qp(INIT{}{}): {}",
                                   o.ev_profile != 0 ? fmt::format(", --ev-profile {}", o.ev_profile) : "",

@@ -37,6 +37,7 @@ class Device {
   mrc_context* ctx() const { return ctx_; }
   ibv_pd* pd() const { return pd_; }
   const mrc_device_attr& attr() const { return attr_; }
+  const mrc_soft_device_limits& limits() const { return limits_; }
   const std::vector<Gid>& gids() const { return gids_; }
   const std::vector<std::string>& planes() const { return planes_; }
 
@@ -53,6 +54,7 @@ class Device {
   mrc_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
   mrc_device_attr attr_{};
+  mrc_soft_device_limits limits_{};
   std::vector<Gid> gids_;
   std::vector<std::string> planes_;
 };
@@ -103,7 +105,7 @@ class Cq {
 void check_wc(const ibv_wc& wc, const char* what);
 
 /// Throws PerfError naming the flag when the device cannot run `o`.
-void check_device_limits(const Options& o, const mrc_device_attr& attr);
+void check_device_limits(const Options& o, const mrc_soft_device_limits& limits);
 
 /// Loads --ctl's file and checks that it defines --ev-profile and
 /// --cc-profile; throws PerfError naming the file, line and field, or the
