@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Per-packet cost of the protocol core, each side, for payload-less 4 KiB
 // WRITE packets with no loss (issue 2's goal: <= 200 ns per packet per side).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fabric hot path: simulated packet-hops per wall second, without the
 // protocol core.
 //

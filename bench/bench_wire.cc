@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Micro-benchmarks of the wire codecs.
 //
 //   cmake --preset release && cmake --build --preset release --target bench_wire

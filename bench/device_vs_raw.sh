@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The software device against this machine's own limit (issue 10's goals):
 # each round runs the device's perftest-style tool between two processes on
 # loopback and, right after it, the raw UDP program with the same method,
@@ -45,7 +46,7 @@ while (($#)); do
     --bin) bin="${2:?--bin needs a value}"; shift 2 ;;
     --port) port="${2:?--port needs a value}"; shift 2 ;;
     --udp-port) udp_port="${2:?--udp-port needs a value}"; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done

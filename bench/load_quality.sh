@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Load quality (issue 13): runs the release mrc-sim on fault-free scenarios
 # under sustained multi-flow load and prints one markdown table of what the
 # issue's goals are about: flow completion, fairness, retransmissions that
@@ -20,7 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sim="${MRC_SIM:-$root/build/release/tools/mrc-sim/mrc-sim}"
 quick=0
 out=""
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;

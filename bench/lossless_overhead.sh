@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Where MRC's time goes against RoCE on the lossless ring all-reduce (issue
 # 13's "MRC >= RoCE at any QP count"): runs the release mrc-sim's fault-free
 # all-reduce (default clos2: 64 hosts, 8 planes x 100G) at several path MTUs
@@ -29,7 +30,7 @@ mtus="1024 2048 4096"
 qps="8 16"
 bytes=$((32 << 20))
 out=""
-usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 need() { [[ $# -ge 2 ]] || { echo "lossless_overhead.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
   case "$1" in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_raw_udp: this machine's UDP limit, the reference the software device's
 // performance goals are stated against (docs/performance.md, "Raw UDP
 // reference"). It sends and receives the same packet sizes with the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 include_guard(GLOBAL)
 
 # mrc_find_lib(PREFIX TARGET PC_MODULE HEADER LIBRARY)

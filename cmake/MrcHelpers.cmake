@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 include_guard(GLOBAL)
 
 # Warnings and sanitizers shared by every OpenMRC target.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 include_guard(GLOBAL)
 
 # Finds Intel ISA-L (Debian: libisal-dev) for wire's CRC-32 backend and sets

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Every build switch of OpenMRC lives here, prefixed MRC_.
 include_guard(GLOBAL)
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 include_guard(GLOBAL)
 
 # Finds liburing (Debian: liburing-dev) for the software device's io_uring

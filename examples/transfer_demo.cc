@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-demo: one MRC connection moves a buffer between two endpoints over the
 // deterministic test fabric while paths fail and recover, and reports what
 // the transport did about it.

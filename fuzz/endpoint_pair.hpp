@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A connected requester/responder pair of real core::Endpoints, driven by a
 // record stream: the engine behind fuzz_endpoint, shared with the seed
 // generator (gen_corpus.cc) so its seeds come from the same setup.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared checks for the libFuzzer targets.
 //
 // Every decoder target asserts the same two properties of the codecs:

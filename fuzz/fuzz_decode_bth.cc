@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: wire::decode<Bth> on arbitrary bytes must either report
 // truncation or round-trip to a fixed point (see fuzz_common.hpp).
 #include "fuzz_common.hpp"

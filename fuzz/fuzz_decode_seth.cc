@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: a SACK's SETH followed by its CC_STATE. Each must either
 // report truncation or round-trip to a fixed point (see fuzz_common.hpp).
 #include "fuzz_common.hpp"

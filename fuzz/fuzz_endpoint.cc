@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: a whole requester/responder pair of core::Endpoints
 // (endpoint_pair.hpp) driven by records that interleave forged and mutated
 // packets with the pair's own traffic, checking its invariants after every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: mrc-sim's TOML scenario loader on arbitrary text must
 // either accept it or reject it with a message naming the file and line,
 // never crash, hang or leak.

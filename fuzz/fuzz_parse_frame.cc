@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: wire::parse_frame on arbitrary bytes (a frame from its IP
 // header on). The first input byte picks the receiver's configuration (EV
 // mode, STEV split order); the rest is the frame.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target: wire::parse on arbitrary bytes (a UDP payload).
 //
 // When a packet parses, its header chain is re-encoded with wire::encode and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Writes the seed corpus for the fuzz targets: valid encoded packets of every
 // opcode (with and without TSETH, with payload and pad), a few near-misses,
 // the individual extension headers cut from them, framed packets (IP +

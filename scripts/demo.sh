@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job: installs what is missing, builds (release), and runs mrc-sim
 # on its default scenario: 64 hosts on an 8-plane x 100 Gb/s 2-tier Clos run
 # 8 training steps of ring all-reduce (32 MiB) while a T1 switch reboots and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian 12 packages OpenMRC builds with, if any is missing.
 # Uses sudo when not run as root. Safe to run repeatedly.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the libFuzzer targets (the `fuzz` preset, clang) and runs each one for
 # a bounded time on a scratch copy of its seed corpus.
 #

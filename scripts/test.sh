@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The test suite: installs what is missing, builds the dev preset (assertions
 # on, warnings are errors), runs every libFuzzer target for a bounded time
 # (MRC_FUZZ_SECONDS per target, default 20; 0 skips), then the unit, harness

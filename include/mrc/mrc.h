@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mrc.h -- the OCP MRC application API (reference section 6.2), as
  * OpenMRC's software device implements it.

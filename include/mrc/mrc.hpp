@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc.hpp -- a header-only C++ RAII wrapper over the C API (<mrc/mrc.h>,
 // <mrc/mrc_soft.h>).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mrc_ctl.h -- the OCP MRC controller API (reference section 6.3): EV
  * format, EV and CC profiles, EV events, endpoint operations and ports.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mrc_soft.h -- open an OpenMRC software device: MRC over ordinary UDP/IP,
  * no RDMA NIC and no kernel module.

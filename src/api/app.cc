@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc.h: the OCP application API over the software device.
 #include <arpa/inet.h>
 #include <fcntl.h>

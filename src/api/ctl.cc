@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_ctl.h: the controller API over the core's controller model
 // (core/ctl/profiles.hpp). Controller errors map through mrc::to_errno
 // (ENOENT for an absent EV, EPERM, E2BIG), not the verbs-style errno_of,

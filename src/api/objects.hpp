@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The objects behind the C API's opaque pointers, and the translation
 // between verbs types and the core's. Internal to src/api.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_soft.h: opening a software device, its GIDs and peers, PDs and MRs.
 #include <arpa/inet.h>
 #include <fcntl.h>

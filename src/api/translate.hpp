@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Conversions between the C API's verbs types and the core's, shared by the
 // API's translation units. Internal to src/api.
 #pragma once

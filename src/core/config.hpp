@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint-wide configuration and the EV / CC profiles a controller installs.
 #pragma once
 

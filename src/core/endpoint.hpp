@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint: one MRC NIC as a sans-I/O state machine (DESIGN.md, "The core
 // contract").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // IncastGuard: the responder side of NSCC's destination flow control
 // (reference 5.7), shared by every QP of an endpoint.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "core/mr_table.hpp"
 
 namespace mrc::core {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Memory-region table: the only way a peer's WRITE reaches memory.
 //
 // Every data packet's RETH is checked here (rkey, protection domain, access,

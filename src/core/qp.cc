@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // QP lifecycle, posting, timers and control-packet output. The requester's
 // data path is in requester.cc, the responder's in responder.cc.
 #include "core/qp.hpp"

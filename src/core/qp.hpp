@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // One MRC queue pair: requester and responder halves of a reliable
 // connection (reference 3). Internal to the core; drivers use Endpoint.
 //

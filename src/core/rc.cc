@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RoCEv2 RC baseline transport (QpInit::transport = Transport::roce_rc): the
 // reliable connection the simulator compares MRC against, run on the same
 // QP state machine, memory checks, completions, retry counter and timers as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // How long a sprayed packet may take before later deliveries prove it lost
 // (the loss rule's age, reference 3.8 and 8 item 5), in the spirit of
 // RACK-TLP (RFC 8985): time-based, learning the fabric's reordering from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Requester: segmentation, spraying, SACK/NACK processing, loss recovery
 // (reference 3.4, 3.5, 3.8, 3.11).
 #include <algorithm>

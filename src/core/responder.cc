@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Responder: checks and places every data packet on arrival, tracks PSNs,
 // generates SACK/NACK/ACK, delivers WRITE_WITH_IMM completions in order
 // (reference 3.5, 3.6, 3.7).

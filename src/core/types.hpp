@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Plain types shared by the core's public surface: QP states, attributes,
 // work requests, completions, events and packet descriptors.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The wire EV: what an EV becomes on the wire once its EV profile expands it
 // (reference 4.1, 4.2). The core keeps two views of every EV of a QP:
 //  - the compact EV (EvSlot::value, 32 bits): what the UDP source port and

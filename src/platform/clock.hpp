@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Monotonic clock in integer picoseconds.
 //
 // The core never reads a clock; the runtime reads one of these and passes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Readiness waiting: Epoll (an epoll instance), EventFd (a wakeup counter that
 // works in epoll) and poll()-based helpers for one-off waits.
 //

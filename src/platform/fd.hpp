@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UniqueFd: sole owner of a file descriptor (RAII, move-only).
 #pragma once
 

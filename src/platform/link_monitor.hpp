@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // LinkMonitor: the carrier of the host's network interfaces, from the
 // kernel's rtnetlink (a NETLINK_ROUTE socket), so the software device can
 // take a plane out of service the moment its interface loses its link, as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // OS error reporting for the platform layer.
 //
 // Every platform call returns `Result<T>` or `Status` (util/result.hpp) whose

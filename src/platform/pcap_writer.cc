@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "platform/pcap_writer.hpp"
 
 #include <cerrno>

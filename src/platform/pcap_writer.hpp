@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // PcapWriter: writes packets to a classic libpcap capture file, for Wireshark
 // and tshark (docs/wireshark.md).
 //

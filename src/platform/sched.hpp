@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Scheduling class of the calling thread.
 #pragma once
 

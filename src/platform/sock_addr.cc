@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "platform/sock_addr.hpp"
 
 #include <arpa/inet.h>

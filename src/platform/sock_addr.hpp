@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SockAddr: an IPv4 or IPv6 UDP endpoint address (address + port).
 //
 // A value type wrapping the kernel's sockaddr_storage, so it can be handed to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UdpSocket: a non-blocking UDP socket with batched send/receive (sendmmsg /
 // recvmmsg), UDP GSO/GRO, per-datagram TOS/ECN, packet info and IPv6 flow
 // labels. This is the "epoll + mmsg" datapath back-end of the software device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "platform/uring_sender.hpp"
 
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UringSender: sends datagrams on several UDP sockets with one system call,
 // through io_uring (one IORING_OP_SENDMSG per datagram, one io_uring_enter
 // per batch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "runtime/device.hpp"
 
 #include <sys/random.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Device: the software MRC NIC. It binds the sans-I/O core (core::Endpoint)
 // to UDP sockets (platform/) and runs it on a progress engine thread.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SpscRing: a bounded single-producer / single-consumer ring, lock-free.
 //
 // The progress engine produces (completions), an application thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // ObjectPool<T>: a free-list allocator for fixed-size objects with stable
 // addresses.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Seeded pseudo-random number generator (xoshiro256**, seeded by splitmix64).
 //
 // Randomness is an input to the core: every endpoint, and every simulator

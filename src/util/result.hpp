@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Result<T>: a value or an error code, with a distinguished "Done".
 //
 // The core never throws on its hot paths. Calls that can fail return

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Ring: a double-ended FIFO of trivially copyable values in one growable
 // power-of-two array.
 //

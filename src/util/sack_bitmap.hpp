@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SackBitmap: a sliding window of received/acknowledged flags over an
 // unwrapped 64-bit sequence space.
 //

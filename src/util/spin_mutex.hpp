@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A mutex that spins briefly before it sleeps, for locks held for well
 // under a microsecond by threads that usually run on other cores.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Time and Duration: signed 64-bit integer picoseconds.
 //
 // Every clock value in OpenMRC is one of these two types. The core never reads

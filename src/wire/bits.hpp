@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Big-endian bit-field access used by the table-driven header codecs.
 //
 // A field of `width` bits at bit offset `bit` (0 = MSB of byte 0) lies in the

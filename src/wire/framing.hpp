@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UDP / IPv4 / IPv6 / SRv6 framing: the headers in front of BTH, and where
 // the entropy value (EV) rides in them (reference 3.3, 4.1).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The header codecs are templates in headers.hpp; this unit instantiates each
 // one once so the library carries them and the compiler checks every table.
 #include "wire/headers.hpp"

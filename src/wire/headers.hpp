@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // MRC header structs and their bit layouts (protocol reference section 3.3).
 //
 // Each header is a plain struct plus a static `fields()` table that lists

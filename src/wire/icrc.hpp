@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Invariant CRC (ICRC) of RoCEv2 (IBTA vol. 1 9.8.2 as annex A17 applies it
 // to IP/UDP): the CRC-32 of IEEE 802.3 over the packet from the IP header to
 // the end of the payload, with every field a router or switch may change in

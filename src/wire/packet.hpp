@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Whole-packet codec: the opcode table and the header chain after BTH.
 //
 // A packet here is what follows the UDP header: BTH, the headers its opcode

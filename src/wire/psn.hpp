@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // 24-bit PSN and 16-bit MSN serial-number arithmetic.
 //
 // On the wire PSNs are 24 bits and wrap. Inside the core every sequence

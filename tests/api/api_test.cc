@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The OCP application API over the software device: conformance (state
 // machine, attribute masks, errno values, bad_wr, CQ overrun, flush on
 // destroy, completion channels in poll), transfers through the C calls, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The controller's port administration and endpoint operations (mrc_ctl.h,
 // reference 6.3.2 and 6.3.7) over real software devices on loopback: a
 // disabled port reads DOWN, carries nothing from either side (the peer is

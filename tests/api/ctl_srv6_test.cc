@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The controller's SRv6 profiles on a software device in SRv6 mode
 // (MRC_SOFT_EV_SRV6), end to end through mrc.h / mrc_ctl.h and the
 // kernel's SRv6 data plane (tests/unit/runtime/srv6_netns.hpp): an SRv6

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The controller API (mrc_ctl.h) over the software device: profile state
 // machines and errno values through the C calls, QPs holding and using
 // controller profiles (EBUSY, DENY reaching a running QP, a transfer over a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Compiled as C: the public headers must be valid C (no C++ in them). */
 #include "mrc/mrc.h"
 #include "mrc/mrc_ctl.h"

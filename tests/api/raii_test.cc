@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The C++ wrapper (mrc.hpp) end to end: many QPs at once and one 256 MiB
 // WRITE, verified byte for byte; errors surface as std::system_error;
 // connect() applies every attribute it is given; close() and destructors

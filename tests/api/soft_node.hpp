@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Test support, header-only, for the C API tests (ctl_test.cc,
 // ctl_ops_test.cc, ctl_srv6_test.cc): one software device with a context,
 // a PD, a CQ, a registered buffer and QPs, and connecting a QP; each call a

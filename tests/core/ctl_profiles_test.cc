@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests of the controller model (src/core/ctl/profiles.hpp): the EV
 // expansion of reference 4.2 with its worked examples, the format / EV / CC
 // profile state machines of reference 6.3 with every error code, GEN and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claims: the same seed reproduces the same packet trace bit for bit, and
 // PSNs wrap around 2^24 without a hiccup (issue 2).
 #include <gtest/gtest.h>

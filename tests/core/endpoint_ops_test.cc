@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint operations in the harness, whose paths have known delays
 // (reference 6.3.7): an EV probe measures the round trip of the path its EV
 // takes, both ways, and only that path.

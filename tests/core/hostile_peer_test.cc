@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A hostile or broken peer must not stop, kill or blind a connection, grow
 // the core's memory without bound, or reach memory it has no key for (the
 // hardening issue's findings, one test or more each). The pair below moves

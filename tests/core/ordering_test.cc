@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claims about message semantics and in-flight limits (issue 2):
 // WRITE_WITH_IMM completions in MSN order and only once every earlier byte is
 // placed; MPR and WIMM limits hold; dynamic MPR is followed; exceeding the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claims about loss recovery and path management (issue 2): only lost PSNs
 // are retransmitted, a dead path's EVs are retired after their first
 // detected loss, a dead plane is routed around, probes bring a repaired path

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claims about the RoCEv2 RC baseline transport (QpInit::transport =
 // Transport::roce_rc), the one the simulator compares MRC against: transfers
 // arrive intact with and without loss or reordering; go-back-N resends more

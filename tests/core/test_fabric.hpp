@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared fabric settings for the core's claim tests.
 #pragma once
 

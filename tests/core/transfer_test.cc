@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claim: transfers from 1 B to 64 MiB arrive intact under every impairment
 // the harness can apply (issue 2, "Deterministic harness").
 #include <gtest/gtest.h>

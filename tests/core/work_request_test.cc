@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Claims about what a driver hands the core and gets back: gather lists and
 // inline data arrive byte for byte (MRC and RoCE RC), malformed work
 // requests are refused without side effects, completion queues are bounded

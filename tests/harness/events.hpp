@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Completions and events in one stream, for tests that want to see what an
 // endpoint reported in order: its completion queue first, then the
 // asynchronous and controller events (Endpoint::poll_event).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "harness/fabric.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Deterministic test fabric: N MRC endpoints wired through P planes x K
 // paths per plane, advanced in simulated time, with scripted impairments.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Congestion-control validation in the simulator (issue 4): a 64-to-1
 // incast, a permutation at full load, a victim flow beside an incast, and a
 // long flow's window recovering after bursts. Each runs MRC with its default

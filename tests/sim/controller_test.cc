@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The controller in the simulator (issue 11): scheduled controller actions
 // (port-disable / port-enable, deny / allow) and controller profiles
 // (controller_plan.hpp) taking effect on the QPs of a seeded run.

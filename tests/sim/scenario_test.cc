@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Simulator scenario tests (issue 3): small, fast runs of mrc-sim's runner
 // with the real core on every NIC, each asserting a claim with bounds.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // TOML scenario files: loading every section, errors that name the line and
 // the fix, flags overriding the file, resolution, and the example files.
 #include "mrc-sim/config_file.hpp"

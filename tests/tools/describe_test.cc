@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The configuration mrc-sim prints before running: what the run will really
 // do once resolved (workload sizes and flow counts, each transport's QPs,
 // paths and congestion control), not the settings as given.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/device_vs_raw.sh on the build under test, one short round of a
 # bandwidth mode and a latency mode: it must run both tools and the raw
 # program (plain, and with MRC's per-byte work), read a figure from each output (a changed column fails it) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # tools/fabric/fabric on a small fabric (4 hosts, 2 planes, 2 T0 + 2 T1 per
 # plane): ECMP reachability and L4 spreading, SRv6 uSID paths that go through
 # exactly the T1 their carrier names, failures seen in the per-link counters,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Group failure specs ("*" for a plane, a link end or a switch index: every
 // link of a host, of a tier in a plane, a T1 position in every plane), from
 // the flag and the scenario file; and the host of every EV event in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-sim's command line: every flag is checked by the same rule as its
 // scenario-file key (settings.hpp); a bad value is a usage error (exit 2) whose
 // message names the flag and what it accepts, never an abort later on.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/load_quality.sh --quick against the mrc-sim under test: the script
 # must run every scenario, read every counter it needs from the JSON (a
 # renamed counter fails it), and print the table with one row per scenario

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/lossless_overhead.sh on a small all-reduce against the mrc-sim under
 # test: it must read the counters it needs from the JSON (a renamed one
 # fails it) and print one filled row per MTU and QP count; bad arguments

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrcctl: its TOML reader (messages naming file, line and field; compact EV
 // encoding) and the binary over real software devices on loopback
 // 127.0.6.x: apply / deny / port / show with --json, a bad file's exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Detail outputs: drops by packet type, per-host / per-plane / per-flow
 // goodput series, and the plots' options (x range, failure labels that do
 // not overlap, runs that did not complete).

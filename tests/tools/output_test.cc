@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-sim's writers on tiny real runs: CSV headers and row counts, JSON
 // fields, SVG structure, per-flow counters, progress lines.
 #include "mrc-sim/output.hpp"

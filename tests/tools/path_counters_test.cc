@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The path policy's counters in mrc-sim's outputs: ECN path swaps, EVs
 // suspected on a loss and cleared again (core::path::PathStats), summed over
 // the cluster into RunResult, shown in the summary table under "EVs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // End to end: mrc_write_bw and mrc_write_lat as two real processes over the
 // software device on loopback (two planes, distinct 127/8 addresses per side;
 // multi-address loopback needs no configuration on Linux), checking exit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests of tools/perf's shared library: command line, exchange messages and
 // channel, sizes, patterns, statistics, banner/table formatting, JSON.
 #include "perf/perf_common.hpp"

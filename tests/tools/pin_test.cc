@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Pinning as a setting: --pin-t0-uplink / --pin-only and the [run] keys
 // pin_t0_uplink / pin_only reach every transport's TransportSpec under one
 // rule, combinations the fabric cannot honour are refused before anything

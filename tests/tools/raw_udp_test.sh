@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # mrc_raw_udp's MRC-work options: with --icrc the sender's ICRC (computed in
 # the staging copy's pass for GSO bursts, over the gathered pieces per
 # datagram) must check at the receiver, with the soft device's own code, on

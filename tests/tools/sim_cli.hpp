@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Test support, header-only, for the mrc-sim command-line tests
 // (flags_test.cc, pin_test.cc): parse an argument list as mrc-sim would.
 #pragma once

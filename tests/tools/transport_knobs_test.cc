@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Transport knobs: QPs per host pair, ACK timeout and retry count per
 // transport family (mrc*, roce*), the path MTU, the base RTT (derived from
 // the topology unless set) and ECN marking at dequeue; each a flag and a

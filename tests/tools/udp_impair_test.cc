@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for tools/udp-impair: each impairment does what it claims, on real
 // loopback sockets with the forwarder running on a thread. Bounded: every
 // wait is a poll with a timeout and an overall deadline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Captures from the real datapath and from the simulator: a short transfer
 // between two software devices on loopback (127.0.60.x, used by no other
 // test) and a small mrc-sim scenario, each written to pcap files. Every

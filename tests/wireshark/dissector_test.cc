@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // tools/wireshark/mrc.lua under Debian's tshark: packets of every kind are
 // built with the real codec (wire::encode, wire::build_frame), written with
 // the pcap writer, decoded by tshark with the dissector, and every decoded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Running Debian's tshark with tools/wireshark/mrc.lua from a test, and
 // building capture files of known packets with the real codec.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // TOML scenario files for mrc-sim (--config FILE). A file sets any of the
 // settings the flags set, in sections:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-sim: packet-level simulation of multi-plane AI fabrics with the real
 // MRC protocol core on every NIC.
 //

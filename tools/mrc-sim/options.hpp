@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-sim's settings as a user gives them (flags or a TOML scenario file,
 // in the units the flags use), and their resolution into a Scenario and the
 // transports to run. docs/mrc-sim.md lists every setting.

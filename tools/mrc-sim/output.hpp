@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc-sim's outputs: the summary table on stdout, JSON, CSV files and SVG
 // plots of a set of runs (one RunResult per transport, same scenario and
 // seed). docs/mrc-sim.md describes every file and column.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // CSV files (--csv DIR): the JSON document's content as flat tables, one
 // file per record type, every row led by the transport it belongs to.
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The JSON document (--json) and the pieces the other writers share with it.
 #include <nlohmann/json.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SVG plots (--svg DIR), written as text: a line chart with axes, ticks,
 // grid, legend and optional vertical markers is all the plots need, and
 // plain SVG opens in any browser without a plotting stack.

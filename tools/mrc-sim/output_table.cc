@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The side-by-side summary table on stdout.
 #include <fmt/core.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "mrc-sim/progress.hpp"
 
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Progress bars for long mrc-sim runs, drawn on a terminal (stderr), one
 // line per transport. Nothing here touches the simulation or stdout: wall
 // time appears only on the terminal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The table of mrc-sim's settings: for each one its scenario-file section and
 // key, its command-line flag, its help text, the SimOptions field it sets and
 // the rule its value must follow. The command line (options.cc) and the TOML

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "mrcctl/ctl_apply.hpp"
 
 #include <fmt/format.h>

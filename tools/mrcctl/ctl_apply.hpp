@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Applying mrcctl's controller file (ctl_file.hpp) to a device through
 // <mrc/mrc_ctl.h>: what `mrcctl apply FILE` does, and what mrc_write_bw /
 // mrc_write_lat do with --ctl FILE. A library of its own (mrc::ctl_apply)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "mrcctl/ctl_file.hpp"
 
 #include <fmt/format.h>

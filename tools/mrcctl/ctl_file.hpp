@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrcctl's TOML controller file: EV format, EV and CC profiles, read and
 // checked before anything is applied, so a bad file changes nothing. Every
 // error names the file, the line and the field ("f.toml:7: ev_profile[0].mode:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The profile tables of mrcctl's controller file ([[format]], [[ev_profile]],
 // [[cc_profile]], ctl_file.hpp) read out of a TOML document another tool
 // has parsed: mrc-sim's scenario files describe the simulated NICs'

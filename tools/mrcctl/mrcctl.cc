@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrcctl: a command-line controller over <mrc/mrc_ctl.h>.
 //
 // The software device lives inside a process (there is no kernel device to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared parts of mrc_write_bw and mrc_write_lat: options and their command
 // line, the out-of-band exchange over TCP (messages, encoding, a blocking
 // channel), the message-size list, data patterns, statistics, and the

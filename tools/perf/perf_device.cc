@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "perf/perf_device.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The device side of mrc_write_bw and mrc_write_lat: the software device,
 // registered buffers, CQs (busy polling or a completion channel in epoll),
 // QPs, and the whole connection set-up of a run (Session::establish), on the

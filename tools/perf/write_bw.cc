@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_write_bw: RDMA WRITE bandwidth over the OpenMRC software device, in the
 // manner of perftest's ib_write_bw. The client WRITEs into the server's
 // buffers, keeping --tx-depth WRITEs outstanding on each QP and signalling one

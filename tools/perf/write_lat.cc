@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_write_lat: RDMA WRITE latency over the OpenMRC software device, in the
 // manner of perftest's ib_write_lat: a ping-pong between client and server,
 // reported as one-way latency (round trip / 2).

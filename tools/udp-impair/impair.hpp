@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // udp-impair: a lossy UDP forwarder between two MRC endpoints on loopback.
 //
 // Each link listens on one address and forwards what arrives to another,

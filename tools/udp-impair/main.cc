@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // mrc_udp_impair: a lossy UDP forwarder for end-to-end tests of the software
 // device. See udp-impair/impair.hpp for the model (links, source-port
 // preservation, impairment order).

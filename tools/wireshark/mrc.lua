@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- mrc.lua: Wireshark / tshark dissector for MRC (Multipath Reliable
 -- Connection) over UDP, as OpenMRC puts it on the wire.
 --

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Congestion-control interface (reference 5.1).
 //
 // A Controller owns the QP's congestion window, its view of bytes in flight

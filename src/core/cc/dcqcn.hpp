@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // DCQCN: the rate-based congestion control of the RoCEv2 baseline
 // (algorithm "dcqcn"; Zhu et al., "Congestion Control for Large-Scale RDMA
 // Deployments", SIGCOMM 2015). This is the reaction point (RP), run by the

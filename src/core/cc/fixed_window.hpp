@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fixed-window controller: a constant window, exact inflight accounting.
 //
 // The baseline before NSCC and the "CC off" ablation. With window_bytes = 0

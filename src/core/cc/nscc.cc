@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "core/cc/nscc.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // NSCC: the UET 1.0 network-signal congestion control MRC runs per QP
 // (algorithm "uet-1.0-nscc", reference 5; MRC follows UET 1.0.1).
 //

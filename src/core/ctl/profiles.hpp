@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The controller model (reference 4.2, 4.10, 6.3): EV format profiles, EV
 // profiles, CC profiles and the EV event queue of one node's controller.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Path (EV) management interface and its three policies (reference 4).
 //
 // A QP owns one PathPolicy. It holds the QP's EV set (value + port for each

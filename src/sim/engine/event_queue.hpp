@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // EventQueue: the simulator's pending events, popped in (time, insertion)
 // order.
 //

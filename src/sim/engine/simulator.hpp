@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Simulator: one discrete-event simulation instance.
 //
 // No globals: several simulations may run in one process (tests, sweeps).

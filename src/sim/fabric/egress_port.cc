@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "sim/fabric/egress_port.hpp"
 
 #include <cstdio>

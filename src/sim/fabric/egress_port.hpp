@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // EgressPort: a switch output: three class queues and one serializer.
 //
 // Scheduling (reference 3.9, 5.8): control (SACK/NACK/ACK) is served with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fabric: the public surface over Fabric::Impl; failures, PFC towards NICs,
 // and observation.
 #include "sim/fabric/fabric.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fabric: the simulated network between NICs: links, switches, queues,
 // forwarding, and failures. Hosts attach as Nodes; everything else lives here.
 //

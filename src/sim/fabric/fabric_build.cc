@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fabric::Impl construction: switches, ports, pipes, wiring and the static
 // SRv6 tables, for every TopologyKind (wiring described in topology.hpp).
 #include <bit>

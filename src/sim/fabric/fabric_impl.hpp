@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fabric::Impl: the fabric's elements and the bookkeeping around them.
 // Internal to sim/fabric (fabric.cc, fabric_build.cc, routing.cc) and its tests.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // FabricStats: fabric-wide counters, and FabricContext: what every fabric
 // element (pipe, egress port, switch) shares.
 #pragma once

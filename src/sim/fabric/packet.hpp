@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Packet: one frame in the simulated fabric.
 //
 // It carries the real encoded MRC (or RoCE) header bytes the core produced,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Pipe: one direction of a link.
 //
 // A pipe carries packets whose last bit has left the sender to the node at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Forwarding state a NIC puts on a packet (SRv6 uSID carrier, ECMP flow key),
 // EV sets, and the ECMP baseline's reconvergence after failures.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Switch: forwarding between its ports; the queues are its EgressPorts.
 //
 // SRv6 (uN, reference 2.3): the active uSID (usid[usid_pos]) must be one the

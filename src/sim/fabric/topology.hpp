@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Topology configuration for mrc-sim fabrics, validated up front.
 //
 // Wiring (every index below is per plane; planes are disjoint copies):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SRv6 uSID encoding of the simulated fabrics (reference 2.3, 4.3).
 //
 // A uSID is 16 bits, one per switch on the path (uN behaviour, "F3216"):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Serializes simulated packets into the bytes a real NIC would send, for
 // packet captures (mrc-sim --pcap; docs/mrc-sim.md "Packet capture").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Nic: a simulated NIC hosting one real protocol core (core::Endpoint).
 //
 // It owns the endpoint's ports: when a port is idle it asks the core for the

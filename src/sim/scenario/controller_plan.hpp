@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Controller profiles of a simulation (issue 11, "scenario files can
 // configure profiles"): the EV format, EV and CC profiles each host's
 // controller sets up before the run, and which of them the QPs of the MRC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Failure schedules: what breaks when, parsed from a compact text form and
 // applied during a run (issue 3, "Failures, at any time during a run").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Scenario runner: builds a simulation (fabric, NICs with the real core,
 // workload, failure schedule, samplers), runs it for one transport, and
 // returns everything the outputs need. mrc-sim and the scenario tests share it.

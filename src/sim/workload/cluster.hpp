@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Cluster: the hosts of a simulation, their NICs, and the QPs between them.
 //
 // Workloads ask the cluster for a connected QP between two hosts and post

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Workloads: flow sets (permutation, incast, all-to-all, connection
 // matrices) and collectives (ring all-reduce, training-step loops), driven
 // over a Cluster.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for core/config.hpp: EndpointConfig, EvProfile and CcProfile
 // validation. Every rejected field yields Errc::invalid_argument and a
 // message that names the field; the defaults are valid.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for core/cc/dcqcn.hpp: DCQCN's reaction point rule by rule (rate
 // cut and alpha on a CNP, alpha decay, fast recovery, additive and hyper
 // increase from the timer and the byte counter, release at the line rate),

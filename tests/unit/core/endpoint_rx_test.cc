@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Forged and malformed input to Endpoint::handle_datagram: a responder QP in
 // RTS, connected to peer 7, must count every refused packet under exactly one
 // reason, answer with the reaction the spec names (reference 3.3, 3.6, 3.7),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // IncastGuard: the responder's rcv_cwnd_pen (reference 5.7, incast_guard.hpp).
 #include "core/incast_guard.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for core/mr_table.hpp: registration, keys, and the rkey / lkey
 // checks every WRITE goes through (reference 3.6).
 #include "core/mr_table.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for core/cc/nscc.hpp: every NSCC rule of reference 5.4, 5.5 and 5.7,
 // with the expected windows worked out by hand in the comments.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for core/path/path_policy.hpp: EV set construction (GEN and EXP),
 // per-packet EV choice, SKIP / ASSUMED_BAD / DENIED transitions, backups,
 // ev_min_active, probe scheduling and resurrection, port masks, reverse

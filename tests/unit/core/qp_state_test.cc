@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for the QP state machine and posting rules, driven through Endpoint
 // (reference 3.2, 6.2; the required/allowed attribute sets per transition are
 // those of Qp::check_transition in src/core/qp.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // ReorderWindow: the loss rule's age follows the delivery ages seen, widens
 // on spurious losses (once per round trip) and narrows again over time.
 #include "core/reorder_window.hpp"

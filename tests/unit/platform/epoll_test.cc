@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/epoll.hpp: Epoll, EventFd and the poll helpers.
 #include "platform/epoll.hpp"
 

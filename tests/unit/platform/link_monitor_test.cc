@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // platform/link_monitor: the rtnetlink parser on hand-built messages (well
 // formed, truncated, malformed, foreign types), the address lookup on
 // loopback, and the monitor on a veth pair in a private network namespace

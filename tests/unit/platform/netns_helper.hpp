@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Test support, header-only: a network namespace of the calling thread's own
 // with its loopback interface up, for tests that change what lo looks like
 // (addresses, qdiscs) without touching the host's. Used by

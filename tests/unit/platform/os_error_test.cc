@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/os_error.hpp.
 #include "platform/os_error.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/pcap_writer.hpp: the file layout byte by byte, snaplen,
 // the packet bound, concurrent writers and error reporting.
 #include "platform/pcap_writer.hpp"

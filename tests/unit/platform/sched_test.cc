@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/sched.hpp: the calling thread's scheduling class.
 #include "platform/sched.hpp"
 

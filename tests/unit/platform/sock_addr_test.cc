@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/sock_addr.hpp: parsing, formatting, ports, equality, hash.
 #include "platform/sock_addr.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/udp_socket.hpp over loopback: round trips, gather send,
 // GSO with and without GRO, TOS/ECN, batches, would-block, flow labels.
 // Every wait is a poll with a timeout; nothing sleeps.

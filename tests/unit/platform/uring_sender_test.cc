@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for platform/uring_sender.hpp over loopback: datagrams from several
 // sockets leave in one submission, in order, with their own source ports,
 // TOS bytes and GSO bursts; a bad datagram fails alone. Skipped where the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The software device follows its planes' carrier (DeviceConfig::
 // watch_carrier) across two network namespaces. Plane 0 is a veth pair
 // (A 10.77.0.1 -- B 10.77.0.2). Plane 1 is a second veth pair whose B end

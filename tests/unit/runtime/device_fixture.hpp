@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What the runtime's device tests share (device_test.cc, impair_e2e_test.cc):
 // opening a device, giving one end a CQ, a QP and a registered buffer,
 // connecting its QP to the peer's, WRITE work requests between two buffers,

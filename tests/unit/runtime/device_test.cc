@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The software device over real UDP sockets on loopback: two devices in one
 // process, each with two planes (two loopback addresses), exchanging WRITEs
 // that are verified byte for byte. Bounded by wall-clock deadlines (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // MRC across a real multi-plane Clos (issue 12): tools/fabric/fabric builds
 // 4 hosts, 2 planes, 2 T0 and 2 T1 switches per plane from network
 // namespaces, with the kernel forwarding IPv6 and static SRv6 uSID routes

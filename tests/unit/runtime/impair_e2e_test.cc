@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The software device end to end through the lossy UDP forwarder
 // (tools/udp-impair), in one process: device A (planes 127.0.N.1, .3) and
 // device B (127.0.N.2, .4) never talk directly. A believes B's plane p is at

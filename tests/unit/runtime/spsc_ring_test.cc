@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "runtime/spsc_ring.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Test support, header-only: the kernel's real SRv6 data plane in two
 // network namespaces, for the software device's SRv6 mode
 // (runtime/srv6_test.cc, api/ctl_srv6_test.cc).

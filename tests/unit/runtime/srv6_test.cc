@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The software device's SRv6 mode over the kernel's real SRv6 data plane
 // (srv6_netns.hpp): the sender's QP uses an EV profile whose EVs carry wire
 // EVs (carriers through two different first uSIDs); the receiver's

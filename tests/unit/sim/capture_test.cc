@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/host/capture.hpp: a simulated packet serialized with the
 // real codec parses back as the packet it stands for.
 #include "sim/host/capture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/fabric/egress_port.hpp: strict control priority, WDRR share,
 // drop-tail, trimming (with the last-hop mark), ECN marking probability,
 // no marking towards hosts, PFC signalling, the lazy serializer, and a port

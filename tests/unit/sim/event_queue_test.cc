@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/engine/event_queue.hpp: the timing wheel (with its heap for far
 // events) pops events in time order, ties in insertion order, exactly as a reference priority queue.
 #include "sim/engine/event_queue.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/fabric/fabric.{hpp,cc}: exact delivery timing, failures (link
 // and switch down, in flight and queued), gray loss, degraded rate, PFC
 // towards switches and NICs, trimming and drops under incast, ECMP

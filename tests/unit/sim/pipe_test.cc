@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/fabric/pipe.hpp: arrival times, FIFO order with one pending
 // event, dead pipes, flushing, gray loss, serialization.
 #include "sim/fabric/pipe.hpp"

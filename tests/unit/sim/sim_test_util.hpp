@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Helpers for the simulator unit tests: a Node that records what reaches it,
 // and packet construction.
 #pragma once

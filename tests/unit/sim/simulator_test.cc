@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/engine/simulator.hpp: run_until, stop, scheduling in the
 // past, random streams.
 #include "sim/engine/simulator.hpp"

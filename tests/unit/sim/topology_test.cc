@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/fabric/topology.{hpp,cc} and the forwarding the topology
 // builder sets up: validation messages, element counts, SRv6 reachability of
 // every host pair on every plane through every EV, the EV -> T1 mapping, and

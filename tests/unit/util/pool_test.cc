@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/pool.hpp: acquire/release, reuse, live counts, and that
 // constructors and destructors run exactly once per object.
 #include "util/pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/prng.hpp: exact output of the seeded stream, determinism,
 // derive() streams, below()/uniform()/chance() ranges and distribution.
 #include "util/prng.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/result.hpp: Result<T>, Status, errno mapping and names.
 #include "util/result.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/ring.hpp: FIFO and LIFO order across growth and wrap-around,
 // erasure in the middle, and a long random mix of operations checked against
 // std::deque.

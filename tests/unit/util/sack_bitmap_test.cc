@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/sack_bitmap.hpp, including word boundaries, ring wrap and a
 // randomized comparison against a std::set reference model.
 #include "util/sack_bitmap.hpp"

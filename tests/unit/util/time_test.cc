@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for util/time.hpp: Duration/Time units, exact serialization times and
 // never() saturation.
 #include "util/time.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/bits.hpp: put_bits/get_bits at every alignment and width,
 // including 64-bit fields that straddle nine bytes, against a bit-at-a-time
 // reference.

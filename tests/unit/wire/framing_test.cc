@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/framing.hpp: every EV mode built, checked byte by byte and
 // parsed back; UDP checksums against a plain RFC 768 implementation written
 // here; the ICRC over the right IP header; malformed and truncated input.

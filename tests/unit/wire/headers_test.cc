@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/headers.hpp.
 //
 // Two kinds of test:

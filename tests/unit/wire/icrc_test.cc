@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/icrc.hpp: the CRC-32 against its published check value and a
 // bit-at-a-time reference; the IBTA RoCEv2 ICRC against masked byte strings
 // built here by hand from the rule, its coverage and its masking.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/packet.hpp: the opcode table, header_size, encode and parse
 // of every opcode, and every error parse() documents.
 #include "wire/packet.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tests for wire/psn.hpp: 24-bit PSN and 16-bit MSN serial arithmetic.
 #include "wire/psn.hpp"
 
