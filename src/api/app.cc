@@ -284,7 +284,7 @@ static mrc_comp_channel* new_channel(mrc_context* ctx) try {
   // With application progress the channel watches the sockets too: an
   // application asleep on it is woken by the packet itself and runs the
   // engines (wait_event), one wake-up per message where an engine thread
-  // and then the application made two (docs/performance.md, stop 20).
+  // and then the application made two (docs/software-device.md, blocking latency).
   if (ctx->dev->rt->config().app_progress && ctx->dev->rt->config().bulk_bytes_per_ms > 0) {
     if (!ctx->dev->rt->watch_sockets(ch->events.ep, api::EventQueue<mrc_cq*>::kSocketTag)) {
       errno = EMFILE;
