@@ -5,7 +5,8 @@
 set -euo pipefail
 
 pkgs=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config make  # make: the install test builds consumers with a plain makefile
+  python3                    # the study scripts and their quick tests read mrc-sim's JSON
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   clang libclang-rt-14-dev   # libFuzzer targets and their bounded run
