@@ -345,6 +345,10 @@ DeviceStats Device::stats() {
     s.core.rx_bad_ack += c.rx_bad_ack;
     s.core.rx_stale_ack += c.rx_stale_ack;
     s.core.rx_ep_refused += c.rx_ep_refused;
+    s.core.port_status_sent += c.port_status_sent;
+    s.core.port_status_answered += c.port_status_answered;
+    s.core.peer_port_rechecks += c.peer_port_rechecks;
+    s.core.peer_ports_restored += c.peer_ports_restored;
     s.core.tx_packets += c.tx_packets;
     s.core.ep_requests += c.ep_requests;
     s.core.ep_responses += c.ep_responses;
