@@ -131,7 +131,7 @@ struct Options {
   /// retransmissions, drops by cause) when the run ends.
   bool counters = false;
   uint64_t seed = 0;
-  uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
+  uint32_t qp_timeout = 16;  ///< ACK timeout exponent: 1.024 us * 2^n (67 ms, perftest's default time)
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever
   /// --transport (test shape: the server takes the client's).
   Transport transport = Transport::mrc;
