@@ -72,7 +72,7 @@ Duration from_units(double v, double ps_per_unit) { return Duration::ps(static_c
 // printed when any differs from the built-in defaults.
 std::string queue_text(const QueueConfig& q) {
   return fmt::format("data {} B, ECN {}-{} B{}, trimming {} ({}% weight, {} B), control {} B, PFC {}{}", q.data_bytes,
-                     q.ecn_kmin_bytes, q.ecn_kmax_bytes, q.ecn_last_hop ? " (last hop too)" : "",
+                     q.ecn_kmin_bytes, q.ecn_kmax_bytes, q.ecn_last_hop ? "" : " (not on the last hop)",
                      q.trimming ? "on" : "off", q.trimmed_weight_pct, q.trimmed_bytes, q.control_bytes,
                      q.pfc ? "on" : "off",
                      q.pfc ? fmt::format(" (XOFF {} B, XON {} B)", q.pfc_xoff_bytes, q.pfc_xon_bytes) : "");

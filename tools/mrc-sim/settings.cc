@@ -92,7 +92,10 @@ std::vector<Setting> settings(SimOptions& o) {
        integer(0, kMaxBufferBytes, "0 = 20% of data_bytes")},
       {"topology.queue", "ecn_kmax_bytes", nullptr, "", &o.queue.ecn_kmax_bytes,
        integer(0, kMaxBufferBytes, "0 = 80% of data_bytes")},
-      {"topology.queue", "ecn_last_hop", nullptr, "", &o.queue.ecn_last_hop, any()},
+      {"topology.queue", "ecn_last_hop", "!--no-ecn-last-hop",
+       "switches do not ECN-mark on ports facing hosts (by default they do; an incast is then seen only by "
+       "its trims)",
+       &o.queue.ecn_last_hop, any()},
       {"topology.queue", "ecn_at_dequeue", "--ecn-at-dequeue",
        "switches mark ECN when a packet leaves the queue (default: when it joins it)", &o.queue.ecn_at_dequeue,
        any()},

@@ -77,7 +77,12 @@ struct QueueConfig {
   uint64_t data_bytes = 0;        ///< data class buffer; 0 = 1 BDP of a port at base_rtt
   uint64_t ecn_kmin_bytes = 0;    ///< 0 = 20% of data_bytes
   uint64_t ecn_kmax_bytes = 0;    ///< 0 = 80% of data_bytes
-  bool ecn_last_hop = false;      ///< mark on ports facing hosts (MRC deployments: off)
+  /// Mark on ports facing hosts too. On by default: without it the only
+  /// signal of an incast is trimming at the last hop, and a 127 -> 1 incast
+  /// at 400 Gb/s trims most of its data packets (109,620 of 130,048; with
+  /// marking 6,413) and runs the receiver's link at 92.5 % instead of 95.4 %
+  /// of line rate. Clear it to model switches that do not mark last hops.
+  bool ecn_last_hop = true;
   /// Mark when a data packet leaves the queue (against the queue it leaves
   /// behind) instead of when it joins it: the congestion signal reaches the
   /// receiver a queueing delay sooner.
