@@ -225,6 +225,58 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::st
   return -1;
 }
 
+namespace {
+
+// Memory model of estimate_memory, fitted to peak RSS (/usr/bin/time -v) of
+// release builds on clos2 with 8 planes, permutations of 1,024 and 4,096
+// hosts at 2 to 64 EVs per plane: 53, 111 and 173 MB at 1,024 hosts (2, 32,
+// 64 EVs), 428 MB at 4,096 with 32 (the model: 53, 110, 173 and 419).
+constexpr double kFixedBytes = 8e6;             // the process, libraries, buffers
+constexpr double kPerHostPlaneBytes = 4400;     // NIC port, switch ports, links, queues, pools
+constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
+constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, EvHealth, indexes)
+
+// QPs per host pair of transport `t`: its family's setting, else
+// qps_per_peer, else 1 for MRC and one per plane for RoCE.
+uint32_t qps_per_peer_for(const SimOptions& o, const std::string& t, uint32_t planes) {
+  const bool roce = t.rfind("roce", 0) == 0;
+  const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
+  return family_qps ? family_qps : o.qps_per_peer ? o.qps_per_peer : (roce ? planes : 1);
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
+  MemoryEstimate e;
+  e.planes = o.topology == "clos2" ? o.planes : 1;
+  const double hosts = o.hosts;
+  if (o.workload == "incast") e.connections = static_cast<double>(o.fan_in) + (o.victim ? 1 : 0);
+  else if (o.workload == "alltoall") e.connections = hosts * (hosts - 1);
+  else if (o.workload == "cm") e.connections = static_cast<double>(matrix_flows);
+  else e.connections = hosts;  // a ring (train, allreduce) or a permutation: one pair per host
+  for (const auto& t : o.transports) e.qps_per_peer = std::max(e.qps_per_peer, qps_per_peer_for(o, t, e.planes));
+  const double conns = e.connections * e.qps_per_peer;
+  const double evs = static_cast<double>(o.evs_per_plane) * e.planes;
+  const double bytes = kFixedBytes + kPerHostPlaneBytes * hosts * e.planes + conns * kPerConnectionBytes +
+                       conns * evs * kPerConnectionEvBytes;
+  e.bytes = bytes >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
+  return e;
+}
+
+std::string memory_refusal(const SimOptions& o, size_t matrix_flows) {
+  const uint64_t limit =
+      o.memory_limit_gb > 0 ? static_cast<uint64_t>(o.memory_limit_gb * 1e9) : o.memory_available_bytes;
+  const MemoryEstimate e = estimate_memory(o, matrix_flows);
+  if (limit == 0 || e.bytes <= limit) return {};
+  return fmt::format(
+      "this run needs about {:.1f} GB of memory ({} hosts x {} planes, {:.0f} connections x {} QP(s) with {} EVs "
+      "per plane), more than {} ({:.1f} GB). Make it smaller (--hosts, --planes, --evs-per-plane {}, "
+      "--qps-per-peer), or give --memory-limit-gb if the machine has the memory",
+      static_cast<double>(e.bytes) / 1e9, o.hosts, e.planes, e.connections, e.qps_per_peer, o.evs_per_plane,
+      o.memory_limit_gb > 0 ? "--memory-limit-gb" : "the memory available", static_cast<double>(limit) / 1e9,
+      std::max<uint32_t>(2, o.evs_per_plane / 2));
+}
+
 Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   auto fail = [&](Errc e, const std::string& msg) {
     if (why) *why = msg;
@@ -253,6 +305,10 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   topo.queue = o.queue;
   std::string msg;
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
+  // Before anything of this size is built (the failures are checked on a
+  // probe fabric below): a run that would not fit is refused here, not by
+  // std::bad_alloc half-way. A connection matrix is counted once it is read.
+  if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
 
   std::vector<std::string> fail_text = o.failures;
   const bool default_failures = fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane;
@@ -361,10 +417,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   }
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
-    const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
-    const uint32_t qps = family_qps      ? family_qps
-                         : o.qps_per_peer ? o.qps_per_peer
-                                          : (roce ? topo.num_planes() : 1);
+    const uint32_t qps = qps_per_peer_for(o, t, topo.num_planes());
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
     s->timeout = static_cast<uint8_t>(roce ? o.roce_ack_timeout : o.mrc_ack_timeout);
@@ -419,6 +472,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);
     if (!cm) return fail(cm.error(), msg);
     sc.flows = *cm;
+    if (std::string m = memory_refusal(o, sc.flows.size()); !m.empty()) return fail(Errc::invalid_argument, m);
   }
   // Failures timed from a training step need that step to happen.
   for (const FailureSpec& f : sc.failures) {

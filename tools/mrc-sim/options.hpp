@@ -63,6 +63,10 @@ struct SimOptions {
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed
+  double memory_limit_gb = 0;  ///< memory_limit_gb: refuse runs estimated above it; 0 = available memory
+  /// What the machine has available (main reads it; not a setting). 0 =
+  /// unknown: without memory_limit_gb no run is refused for its size.
+  uint64_t memory_available_bytes = 0;
   double time_limit_ms = 200;                             ///< time_limit_ms: simulated time limit
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
@@ -153,6 +157,28 @@ std::string pcap_file_for(const SimOptions& o, const std::string& transport);
 /// it; the error code is Errc::invalid_argument (or not_found for a missing
 /// matrix file or an unknown transport).
 Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
+
+/// Peak memory a run of `o` is expected to need, from the sizes alone,
+/// before anything is built: a fixed part, a part per host-plane (NIC
+/// ports, switch ports, links, queues) and a part per connection and EV
+/// (every host pair the workload connects has QPs at both ends, each holding
+/// evs_per_plane x planes EVs). Calibrated on clos2 runs with
+/// /usr/bin/time -v (docs/mrc-sim.md, "Memory"). Transports run one after
+/// the other, so the one with the most QPs per host pair counts.
+struct MemoryEstimate {
+  uint64_t bytes = 0;
+  uint32_t planes = 1;
+  double connections = 0;     ///< host pairs with QPs
+  uint32_t qps_per_peer = 1;  ///< the most of any transport
+};
+/// `matrix_flows`: the flows of the cm workload's matrix (0 before it is read).
+MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows = 0);
+
+/// Empty if a run of `o` fits its memory limit (memory_limit_gb, else
+/// memory_available_bytes; neither known: every run fits). Otherwise why
+/// not, as resolve() reports it: the estimate, the limit, and which flags
+/// make the run smaller or raise the limit.
+std::string memory_refusal(const SimOptions& o, size_t matrix_flows = 0);
 
 /// The resolved configuration as mrc-sim prints it before running
 /// ("mrc-sim configuration" and one indented line per aspect).

@@ -127,6 +127,10 @@ std::vector<Setting> settings(SimOptions& o) {
        one_of(transport_names())},
       {"run", "seed", "--seed", "seed; same configuration + seed = byte-identical output", &o.seed,
        integer(0, u64max)},
+      {"run", "memory_limit_gb", "--memory-limit-gb",
+       "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "
+       "has available)",
+       &o.memory_limit_gb, number(0, 1e9, false, "0 = available memory")},
       {"run", "time_limit_ms", "--time-limit-ms", "stop after this much simulated time", &o.time_limit_ms,
        number(0, kMaxTimeMs, true)},
       // 1 ns at least: the clock counts picoseconds, and a finer series would
