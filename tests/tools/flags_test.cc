@@ -25,9 +25,9 @@ struct BadFlag {
 // Every numeric flag negative, zero where zero is invalid, absurdly large and
 // not a number; every enum flag an unknown name.
 const BadFlag kBadFlags[] = {
-    {"--planes", "-1", "an integer from 1 to 32"},
-    {"--planes", "0", "an integer from 1 to 32"},
-    {"--planes", "33", "an integer from 1 to 32"},
+    {"--planes", "-1", "an integer from 0 to 32"},
+    {"--planes", "1.5", "an integer from 0 to 32"},
+    {"--planes", "33", "an integer from 0 to 32"},
     {"--hosts", "-64", "an integer from 2 to 1048576"},
     {"--hosts", "0", "an integer from 2 to 1048576"},
     {"--hosts", "99999999999", "an integer from 2 to 1048576"},

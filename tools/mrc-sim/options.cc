@@ -236,6 +236,13 @@ constexpr double kPerHostPlaneBytes = 4400;     // NIC port, switch ports, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, EvHealth, indexes)
 
+// The planes of the topology `o` names: `planes`, or where it is 0 the
+// topology's own default (8 on clos2, 1 on fattree3); fattree2 has one.
+uint32_t planes_of(const SimOptions& o) {
+  if (o.topology == "fattree2") return 1;
+  return o.planes ? o.planes : o.topology == "clos2" ? 8 : 1;
+}
+
 // QPs per host pair of transport `t`: its family's setting, else
 // qps_per_peer, else 1 for MRC and one per plane for RoCE.
 uint32_t qps_per_peer_for(const SimOptions& o, const std::string& t, uint32_t planes) {
@@ -248,7 +255,7 @@ uint32_t qps_per_peer_for(const SimOptions& o, const std::string& t, uint32_t pl
 
 MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
   MemoryEstimate e;
-  e.planes = o.topology == "clos2" ? o.planes : 1;
+  e.planes = planes_of(o);
   const double hosts = o.hosts;
   if (o.workload == "incast") e.connections = static_cast<double>(o.fan_in) + (o.victim ? 1 : 0);
   else if (o.workload == "alltoall") e.connections = hosts * (hosts - 1);
@@ -290,7 +297,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   if (o.routing == "srv6") topo.routing = Routing::srv6;
   else if (o.routing == "ecmp") topo.routing = Routing::ecmp;
   else return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
-  topo.planes = o.planes;
+  topo.planes = planes_of(o);
   topo.hosts = o.hosts;
   topo.t0_down = o.t0_down;
   topo.t0_up = o.t0_up;
@@ -317,7 +324,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     // mid-run: T1 1 of plane 0, and host 5's link on plane 3, or the last
     // T1, host or plane where the topology has fewer.
     const uint32_t t1 = std::min<uint32_t>(1, o.t1 - 1);
-    const uint32_t plane = std::min<uint32_t>(3, o.planes - 1);
+    const uint32_t plane = std::min<uint32_t>(3, topo.planes - 1);
     const uint32_t host = std::min<uint32_t>(5, o.hosts - 1);
     fail_text = {fmt::format("switch-down:tier=t1,plane=0,index={},at=3ms,for=1ms", t1),
                  fmt::format("link-flap:tier=host,plane={},a={},at=5ms,until=6500us,period=300us,duty=0.5", plane,

@@ -25,7 +25,7 @@ struct SimOptions {
   // [topology]
   std::string topology = "clos2";  ///< kind: clos2, fattree2, fattree3
   std::string routing = "srv6";    ///< routing: srv6 or ecmp
-  uint32_t planes = 8;             ///< planes (clos2)
+  uint32_t planes = 0;             ///< planes (clos2, fattree3); 0 = 8 on clos2, 1 on fattree3
   uint32_t hosts = 64;             ///< hosts
   uint32_t t0_down = 8;            ///< t0_down: host ports per T0
   uint32_t t0_up = 8;              ///< t0_up: uplinks per T0
