@@ -155,7 +155,9 @@ std::string pcap_file_for(const SimOptions& o, const std::string& transport);
 /// against the fabric, reads the connection matrix of the cm workload and
 /// looks up the transports. On error `why` says what is wrong and how to fix
 /// it; the error code is Errc::invalid_argument (or not_found for a missing
-/// matrix file or an unknown transport).
+/// matrix file or an unknown transport). A run whose memory estimate
+/// exceeds its limit is refused (invalid_argument, with memory_refusal()'s
+/// message) before anything of its size is built.
 Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
 
 /// Peak memory a run of `o` is expected to need, from the sizes alone,
