@@ -330,6 +330,12 @@ TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
     const double est = static_cast<double>(estimate_memory(clos2_permutation(m.hosts, 8, m.evs)).bytes) / 1e6;
     EXPECT_NEAR(est, m.mb, 0.1 * m.mb) << m.hosts << " hosts, " << m.evs << " EVs per plane";
   }
+  // A fat tree has more switch ports per host-plane (5, against 3): 1,024
+  // hosts, 8 planes of a k = 16 fattree3, took 123.4 MB.
+  SimOptions ft3 = clos2_permutation(1024, 8, 32);
+  ft3.topology = "fattree3";
+  ft3.t0_down = ft3.t0_up = ft3.t1 = 8;
+  EXPECT_NEAR(static_cast<double>(estimate_memory(ft3).bytes) / 1e6, 123.4, 0.05 * 123.4);
   // The paper's fabric (8 planes x 131,072 hosts) fits a 24 GB machine; 32
   // planes x 524,288 hosts does not.
   const uint64_t paper = estimate_memory(clos2_permutation(131072, 8, 32)).bytes;

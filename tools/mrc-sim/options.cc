@@ -228,11 +228,14 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::st
 namespace {
 
 // Memory model of estimate_memory, fitted to peak RSS (/usr/bin/time -v) of
-// release builds on clos2 with 8 planes, permutations of 1,024 and 4,096
-// hosts at 2 to 64 EVs per plane: 53, 111 and 173 MB at 1,024 hosts (2, 32,
-// 64 EVs), 428 MB at 4,096 with 32 (the model: 53, 110, 173 and 419).
+// release builds with 8 planes, permutations of 1,024 and 4,096 hosts at 2
+// to 64 EVs per plane on clos2 (3 switch ports per host-plane): 53, 111 and
+// 173 MB at 1,024 hosts (2, 32, 64 EVs), 428 MB at 4,096 with 32 (the model:
+// 53, 110, 173 and 419); and 1,024 hosts on fattree3 (5 switch ports per
+// host-plane): 123 MB (the model: 123).
 constexpr double kFixedBytes = 8e6;             // the process, libraries, buffers
-constexpr double kPerHostPlaneBytes = 4400;     // NIC port, switch ports, links, queues, pools
+constexpr double kPerHostPlaneBytes = 2090;     // NIC port, host link, pools
+constexpr double kPerSwitchPortBytes = 770;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, EvHealth, indexes)
 
@@ -241,6 +244,23 @@ constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, E
 uint32_t planes_of(const SimOptions& o) {
   if (o.topology == "fattree2") return 1;
   return o.planes ? o.planes : o.topology == "clos2" ? 8 : 1;
+}
+
+// The kind and sizes of the topology `o` names (resolve() checks the names
+// first; the rest of the configuration is resolve()'s).
+TopologyConfig topology_sizes(const SimOptions& o) {
+  TopologyConfig t;
+  t.kind = o.topology == "fattree3"   ? TopologyKind::fattree3
+           : o.topology == "fattree2" ? TopologyKind::fattree2
+                                      : TopologyKind::clos2_multiplane;
+  t.planes = planes_of(o);
+  t.hosts = o.hosts;
+  t.t0_down = o.t0_down;
+  t.t0_up = o.t0_up;
+  t.t1_count = o.t1;
+  t.pods = o.pods;
+  t.t2_count = o.t2;
+  return t;
 }
 
 // QPs per host pair of transport `t`: its family's setting, else
@@ -264,8 +284,20 @@ MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
   for (const auto& t : o.transports) e.qps_per_peer = std::max(e.qps_per_peer, qps_per_peer_for(o, t, e.planes));
   const double conns = e.connections * e.qps_per_peer;
   const double evs = static_cast<double>(o.evs_per_plane) * e.planes;
-  const double bytes = kFixedBytes + kPerHostPlaneBytes * hosts * e.planes + conns * kPerConnectionBytes +
-                       conns * evs * kPerConnectionEvBytes;
+  // Switch ports per host-plane, from the topology's shape (3 on a clos2
+  // with as many uplinks as host ports, 5 on a fat tree with a core); sizes
+  // resolve() will refuse are counted as 3.
+  double ports = 3;
+  TopologyConfig t = topology_sizes(o);
+  t.host_link_bps = static_cast<uint64_t>(o.rate_gbps * 1e9);
+  if (t.validate(nullptr)) {
+    const TopologyShape s = t.shape();
+    const uint64_t per_plane = uint64_t{s.t0_count} * (s.t0_down + s.t0_up) +
+                               uint64_t{s.t1_count} * (s.t1_down + s.t1_up) + uint64_t{s.t2_count} * s.t2_ports;
+    ports = static_cast<double>(per_plane) / hosts;
+  }
+  const double bytes = kFixedBytes + (kPerHostPlaneBytes + ports * kPerSwitchPortBytes) * hosts * e.planes +
+                       conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
   e.bytes = bytes >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
   return e;
 }
@@ -289,21 +321,12 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     if (why) *why = msg;
     return e;
   };
-  TopologyConfig topo;
-  if (o.topology == "clos2") topo.kind = TopologyKind::clos2_multiplane;
-  else if (o.topology == "fattree2") topo.kind = TopologyKind::fattree2;
-  else if (o.topology == "fattree3") topo.kind = TopologyKind::fattree3;
-  else return fail(Errc::invalid_argument, "unknown topology '" + o.topology + "' (clos2, fattree2, fattree3)");
-  if (o.routing == "srv6") topo.routing = Routing::srv6;
-  else if (o.routing == "ecmp") topo.routing = Routing::ecmp;
-  else return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
-  topo.planes = planes_of(o);
-  topo.hosts = o.hosts;
-  topo.t0_down = o.t0_down;
-  topo.t0_up = o.t0_up;
-  topo.t1_count = o.t1;
-  topo.pods = o.pods;
-  topo.t2_count = o.t2;
+  if (o.topology != "clos2" && o.topology != "fattree2" && o.topology != "fattree3")
+    return fail(Errc::invalid_argument, "unknown topology '" + o.topology + "' (clos2, fattree2, fattree3)");
+  if (o.routing != "srv6" && o.routing != "ecmp")
+    return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
+  TopologyConfig topo = topology_sizes(o);
+  topo.routing = o.routing == "ecmp" ? Routing::ecmp : Routing::srv6;
   topo.host_link_bps = static_cast<uint64_t>(o.rate_gbps * 1e9);
   topo.fabric_link_bps = static_cast<uint64_t>(o.fabric_rate_gbps * 1e9);
   topo.link_delay = from_units(o.link_delay_ns, 1e3);
