@@ -12,7 +12,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc.h"
+#include "mrc.h"
 
 namespace mrc::api {
 

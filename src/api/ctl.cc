@@ -20,7 +20,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc_ctl.h"
+#include "mrc_ctl.h"
 
 namespace mrc::api {
 
@@ -349,7 +349,7 @@ extern "C" {
 
 MRC_EXPORT int mrc_ctl_query_version(mrc_ctl_version* ver) {
   if (!ver) return EINVAL;
-  ver->current = MRC_CTL_API_VERSION_CURRENT;
+  ver->current = MRC_CTL_API_CURRENT_VERSION;
   ver->oldest = MRC_API_VER(0u, 0u, 0u);
   ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
   ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;

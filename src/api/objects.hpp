@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "core/ctl/profiles.hpp"
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/epoll.hpp"
 #include "platform/sock_addr.hpp"
 #include "runtime/device.hpp"

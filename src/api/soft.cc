@@ -14,7 +14,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc_soft.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/os_error.hpp"
 
 namespace mrc::api {

@@ -28,9 +28,9 @@
 
 #include "api/objects.hpp"
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/udp_socket.hpp"
 #include "wire/framing.hpp"
 #include "wire/icrc.hpp"

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "../unit/runtime/srv6_netns.hpp"
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "soft_node.hpp"
 
 namespace {

@@ -45,6 +45,15 @@ for f in mrc_create_context mrc_create_qp mrc_post_send mrc_ctl_query_device mrc
 done
 echo "libopenmrc.so: soname $soname, $(wc -l <<<"$exports") exported symbols, all of the C API"
 
+# The headers where OCP's programs look for them (<mrc.h>, ...), OpenMRC's
+# own under openmrc/, and nothing else at the include root.
+inc="$stage/include"
+for h in mrc.h mrc_api_ver.h mrc_ctl.h mrc_ctl_api_ver.h openmrc/mrc_soft.h openmrc/mrc.hpp openmrc/version.h; do
+  [[ -f "$inc/$h" ]] || bad "header $h is not installed at $inc/$h"
+done
+extra=$(cd "$inc" && find . -name '*.h*' | sed 's#^\./##' | grep -Ev '^(mrc(_api_ver|_ctl|_ctl_api_ver)?\.h|openmrc/.*)$' || true)
+[[ -z "$extra" ]] || bad "unexpected installed headers: $(tr '\n' ' ' <<<"$extra")"
+
 # The static archive: machine code, no LTO sections.
 sections=$(readelf -S --wide "$lib/libopenmrc.a")
 ! grep -q '\.gnu\.lto_' <<<"$sections" || bad "libopenmrc.a holds GCC LTO bytecode"

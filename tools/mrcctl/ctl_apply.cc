@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
 
 namespace mrcctl {
 

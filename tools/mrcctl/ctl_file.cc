@@ -9,7 +9,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
-#include "mrc/mrc_ctl.h"
+#include "mrc_ctl.h"
 #include "mrcctl/ctl_file_toml.hpp"
 
 namespace mrcctl {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// mrcctl: a command-line controller over <mrc/mrc_ctl.h>.
+// mrcctl: a command-line controller over <mrc_ctl.h>.
 //
 // The software device lives inside a process (there is no kernel device to
 // attach to), so mrcctl opens its own device with the addresses it is
@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "mrcctl/ctl_apply.hpp"
 #include "mrcctl/ctl_file.hpp"
 

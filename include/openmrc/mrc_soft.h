@@ -10,7 +10,7 @@
  * kernel ECMP routes spread the packets. A progress engine thread drives the
  * same protocol core the simulator drives.
  *
- * The ibv_context returned here is accepted by every call of <mrc/mrc.h>.
+ * The ibv_context returned here is accepted by every call of <mrc.h>.
  * It is not a libibverbs device: allocate PDs and register memory with the
  * calls below, not ibv_alloc_pd/ibv_reg_mr.
  *

@@ -6,7 +6,7 @@
  * The API is modelled on ibverbs: verbs types (ibv_send_wr, ibv_recv_wr,
  * ibv_wc, ibv_qp_attr, ibv_qp_cap, ibv_pd, ibv_mr) come from rdma-core's
  * <infiniband/verbs.h>, so code written for the OCP API compiles. Since no
- * kernel RDMA device exists, <mrc/mrc_soft.h> opens a software device and
+ * kernel RDMA device exists, <openmrc/mrc_soft.h> opens a software device and
  * registers memory; everything here then works on the ibv_context it
  * returns.
  *
@@ -70,7 +70,7 @@ enum mrc_device_cap {
 
 /** A device's MRC capabilities (mrc_query_device). The software device's
  *  other limits (QPs, WRs, SGEs, CQEs, planes) are in
- *  mrc_soft_query_limits (<mrc/mrc_soft.h>). */
+ *  mrc_soft_query_limits (<openmrc/mrc_soft.h>). */
 struct mrc_device_attr {
   uint32_t mrc_protocol_version; /**< bitmap of enum mrc_protocol_version bits */
   struct {

@@ -40,7 +40,7 @@
  * AUTO or EXP (a GEN array would have no sockets), and an EXP profile goes
  * ONLINE only if each EV's expanded value is one of its port's source
  * ports (else EINVAL). ONLINE installs the profile for QPs created after.
- * Conventions as in <mrc/mrc.h>: 0 or an errno value.
+ * Conventions as in <mrc.h>: 0 or an errno value.
  */
 #ifndef MRC_MRC_CTL_H
 #define MRC_MRC_CTL_H
@@ -48,13 +48,12 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
-#include "mrc/mrc.h"
+#include <mrc.h>
+#include <mrc_ctl_api_ver.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define MRC_CTL_API_VERSION_CURRENT MRC_API_VER(1u, 0u, 1u)
 
 /** Optional features (mrc_ctl_device_attr.opt_attr). */
 enum mrc_ctl_opt_attr {
