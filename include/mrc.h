@@ -5,10 +5,12 @@
  *
  * The API is modelled on ibverbs: verbs types (ibv_send_wr, ibv_recv_wr,
  * ibv_wc, ibv_qp_attr, ibv_qp_cap, ibv_pd, ibv_mr) come from rdma-core's
- * <infiniband/verbs.h>, so code written for the OCP API compiles. Since no
- * kernel RDMA device exists, <openmrc/mrc_soft.h> opens a software device and
- * registers memory; everything here then works on the ibv_context it
- * returns.
+ * <infiniband/verbs.h>, so code written for the OCP API compiles. The
+ * device is one of OpenMRC's software devices, found and opened as OCP
+ * expects through libibverbs (ibv_get_device_list, ibv_open_device; the
+ * library serves those calls and ibv_alloc_pd / ibv_reg_mr for its
+ * devices, docs/using-the-library.md), or opened by <openmrc/mrc_soft.h>;
+ * everything here then works on that ibv_context.
  *
  * Conventions (ibverbs):
  *  - calls returning int return 0 on success and an errno value on failure
@@ -115,8 +117,9 @@ struct mrc_context_attr {
  * Creates a library instance on a device: it owns the CQs, QPs, channels and
  * hints created through it (several contexts may share a device and a
  * process). `attr` may be NULL (the current API version); it is only read.
- * NULL with errno: EINVAL (not an MRC device, or an API version this
- * library does not serve), ENOMEM.
+ * `ibv_ctx` is a software device's context, from ibv_open_device or
+ * mrc_soft_open_device. NULL with errno: EINVAL (not an MRC device, or an
+ * API version this library does not serve), ENOMEM.
  */
 struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, struct mrc_context_attr *attr);
 /** Destroys a context: 0, or -1 with errno EBUSY (it still owns QPs, CQs,
@@ -265,7 +268,7 @@ struct mrc_qp_init_attr {
    *  data), max_inline_data (<= device max). On return, the granted sizes. */
   struct ibv_qp_cap cap;
   int sq_sig_all;
-  struct ibv_pd *pd;          /**< from mrc_soft_alloc_pd */
+  struct ibv_pd *pd;          /**< from ibv_alloc_pd (or mrc_soft_alloc_pd) on the device */
   /** IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; 0 = both. */
   uint64_t send_ops_flags;
   enum mrc_protocol_version protocol_version; /**< one version bit, or MRC_PROTOCOL_VERSION_0 = default */

@@ -709,7 +709,12 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
     mask |= kCurState;
   }
   if (ibv_mask & IBV_QP_AV) {
-    auto peer = dev.rt->peer_id(api::gid_to_addr(ia->ah_attr.grh.dgid));
+    const platform::SockAddr gid = api::gid_to_addr(ia->ah_attr.grh.dgid);
+    // A configured device declares a peer it meets first here by its rule
+    // (redeclaring the same planes changes nothing).
+    if (dev.peer_planes)
+      if (auto planes = dev.peer_planes(gid); !planes.empty()) (void)dev.rt->set_peer(gid, planes);
+    auto peer = dev.rt->peer_id(gid);
     if (!peer) return EINVAL;
     a.peer = *peer;
     mask |= kPeer;

@@ -41,6 +41,16 @@ SoftDevice* soft_device(ibv_context* ctx) {
   return registry().count(ctx) ? reinterpret_cast<SoftDevice*>(ctx) : nullptr;
 }
 
+SoftDevice* soft_device_of(const ibv_device* dev) {
+  if (!dev) return nullptr;
+  std::lock_guard<std::mutex> g(registry_mu());
+  for (ibv_context* c : registry()) {
+    auto* d = reinterpret_cast<SoftDevice*>(c);
+    if (&d->ibv_dev == dev) return d;
+  }
+  return nullptr;
+}
+
 platform::SockAddr gid_to_addr(const ibv_gid& gid) {
   static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   if (std::memcmp(gid.raw, kMapped, 12) == 0)
