@@ -316,10 +316,12 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(ch, nullptr) << "a failed create leaves *channel NULL";
   EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
-  mrc_ctl_device_attr ctl{};
+  mrc_ctl_attr ctl{};
   ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
-  EXPECT_EQ(ctl.phy_port_mask, 0b10u) << "port 1";
-  EXPECT_STREQ(ctl.cc.algorithms[0], "uet-1.0-nscc");
+  EXPECT_EQ(ctl.port_mask, 0b10u) << "port 1";
+  EXPECT_EQ(ctl.mrc_ctl_version, uint32_t{MRC_CTL_VERSION_1});
+  EXPECT_STREQ(ctl.cc.cc_algorithms[0], "uet-1.0-nscc");
+  EXPECT_EQ(mrc_ctl_query_device(&foreign, &ctl), EINVAL);
   EXPECT_EQ(mrc_soft_close_device(dev), 0);
 }
 

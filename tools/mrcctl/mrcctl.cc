@@ -153,10 +153,10 @@ class Ctl {
       mrc_ctl_ev_fmt_profile_attr f{};
       std::vector<mrc_ctl_ev_field> fields(16);
       f.fields_op = {MRC_CTL_QUERY_FIELDS, fields.data(), 16};
-      if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE) == 0 &&
+      if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) == 0 &&
           f.state != MRC_CTL_PROFILE_INIT) {
         json j{{"id", id}, {"state", state_name(f.state)}, {"mode", fmt_mode_name(f.mode)}};
-        if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_OP) == 0) {
+        if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_OP) == 0) {
           j["fields"] = json::array();
           for (uint32_t i = 0; i < f.fields_op.count; ++i) j["fields"].push_back(fields[i].width);
         }
@@ -336,7 +336,7 @@ class Ctl {
     if (mrc_ctl_query_ev_profile(ctx_, id, &a, m) != 0 || a.state == MRC_CTL_PROFILE_INIT) return std::nullopt;
     json j{{"id", id},
            {"state", state_name(a.state)},
-           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXP ? "exp" : "gen"},
+           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXPLICIT ? "exp" : "gen"},
            {"format", a.ev_fmt_profile_id},
            {"count", a.ev_count},
            {"min_active", a.ev_min_active}};
