@@ -246,18 +246,25 @@ int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct m
 int mrc_ctl_query_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
                                  int mask);
 
+/** Bytes of an EV value: an SRv6 EV's address (16) and, with an SRH, its
+ *  segment (16); other EVs use the first 4. */
+#define MRC_CTL_EV_MAX_BYTES 32
+typedef uint8_t mrc_ctl_ev_t[MRC_CTL_EV_MAX_BYTES];
+
 /** An EV: up to 256 bits (expanded through the format profile) and a 1-based port. */
 struct mrc_ctl_ev {
-  uint8_t value[32];
+  mrc_ctl_ev_t val;
   uint8_t port;       /**< 0 with an all-zero value = UNPOPULATED */
 };
+/** An unpopulated EV entry (a C compound literal). */
+#define MRC_CTL_EV_UNPOPULATED ((struct mrc_ctl_ev){{0}, 0})
 enum mrc_ctl_ev_state {
-  MRC_CTL_EV_STATE_GOOD = 1u << 0,
-  MRC_CTL_EV_STATE_ASSUMED_BAD = 1u << 1,
-  MRC_CTL_EV_STATE_DENIED = 1u << 2,
+  MRC_CTL_EV_GOOD = 1u << 0,
+  MRC_CTL_EV_ASSUMED_BAD = 1u << 1,
+  MRC_CTL_EV_DENIED = 1u << 2,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_CTL_EV_STATE_UNKNOWN (1u << 31)
+#define MRC_CTL_EV_UNKNOWN (1u << 31)
 enum mrc_ctl_ev_op {
   MRC_CTL_EV_OP_REPLACE_EV = 0,
   MRC_CTL_EV_OP_MODIFY_EV_STATE = 1,
@@ -319,7 +326,7 @@ struct mrc_ctl_ev_profile_attr {
  *  occurrence, every one with MRC_CTL_EV_OP_ALL_COPIES), MODIFY_EV_STATE
  *  (GOOD or DENIED: a DENIED EV carries no data on any QP using the
  *  profile), QUERY_EV_STATE, QUERY_EV_ARRAY (E2BIG with the count needed;
- *  UNPOPULATED entries read MRC_CTL_EV_STATE_UNKNOWN). Entries run in
+ *  UNPOPULATED entries read MRC_CTL_EV_UNKNOWN). Entries run in
  *  order and stop at the first failure: ev_op.entry_count returns how many
  *  were done, those stay done, and the call's transition does not happen.
  *  ONLINE permits only -> OFFLINE, MODIFY/QUERY_EV_STATE, QUERY_EV_ARRAY

@@ -159,19 +159,19 @@ ctl::Controller& controller(SoftDevice& dev) {
 
 ctl::CtlEv from_c(const mrc_ctl_ev& e) {
   ctl::CtlEv r;
-  std::copy(std::begin(e.value), std::end(e.value), r.value.begin());
+  std::copy(std::begin(e.val), std::end(e.val), r.value.begin());
   r.port = e.port;
   return r;
 }
 
 mrc_ctl_ev to_c(const ctl::CtlEv& e) {
   mrc_ctl_ev r{};
-  std::copy(e.value.begin(), e.value.end(), r.value);
+  std::copy(e.value.begin(), e.value.end(), r.val);
   r.port = e.port;
   return r;
 }
 
-// MRC_CTL_EV_STATE_UNKNOWN (bit 31) is outside the C++ range of enum
+// MRC_CTL_EV_UNKNOWN (bit 31) is outside the C++ range of enum
 // mrc_ctl_ev_state (its enumerators need 3 bits), so states are stored as
 // the 32-bit value a C caller reads rather than converted to the enum.
 static_assert(sizeof(mrc_ctl_ev_state) == sizeof(uint32_t), "EV states are 32-bit in the C ABI");
@@ -667,19 +667,19 @@ MRC_EXPORT int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_
       // this device sends no SRH segment, so the rest is zero). The inner
       // source port is the plane's first EV.
       if (rd.config().ev_mode != rt::EvWire::srv6) return EINVAL;
-      for (size_t b = 16; b < sizeof q.req_ev.value; ++b)
-        if (q.req_ev.value[b] != 0) return EINVAL;
+      for (size_t b = 16; b < sizeof q.req_ev.val; ++b)
+        if (q.req_ev.val[b] != 0) return EINVAL;
       core::WireEv w;
-      std::copy_n(q.req_ev.value, 16, w.bytes.begin());
+      std::copy_n(q.req_ev.val, 16, w.bytes.begin());
       w.bits = 128;
       wire_ev = w;
       ev = rd.config().ev_port_base + (q.req_ev.port - 1u) * rd.config().evs_per_plane;
     } else {
       if (q.ev_fmt_mode != MRC_CTL_EV_FMT_UDP && q.ev_fmt_mode != MRC_CTL_EV_FMT_STEV) return EINVAL;
       // The wire EV is the UDP source port: the first 16 bits, the rest zero.
-      for (size_t b = 2; b < sizeof q.req_ev.value; ++b)
-        if (q.req_ev.value[b] != 0) return EINVAL;
-      ev = uint32_t{q.req_ev.value[0]} << 8 | q.req_ev.value[1];
+      for (size_t b = 2; b < sizeof q.req_ev.val; ++b)
+        if (q.req_ev.val[b] != 0) return EINVAL;
+      ev = uint32_t{q.req_ev.val[0]} << 8 | q.req_ev.val[1];
       if (!rd.ev_sendable(q.req_ev.port - 1u, ev)) return EINVAL;
     }
     // The source GID, if given, must be the address of the port it leaves from.

@@ -89,7 +89,7 @@ int make_gen_profile(mrc_context* ctx, mrc_ctl_profile_state to) {
   p.ev_fmt_profile_id = 1;
   p.ev_count = 2;
   p.ev_min_active = 1;
-  p.ev_event_mask = MRC_CTL_EV_STATE_GOOD | MRC_CTL_EV_STATE_ASSUMED_BAD;
+  p.ev_event_mask = MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD;
   p.ev_fields_op.op = MRC_CTL_MODIFY_FIELDS;
   p.ev_fields_op.fields = fields;
   p.ev_fields_op.count = 3;
@@ -137,7 +137,7 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   q.ev_op.entry_count = 4;
   ASSERT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
   ASSERT_EQ(q.ev_op.entry_count, 2u);
-  const uint8_t v0 = entries[0].ev.value[0] >> 6, v1 = entries[1].ev.value[0] >> 6;
+  const uint8_t v0 = entries[0].ev.val[0] >> 6, v1 = entries[1].ev.val[0] >> 6;
   EXPECT_NE(v0, v1);
   EXPECT_TRUE(v0 >= 1 && v0 <= 2 && v1 >= 1 && v1 <= 2) << int(v0) << " " << int(v1);
 
@@ -186,7 +186,7 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   r.dgid = gb;
   r.ev_fmt_mode = MRC_CTL_EV_FMT_SRV6;
   const auto carrier = mrc::test_support::srv6_test_carrier(0x0002);
-  std::copy(carrier.begin(), carrier.end(), r.req_ev.value);
+  std::copy(carrier.begin(), carrier.end(), r.req_ev.val);
   r.req_ev.port = 1;
   mrc_ctl_ep_rsp rsp{};
   uint32_t n_rsp = 0;

@@ -45,8 +45,8 @@ struct Dev : mrc::test_support::SoftNode {
 
 mrc_ctl_ev ev16(uint16_t v, uint8_t port) {
   mrc_ctl_ev e{};
-  e.value[0] = static_cast<uint8_t>(v >> 8);
-  e.value[1] = static_cast<uint8_t>(v);
+  e.val[0] = static_cast<uint8_t>(v >> 8);
+  e.val[1] = static_cast<uint8_t>(v);
   e.port = port;
   return e;
 }
@@ -85,7 +85,7 @@ int ev_op(mrc_context* ctx, uint64_t id, mrc_ctl_ev_op op, mrc_ctl_ev ev, mrc_ct
   return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
 }
 
-int ev_state(mrc_context* ctx, uint64_t id, mrc_ctl_profile_state st, uint32_t event_mask = MRC_CTL_EV_STATE_GOOD) {
+int ev_state(mrc_context* ctx, uint64_t id, mrc_ctl_profile_state st, uint32_t event_mask = MRC_CTL_EV_GOOD) {
   mrc_ctl_ev_profile_attr a{};
   a.state = st;
   a.ev_min_active = 1;
@@ -200,22 +200,22 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   ASSERT_EQ(qa.ev_op.entry_count, 2u);
   uint32_t st;
   std::memcpy(&st, &arr[0].state, sizeof st);  // bit 31 is outside the C++ enum's range
-  EXPECT_EQ(st, MRC_CTL_EV_STATE_UNKNOWN);
+  EXPECT_EQ(st, MRC_CTL_EV_UNKNOWN);
   EXPECT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), EINVAL) << "unpopulated entries";
   const mrc_ctl_ev none{};
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(kEvBase, 1), MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(kEvBase, 1), MRC_CTL_EV_GOOD), 0);
   // 0x1234 has no socket on port 2: refused at ONLINE.
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(0x1234, 2), MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(0x1234, 2), MRC_CTL_EV_GOOD), 0);
   EXPECT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), EINVAL);
   // Port 2's first EV socket is plane 1's kEvBase + 4.
-  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x9999, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_STATE_GOOD),
+  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x9999, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_GOOD),
             ENOENT);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x1234, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x1234, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_GOOD), 0);
   ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), 0);
   f.state = MRC_CTL_PROFILE_OFFLINE;
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE), -EBUSY)
       << "EV profile 1 is ONLINE on it";
-  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(kEvBase, 1), ev16(kEvBase + 1, 1), MRC_CTL_EV_STATE_GOOD),
+  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(kEvBase, 1), ev16(kEvBase + 1, 1), MRC_CTL_EV_GOOD),
             EPERM);
   mrc_ctl_ev_profile_attr qs{};
   ASSERT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qs, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT |
@@ -285,9 +285,9 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   udp_format(ctx);
   ASSERT_EQ(exp_offline(ctx, 1, 2), 0);
   const mrc_ctl_ev a = ev16(kEvBase, 1), b = ev16(kEvBase + 1, 1);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, a, MRC_CTL_EV_STATE_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, b, MRC_CTL_EV_STATE_DENIED), 0);
-  ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, a, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, b, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_GOOD), 0);
   mrc_comp_channel* ch = nullptr;
   ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
   ASSERT_NE(ch, nullptr);
@@ -302,8 +302,8 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   EXPECT_EQ(mrc_ctl_poll_ev_event(d.cq, 1, nullptr), -EINVAL) << "not an EV event CQ";
   ASSERT_EQ(mrc_req_notify_cq(ecq, 0), 0);
   // DENIED -> GOOD is a GOOD event; GOOD -> DENIED is not selectable.
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, b, mrc_ctl_ev{}, MRC_CTL_EV_STATE_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_DENIED), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, b, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
   mrc_cq* got = nullptr;
   void* got_ctx = nullptr;
   ASSERT_EQ(mrc_get_cq_event(ch, &got, &got_ctx), 0);
@@ -313,24 +313,24 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   mrc_ctl_ev_event ev[4]{};
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 1);
   EXPECT_EQ(ev[0].profile_id, 1u);
-  EXPECT_EQ(ev[0].state, MRC_CTL_EV_STATE_GOOD);
-  EXPECT_EQ(0, std::memcmp(ev[0].ev.value, b.value, sizeof b.value));
+  EXPECT_EQ(ev[0].state, MRC_CTL_EV_GOOD);
+  EXPECT_EQ(0, std::memcmp(ev[0].ev.val, b.val, sizeof b.val));
   EXPECT_EQ(ev[0].ev.port, 1);
   EXPECT_EQ(ev[0].drop_count, 0u);
   // Four changes into a CQ of two: two lost, reported on the next event.
   for (int i = 0; i < 4; ++i)
     ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, i % 2 ? a : b, mrc_ctl_ev{},
-                    i < 2 ? MRC_CTL_EV_STATE_DENIED : MRC_CTL_EV_STATE_GOOD),
+                    i < 2 ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD),
               0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 2);
   EXPECT_EQ(ev[0].drop_count, 0u);
   EXPECT_EQ(ev[1].drop_count, 0u);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_STATE_GOOD), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 1);
   EXPECT_EQ(ev[0].drop_count, 2u);
   EXPECT_EQ(mrc_destroy_comp_channel(ch), EBUSY);

@@ -60,9 +60,9 @@ bool apply_ctl_file(mrc_context* ctx, const CtlFile& f, std::string& why, Applie
     const uint32_t bits = compact_bits(s.fields);
     for (const auto& e : s.evs) {
       mrc_ctl_ev_op_entry en{};
-      encode_compact(e.value, bits, en.ev_new.value);
+      encode_compact(e.value, bits, en.ev_new.val);
       en.ev_new.port = e.port;
-      en.state = MRC_CTL_EV_STATE_GOOD;
+      en.state = MRC_CTL_EV_GOOD;
       mrc_ctl_ev_profile_attr r{};
       r.ev_op = {MRC_CTL_EV_OP_REPLACE_EV, &en, 1};
       if (int rc = mrc_ctl_modify_ev_profile(ctx, s.id, &r, MRC_CTL_EV_PROFILE_EV_OP))

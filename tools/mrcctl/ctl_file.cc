@@ -132,8 +132,8 @@ bool read_ev_profile(Reader& r, const toml::table& t, const std::string& w, EvPr
     if (!a) return r.fail(*e, w + ".events", "must be an array of \"good\" / \"assumed_bad\"");
     for (size_t i = 0; i < a->size(); ++i) {
       auto s = (*a)[i].value_exact<std::string>();
-      if (s == "good") p.event_mask |= MRC_CTL_EV_STATE_GOOD;
-      else if (s == "assumed_bad") p.event_mask |= MRC_CTL_EV_STATE_ASSUMED_BAD;
+      if (s == "good") p.event_mask |= MRC_CTL_EV_GOOD;
+      else if (s == "assumed_bad") p.event_mask |= MRC_CTL_EV_ASSUMED_BAD;
       else return r.fail((*a)[i], fmt::format("{}.events[{}]", w, i), "must be \"good\" or \"assumed_bad\"");
     }
   }
