@@ -122,6 +122,11 @@ struct Options {
   /// --dscp-control: DSCP of control packets (0 = no marking;
   /// mrc_soft_device_attr.dscp_control).
   uint32_t dscp_control = 0;
+  /// Pacing rate per plane in bit/s (mrc_soft_device_attr.link_rate_bps):
+  /// 0 = the interface's speed where it has one; UINT64_MAX = unpaced.
+  uint64_t link_rate_bps = 0;
+  /// Packets leave Not-ECT (mrc_soft_device_attr.no_ecn).
+  bool no_ecn = false;
   /// --counters: print the device's counters (packets, datagrams,
   /// retransmissions, drops by cause) when the run ends.
   bool counters = false;
