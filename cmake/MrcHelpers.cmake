@@ -34,7 +34,7 @@ function(mrc_add_module)
   add_library(mrc::${M_NAME} ALIAS mrc_${M_NAME})
   target_include_directories(mrc_${M_NAME} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
-    $<INSTALL_INTERFACE:include/mrc>)
+    $<INSTALL_INTERFACE:include>)
   target_link_libraries(mrc_${M_NAME} PUBLIC ${M_DEPS} PRIVATE mrc_build_flags)
   set_target_properties(mrc_${M_NAME} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

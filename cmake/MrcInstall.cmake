@@ -33,7 +33,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} 
 
 # What a program linking libopenmrc.a needs besides it: the C++ runtime and
 # the libraries the layers use.
-set(MRC_STATIC_LIBS fmt stdc++ m pthread)
+set(MRC_STATIC_LIBS fmt stdc++ m pthread ${CMAKE_DL_LIBS})
 if(MRC_USE_URING)
   list(APPEND MRC_STATIC_LIBS uring)
 endif()

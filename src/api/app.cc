@@ -12,7 +12,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc.h"
+#include "mrc.h"
 
 namespace mrc::api {
 
@@ -640,18 +640,63 @@ MRC_EXPORT int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
 
 MRC_EXPORT void* mrc_get_qp_context(mrc_qp* qp) { return qp ? qp->init.qp_context : nullptr; }
 
+namespace {
+
+// OCP's mrc_qp_cap bits to the core's (MRC_QP_TRIM_NACK_DEST is the
+// core's kTrimNackDestUnsupported inverted), and back. False for a bit
+// unknown or one the device does not advertise.
+bool core_qp_cap(const core::EndpointConfig& ec, uint32_t cap, uint32_t* out) {
+  constexpr uint32_t kKnown = MRC_QP_TRIM_NACK_DEST | MRC_QP_DYNAMIC_MPR | MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
+  if (cap & ~kKnown) return false;
+  if ((cap & MRC_QP_TRIM_NACK_DEST) && !ec.cap_trim_nack) return false;
+  if ((cap & MRC_QP_DYNAMIC_MPR) && !ec.cap_dynamic_mpr) return false;
+  *out = (cap & MRC_QP_TRIM_NACK_DEST ? 0 : core::qp_cap::kTrimNackDestUnsupported) |
+         (cap & MRC_QP_DYNAMIC_MPR ? core::qp_cap::kDynamicMpr : 0) |
+         (cap & MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED ? core::qp_cap::kSvcTimeDestUnsupported : 0);
+  return true;
+}
+
+uint32_t ocp_qp_cap(const core::EndpointConfig& ec, uint32_t core_cap) {
+  constexpr uint32_t kTrim = MRC_QP_TRIM_NACK_DEST, kDynamic = MRC_QP_DYNAMIC_MPR,
+                     kSvc = MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
+  return (!(core_cap & core::qp_cap::kTrimNackDestUnsupported) && ec.cap_trim_nack ? kTrim : 0u) |
+         (core_cap & core::qp_cap::kDynamicMpr ? kDynamic : 0u) |
+         (core_cap & core::qp_cap::kSvcTimeDestUnsupported ? kSvc : 0u);
+}
+
+// An InfiniBand local ACK timeout (4.096 us * 2^t, 0 = none) as MRC's
+// exponent (1.024 us * 2^t, at most 24): the same time, two steps up.
+uint8_t mrc_timeout_of_ib(uint8_t ib) {
+  if (ib == 0) return core::QpAttr{}.timeout;
+  return static_cast<uint8_t>(std::min(ib + 2, 24));
+}
+
+}  // namespace
+
 MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_attr* ma, int mrc_attr_mask) {
   const auto mrc_mask = static_cast<uint32_t>(mrc_attr_mask);  // bit 31 (MRC_QP_VENDOR_CFG) included
   if (!qp || (ibv_mask && !ia) || (mrc_mask && !ma)) return EINVAL;
+  // What an RC program sets on its way to RTS: translated (IBV_QP_TIMEOUT,
+  // IBV_QP_RETRY_CNT), checked (IBV_QP_PORT) or, for what MRC has no use
+  // for, accepted and ignored (no RNR: a WRITE WITH IMMEDIATE that finds no
+  // receive waits in the responder's WIMM stash; no reads or atomics).
+  constexpr int kIgnored = IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
+                           IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC;
   constexpr int kAccepted = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                            IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+                            IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                            kIgnored;
   constexpr uint32_t kMrcKnown = MRC_QP_MAX_WIMM | MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR | MRC_QP_MPR_DEST |
                                  MRC_QP_TIMEOUT | MRC_EV_PROFILE_ID | MRC_CC_PROFILE_ID | MRC_QP_HINT |
                                  MRC_QP_RETRY_CNT | MRC_QP_CAP;
   // Refused: MRC_QP_VENDOR_CFG (no vendor data is defined) and
-  // MRC_QP_DYNAMIC_MPR_DEST (dynamic MPR is asked for with MRC_QP_CAP).
+  // MRC_QP_DYNAMIC_MPR_DEST (dynamic MPR is asked for with MRC_QP_CAP);
+  // IBV_QP_ALT_PATH and IBV_QP_PATH_MIG_STATE (MRC migrates by itself).
   if ((ibv_mask & ~kAccepted) || (mrc_mask & ~kMrcKnown)) return EINVAL;
   if (!(ibv_mask & IBV_QP_STATE)) return EINVAL;
+  api::SoftDevice& dev = *qp->ctx->dev;
+  const core::EndpointConfig& ec = dev.rt->endpoint_config();
+  // Every port (plane) carries every QP: a port number is only checked.
+  if ((ibv_mask & IBV_QP_PORT) && (ia->port_num < 1 || ia->port_num > dev.rt->num_planes())) return EINVAL;
   using namespace core::qp_attr;
   core::QpAttr a;
   uint32_t mask = kState;
@@ -664,7 +709,12 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
     mask |= kCurState;
   }
   if (ibv_mask & IBV_QP_AV) {
-    auto peer = qp->ctx->dev->rt->peer_id(api::gid_to_addr(ia->ah_attr.grh.dgid));
+    const platform::SockAddr gid = api::gid_to_addr(ia->ah_attr.grh.dgid);
+    // A configured device declares a peer it meets first here by its rule
+    // (redeclaring the same planes changes nothing).
+    if (dev.peer_planes)
+      if (auto planes = dev.peer_planes(gid); !planes.empty()) (void)dev.rt->set_peer(gid, planes);
+    auto peer = dev.rt->peer_id(gid);
     if (!peer) return EINVAL;
     a.peer = *peer;
     mask |= kPeer;
@@ -689,7 +739,27 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
     a.retry_exp = ma->retry.exp_cnt;
     mask |= kRetryCnt;
   }
-  if (mrc_mask & MRC_QP_CAP) a.cap = ma->cap, mask |= kCap;
+  if (mrc_mask & MRC_QP_CAP) {
+    if (!core_qp_cap(ec, ma->cap, &a.cap)) return EINVAL;
+    mask |= kCap;
+  }
+  // The MRC attributes a transition needs and the program did not name
+  // take their defaults (core::QpAttr's), or the ibverbs value they stand
+  // for: a program written for RC (OCP's own benchmark) names none.
+  auto cur = dev.rt->query_qp(qp->qpn);
+  if (!cur) return EINVAL;
+  const bool to_rts = a.state == core::QpState::rts && (cur->state == core::QpState::rtr ||
+                                                         cur->state == core::QpState::rts);
+  if (a.state == core::QpState::rtr && cur->state == core::QpState::init) {
+    mask |= kMaxWimmDest | kMprDest;  // a.max_wimm_dest, a.mpr_dest: given or default
+  }
+  if (to_rts) {
+    if ((ibv_mask & IBV_QP_TIMEOUT) && !(mrc_mask & MRC_QP_TIMEOUT))
+      a.timeout = mrc_timeout_of_ib(ia->timeout), mask |= kTimeout;
+    if ((ibv_mask & IBV_QP_RETRY_CNT) && !(mrc_mask & MRC_QP_RETRY_CNT))
+      a.retry_linear = static_cast<uint8_t>(std::min<unsigned>(ia->retry_cnt, 7)), mask |= kRetryCnt;
+  }
+  if (a.state == core::QpState::rts && cur->state == core::QpState::rtr) mask |= kMaxWimm | kMpr | kRetryCnt | kTimeout;
   mrc_qp_hint* hint = nullptr;
   if (mrc_mask & MRC_QP_HINT) {
     // A hint is given on the way to INIT (reference 6.2), from this context.
@@ -710,7 +780,6 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
   std::lock_guard<std::mutex> g(qp->post_mu);
   // A QP holds the controller profiles it names from INIT until RESET (or
   // destroy): the controller refuses to take them OFFLINE meanwhile.
-  api::SoftDevice& dev = *qp->ctx->dev;
   uint64_t ev_id = qp->ctl_ev, cc_id = qp->ctl_cc;
   if (mask & kEvProfileId) ev_id = a.ev_profile_id;
   if (mask & kCcProfileId) cc_id = a.cc_profile_id;
@@ -766,7 +835,7 @@ MRC_EXPORT int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_at
     ma->retry.linear_cnt = info->attr.retry_linear;
     ma->retry.exp_cnt = info->attr.retry_exp;
     ma->qp_hint = qp->hint;
-    ma->cap = info->attr.cap;
+    ma->cap = ocp_qp_cap(qp->ctx->dev->rt->endpoint_config(), info->attr.cap);
   }
   if (init) *init = qp->init;
   return 0;

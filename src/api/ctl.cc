@@ -20,7 +20,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc_ctl.h"
+#include "mrc_ctl.h"
 
 namespace mrc::api {
 
@@ -31,6 +31,54 @@ namespace {
 bool ctx_ok(mrc_context* ctx) { return ctx && ctx->dev && soft_device(&ctx->dev->ibv) == ctx->dev; }
 
 const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
+// The same for mrc_ctl_attr.cc_algorithms, whose OCP type is const char **.
+const char* kOcpAlgorithms[] = {"uet-1.0-nscc", nullptr};
+
+// OCP's EV profile mask bits to the core's (ctl::ev_attr, OpenMRC's
+// earlier order). False for a bit the device does not take (SRV6_SRH,
+// SRV6_COMP and any unknown one but the vendor bit, which the core refuses).
+bool ev_mask_to_core(int api_mask, uint32_t* out) {
+  const auto m = static_cast<uint32_t>(api_mask);
+  static constexpr struct {
+    uint32_t api, core;
+  } kBits[] = {
+      {MRC_CTL_EV_PROFILE_STATE, ctl::ev_attr::kState},
+      {MRC_CTL_EV_PROFILE_CUR_STATE, ctl::ev_attr::kCurState},
+      {MRC_CTL_EV_PROFILE_MODE, ctl::ev_attr::kMode},
+      {MRC_CTL_EV_PROFILE_COUNT, ctl::ev_attr::kCount},
+      {MRC_CTL_EV_PROFILE_MIN_ACTIVE, ctl::ev_attr::kMinActive},
+      {MRC_CTL_EV_PROFILE_EVENT_MASK, ctl::ev_attr::kEventMask},
+      {MRC_CTL_EV_PROFILE_EV_OP, ctl::ev_attr::kEvOp},
+      {MRC_CTL_EV_PROFILE_FMT_ID, ctl::ev_attr::kFmtId},
+      {MRC_CTL_EV_PROFILE_EV_FIELDS_OP, ctl::ev_attr::kEvFieldsOp},
+      {MRC_CTL_EV_PROFILE_VENDOR, ctl::ev_attr::kVendor},
+  };
+  uint32_t known = 0, core = 0;
+  for (const auto& b : kBits) {
+    known |= b.api;
+    if (m & b.api) core |= b.core;
+  }
+  if (m & ~known) return false;
+  *out = core;
+  return true;
+}
+
+// OCP's EV modes (enum values) to the core's (bits) and back: the
+// software device generates SRv6 arrays only, so the core's generated mode
+// is MRC_CTL_EV_MODE_SRV6_GENERATED. UINT32_MAX for a mode it lacks.
+uint32_t ev_mode_to_core(uint32_t m) {
+  switch (m) {
+    case MRC_CTL_EV_MODE_AUTO: return ctl::ev_mode::kAuto;
+    case MRC_CTL_EV_MODE_EXPLICIT: return ctl::ev_mode::kExp;
+    case MRC_CTL_EV_MODE_SRV6_GENERATED: return ctl::ev_mode::kGen;
+    default: return UINT32_MAX;
+  }
+}
+uint32_t ev_mode_from_core(uint32_t m) {
+  return m == ctl::ev_mode::kExp   ? MRC_CTL_EV_MODE_EXPLICIT
+         : m == ctl::ev_mode::kGen ? MRC_CTL_EV_MODE_SRV6_GENERATED
+                                   : MRC_CTL_EV_MODE_AUTO;
+}
 
 constexpr uint32_t kMaxProfiles = 16;
 
@@ -111,19 +159,19 @@ ctl::Controller& controller(SoftDevice& dev) {
 
 ctl::CtlEv from_c(const mrc_ctl_ev& e) {
   ctl::CtlEv r;
-  std::copy(std::begin(e.value), std::end(e.value), r.value.begin());
+  std::copy(std::begin(e.val), std::end(e.val), r.value.begin());
   r.port = e.port;
   return r;
 }
 
 mrc_ctl_ev to_c(const ctl::CtlEv& e) {
   mrc_ctl_ev r{};
-  std::copy(e.value.begin(), e.value.end(), r.value);
+  std::copy(e.value.begin(), e.value.end(), r.val);
   r.port = e.port;
   return r;
 }
 
-// MRC_CTL_EV_STATE_UNKNOWN (bit 31) is outside the C++ range of enum
+// MRC_CTL_EV_UNKNOWN (bit 31) is outside the C++ range of enum
 // mrc_ctl_ev_state (its enumerators need 3 bits), so states are stored as
 // the 32-bit value a C caller reads rather than converted to the enum.
 static_assert(sizeof(mrc_ctl_ev_state) == sizeof(uint32_t), "EV states are 32-bit in the C ABI");
@@ -170,42 +218,46 @@ void fields_to_c(bool query, bool filled, const std::vector<ctl::Field>& fields,
   f.count = count;
 }
 
+// The format profile calls return 0 or a negative errno (OCP's sign for them).
 int fmt_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, uint32_t mask, bool modify) try {
-  if (!ctx_ok(ctx) || !attr) return EINVAL;
+  if (!ctx_ok(ctx) || !attr) return -EINVAL;
   ctl::FmtProfileAttr a;
-  if ((mask & MRC_CTL_EV_FMT_STATE) && modify && !state_from_c(attr->state, &a.state)) return EINVAL;
-  if ((mask & MRC_CTL_EV_FMT_CUR_STATE) && modify && !state_from_c(attr->cur_state, &a.cur_state)) return EINVAL;
+  if ((mask & MRC_CTL_EV_FMT_PROFILE_STATE) && modify && !state_from_c(attr->state, &a.state)) return -EINVAL;
+  if ((mask & MRC_CTL_EV_FMT_PROFILE_CUR_STATE) && modify && !state_from_c(attr->cur_state, &a.cur_state))
+    return -EINVAL;
   a.mode = attr->mode;
-  const bool op = mask & MRC_CTL_EV_FMT_OP;
-  if (op && !fields_from_c(attr->fields_op, &a.fields_op, &a.fields, &a.fields_count)) return EINVAL;
+  const bool op = mask & MRC_CTL_EV_FMT_PROFILE_OP;
+  if (op && !fields_from_c(attr->fields_op, &a.fields_op, &a.fields, &a.fields_count)) return -EINVAL;
   SoftDevice& dev = *ctx->dev;
   std::lock_guard<std::mutex> g(dev.ctl_mu);
   ctl::Controller& c = controller(dev);
   const Status s = modify ? c.modify_fmt_profile(id, a, mask) : c.query_fmt_profile(id, a, mask);
   const bool query = op && a.fields_op == ctl::FieldsOp::query;
   if (s.ok() || s == Errc::too_big) fields_to_c(query, s.ok(), a.fields, a.fields_count, attr->fields_op);
-  if (!s.ok()) return to_errno(s.error());
+  if (!s.ok()) return -to_errno(s.error());
   if (!modify) {
-    if (mask & (MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_CUR_STATE)) attr->state = attr->cur_state = state_to_c(a.state);
-    if (mask & MRC_CTL_EV_FMT_MODE) attr->mode = a.mode;
+    if (mask & (MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_CUR_STATE))
+      attr->state = attr->cur_state = state_to_c(a.state);
+    if (mask & MRC_CTL_EV_FMT_PROFILE_MODE) attr->mode = a.mode;
   }
   return 0;
 } catch (const std::bad_alloc&) {
-  return ENOMEM;
+  return -ENOMEM;
 }
 
-int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask, bool modify) try {
-  if (!ctx_ok(ctx) || !attr) return EINVAL;
+int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int api_mask, bool modify) try {
+  uint32_t mask = 0;
+  if (!ctx_ok(ctx) || !attr || !ev_mask_to_core(api_mask, &mask)) return EINVAL;
   ctl::EvProfileAttr a;
-  if ((mask & MRC_CTL_EV_PROFILE_STATE) && modify && !state_from_c(attr->state, &a.state)) return EINVAL;
-  if ((mask & MRC_CTL_EV_PROFILE_CUR_STATE) && modify && !state_from_c(attr->cur_state, &a.cur_state))
-    return EINVAL;
-  a.ev_mode = attr->ev_mode;
+  if ((mask & ctl::ev_attr::kState) && modify && !state_from_c(attr->state, &a.state)) return EINVAL;
+  if ((mask & ctl::ev_attr::kCurState) && modify && !state_from_c(attr->cur_state, &a.cur_state)) return EINVAL;
+  a.ev_mode = ev_mode_to_core(attr->ev_mode);
+  if ((mask & ctl::ev_attr::kMode) && modify && a.ev_mode == UINT32_MAX) return EINVAL;
   a.fmt_id = attr->ev_fmt_profile_id;
   a.ev_count = attr->ev_count;
   a.ev_min_active = attr->ev_min_active;
   a.event_mask = attr->ev_event_mask;
-  const bool has_op = mask & MRC_CTL_EV_PROFILE_EV_OP;
+  const bool has_op = mask & ctl::ev_attr::kEvOp;
   if (has_op) {
     const mrc_ctl_ev_op_attr& o = attr->ev_op;
     if (o.op < MRC_CTL_EV_OP_REPLACE_EV || o.op > MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
@@ -219,7 +271,7 @@ int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32
                                       get_ev_state(&o.entries[i].state), o.entries[i].flags};
     }
   }
-  const bool has_fields = mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
+  const bool has_fields = mask & ctl::ev_attr::kEvFieldsOp;
   if (has_fields && !fields_from_c(attr->ev_fields_op, &a.fields_op, &a.fields, &a.fields_count)) return EINVAL;
 
   SoftDevice& dev = *ctx->dev;
@@ -247,13 +299,12 @@ int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32
     fields_to_c(a.fields_op == ctl::FieldsOp::query, s.ok(), a.fields, a.fields_count, attr->ev_fields_op);
   if (!s.ok()) return to_errno(s.error());
   if (!modify) {
-    if (mask & (MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_CUR_STATE))
-      attr->state = attr->cur_state = state_to_c(a.state);
-    if (mask & MRC_CTL_EV_PROFILE_MODE) attr->ev_mode = a.ev_mode;
-    if (mask & MRC_CTL_EV_PROFILE_FMT_ID) attr->ev_fmt_profile_id = a.fmt_id;
-    if (mask & MRC_CTL_EV_PROFILE_COUNT) attr->ev_count = a.ev_count;
-    if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) attr->ev_min_active = a.ev_min_active;
-    if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) attr->ev_event_mask = a.event_mask;
+    if (mask & (ctl::ev_attr::kState | ctl::ev_attr::kCurState)) attr->state = attr->cur_state = state_to_c(a.state);
+    if (mask & ctl::ev_attr::kMode) attr->ev_mode = ev_mode_from_core(a.ev_mode);
+    if (mask & ctl::ev_attr::kFmtId) attr->ev_fmt_profile_id = a.fmt_id;
+    if (mask & ctl::ev_attr::kCount) attr->ev_count = a.ev_count;
+    if (mask & ctl::ev_attr::kMinActive) attr->ev_min_active = a.ev_min_active;
+    if (mask & ctl::ev_attr::kEventMask) attr->ev_event_mask = a.event_mask;
   }
   return 0;
 } catch (const std::bad_alloc&) {
@@ -345,49 +396,86 @@ using namespace mrc;
 using api::SoftDevice;
 namespace ctl = mrc::core::ctl;
 
+namespace {
+
+// The controller's limits and features (ctl_mu held by the caller).
+uint32_t opt_attr_of(const SoftDevice& d) {
+  uint32_t o = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EV_PROBE |
+               MRC_CTL_OPT_CAP_EV_EXPLICIT;
+  if (d.rt->config().ev_mode == rt::EvWire::srv6) o |= MRC_CTL_OPT_CAP_SRV6_GENERATED;
+  return o;
+}
+uint64_t port_mask_of(const SoftDevice& d) { return ((uint64_t{1} << d.rt->num_planes()) - 1) << 1; }
+// The EV limits both device queries report (their ev structs share these
+// fields; OCP's names the width ev_max_bits, OpenMRC's ev_max_width).
+template <class Ev>
+void fill_ev_limits(Ev& ev, const ctl::Controller& c) {
+  const ctl::Limits& l = c.limits();
+  ev.ev_max_fmt_profiles = l.max_fmt_profiles;
+  ev.ev_max_profiles = l.max_ev_profiles;
+  ev.ev_max_count = l.ev_max_count;
+  ev.ev_free_count = c.ev_free_count();
+  ev.ev_max_count_profile = l.ev_max_count_profile;
+  ev.ev_count_align = l.ev_count_align;
+}
+
+}  // namespace
+
 extern "C" {
 
-MRC_EXPORT int mrc_ctl_query_version(mrc_ctl_version* ver) {
+MRC_EXPORT int mrc_ctl_query_version(mrc_ctl_api_version* ver) {
   if (!ver) return EINVAL;
-  ver->current = MRC_CTL_API_VERSION_CURRENT;
+  ver->current = MRC_CTL_API_CURRENT_VERSION;
   ver->oldest = MRC_API_VER(0u, 0u, 0u);
   ver->vendor = MRC_VENDOR_API_CURRENT_VERSION;
   ver->oldest_vendor = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
   return 0;
 }
 
-MRC_EXPORT int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_device_attr* attr) try {
+
+MRC_EXPORT int mrc_ctl_query_device(ibv_context* ibv_ctx, mrc_ctl_attr* attr) try {
   SoftDevice* d = api::soft_device(ibv_ctx);
   if (!d || !attr) return EINVAL;
   std::lock_guard<std::mutex> g(d->ctl_mu);
   const ctl::Controller& c = api::controller(*d);
   const ctl::Limits& l = c.limits();
-  *attr = mrc_ctl_device_attr{};
-  attr->protocol_versions = MRC_PROTOCOL_VERSION_1;
-  attr->ev.ev_max_fmt_profiles = l.max_fmt_profiles;
-  attr->ev.ev_max_profiles = l.max_ev_profiles;
-  attr->ev.ev_max_count = l.ev_max_count;
-  attr->ev.ev_free_count = c.ev_free_count();
-  attr->ev.ev_max_count_profile = l.ev_max_count_profile;
-  attr->ev.ev_count_align = l.ev_count_align;
-  attr->ev.ev_max_width = l.ev_max_width;
-  attr->ev.ev_fmt_mode_mask = l.fmt_mode_mask;
-  attr->ev.ev_mode_mask = l.ev_mode_mask;
-  attr->ev.ev_op_max_entries = 0;  // no cap
+  *attr = mrc_ctl_attr{};
+  attr->mrc_ctl_version = MRC_CTL_VERSION_1;
+  fill_ev_limits(attr->ev, c);
+  attr->ev.ev_max_bits = l.ev_max_width;
   attr->cc.cc_max_profiles = l.max_cc_profiles;
-  attr->cc.algorithms = api::kAlgorithms;
-  attr->phy_port_mask = ((d->rt->num_planes() >= 31 ? 0u : (1u << (d->rt->num_planes() + 1))) - 1u) & ~1u;
-  attr->opt_attr = MRC_CTL_OPT_EV_EVENT | MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_EP_OP_EV_PROBE;
+  attr->cc.cc_algorithms = api::kOcpAlgorithms;
+  attr->port_mask = port_mask_of(*d);
+  attr->opt_attr = opt_attr_of(*d);
   return 0;
 } catch (const std::bad_alloc&) {
   return ENOMEM;
 }
 
 MRC_EXPORT int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, mrc_ctl_device_attr* attr,
-                                       int* supported) {
+                                       int* supported) try {
   if (!supported || !attr || (ctx && !api::ctx_ok(ctx))) return EINVAL;
-  *supported = api::soft_device(ibv_ctx) != nullptr;
-  return *supported ? mrc_ctl_query_device(ibv_ctx, attr) : 0;
+  SoftDevice* d = api::soft_device(ibv_ctx);
+  *supported = d != nullptr;
+  if (!d) return 0;
+  std::lock_guard<std::mutex> g(d->ctl_mu);
+  const ctl::Controller& c = api::controller(*d);
+  const ctl::Limits& l = c.limits();
+  *attr = mrc_ctl_device_attr{};
+  attr->protocol_versions = MRC_PROTOCOL_VERSION_1;
+  fill_ev_limits(attr->ev, c);
+  attr->ev.ev_max_width = l.ev_max_width;
+  attr->ev.ev_fmt_mode_mask = l.fmt_mode_mask;
+  for (uint32_t bit : {ctl::ev_mode::kAuto, ctl::ev_mode::kExp, ctl::ev_mode::kGen})
+    if (l.ev_mode_mask & bit) attr->ev.ev_mode_mask |= 1u << api::ev_mode_from_core(bit);
+  attr->ev.ev_op_max_entries = 0;  // no cap
+  attr->cc.cc_max_profiles = l.max_cc_profiles;
+  attr->cc.algorithms = api::kAlgorithms;
+  attr->phy_port_mask = static_cast<uint32_t>(port_mask_of(*d));
+  attr->opt_attr = opt_attr_of(*d);
+  return 0;
+} catch (const std::bad_alloc&) {
+  return ENOMEM;
 }
 
 MRC_EXPORT int mrc_ctl_query_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_port_attr* attr) {
@@ -417,25 +505,26 @@ MRC_EXPORT int mrc_ctl_modify_port(mrc_context* ctx, uint8_t port_num, mrc_ctl_p
 }
 
 MRC_EXPORT int mrc_ctl_modify_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
-                                             uint32_t mask) {
-  return api::fmt_call(ctx, id, attr, mask, true);
+                                             int mask) {
+  return api::fmt_call(ctx, id, attr, static_cast<uint32_t>(mask), true);
 }
 
 MRC_EXPORT int mrc_ctl_query_ev_fmt_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
-                                            uint32_t mask) {
-  return api::fmt_call(ctx, id, attr, mask, false);
+                                            int mask) {
+  return api::fmt_call(ctx, id, attr, static_cast<uint32_t>(mask), false);
 }
 
-MRC_EXPORT int mrc_ctl_modify_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_modify_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
   return api::ev_call(ctx, id, attr, mask, true);
 }
 
-MRC_EXPORT int mrc_ctl_query_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, uint32_t mask) {
+MRC_EXPORT int mrc_ctl_query_ev_profile(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
   return api::ev_call(ctx, id, attr, mask, false);
 }
 
 MRC_EXPORT int mrc_ctl_modify_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
-                                         uint32_t mask) try {
+                                         int api_mask) try {
+  const auto mask = static_cast<uint32_t>(api_mask);
   if (!api::ctx_ok(ctx) || !attr) return EINVAL;
   ctl::CcProfileAttr a;
   if ((mask & MRC_CTL_CC_PROFILE_STATE) && !api::state_from_c(attr->state, &a.state)) return EINVAL;
@@ -470,7 +559,8 @@ MRC_EXPORT int mrc_ctl_modify_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_
 }
 
 MRC_EXPORT int mrc_ctl_query_cc_profile(mrc_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
-                                        uint32_t mask) try {
+                                        int api_mask) try {
+  const auto mask = static_cast<uint32_t>(api_mask);
   if (!api::ctx_ok(ctx) || !attr) return EINVAL;
   SoftDevice& dev = *ctx->dev;
   std::lock_guard<std::mutex> g(dev.ctl_mu);
@@ -577,19 +667,19 @@ MRC_EXPORT int mrc_ctl_ep_batch_send_wait(mrc_context* ctx, uint8_t req_tc, mrc_
       // this device sends no SRH segment, so the rest is zero). The inner
       // source port is the plane's first EV.
       if (rd.config().ev_mode != rt::EvWire::srv6) return EINVAL;
-      for (size_t b = 16; b < sizeof q.req_ev.value; ++b)
-        if (q.req_ev.value[b] != 0) return EINVAL;
+      for (size_t b = 16; b < sizeof q.req_ev.val; ++b)
+        if (q.req_ev.val[b] != 0) return EINVAL;
       core::WireEv w;
-      std::copy_n(q.req_ev.value, 16, w.bytes.begin());
+      std::copy_n(q.req_ev.val, 16, w.bytes.begin());
       w.bits = 128;
       wire_ev = w;
       ev = rd.config().ev_port_base + (q.req_ev.port - 1u) * rd.config().evs_per_plane;
     } else {
       if (q.ev_fmt_mode != MRC_CTL_EV_FMT_UDP && q.ev_fmt_mode != MRC_CTL_EV_FMT_STEV) return EINVAL;
       // The wire EV is the UDP source port: the first 16 bits, the rest zero.
-      for (size_t b = 2; b < sizeof q.req_ev.value; ++b)
-        if (q.req_ev.value[b] != 0) return EINVAL;
-      ev = uint32_t{q.req_ev.value[0]} << 8 | q.req_ev.value[1];
+      for (size_t b = 2; b < sizeof q.req_ev.val; ++b)
+        if (q.req_ev.val[b] != 0) return EINVAL;
+      ev = uint32_t{q.req_ev.val[0]} << 8 | q.req_ev.val[1];
       if (!rd.ev_sendable(q.req_ev.port - 1u, ev)) return EINVAL;
     }
     // The source GID, if given, must be the address of the port it leaves from.

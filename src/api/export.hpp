@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// MRC_EXPORT marks a definition of the public C API (include/mrc/*.h) as
+// MRC_EXPORT marks a definition of the public C API (include/*.h) as
 // exported from libopenmrc.so. Every OpenMRC target is compiled with
 // -fvisibility=hidden (mrc_add_module), so a symbol without this mark stays
 // inside the library: applications link against the C API and nothing

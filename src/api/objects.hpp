@@ -17,20 +17,25 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "core/ctl/profiles.hpp"
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/epoll.hpp"
 #include "platform/sock_addr.hpp"
 #include "runtime/device.hpp"
 
 namespace mrc::api {
+
+/// A peer's plane addresses from its GID (a configured device's rule), or
+/// none to reach it at its GID on every plane.
+using PeerPlanes = std::function<std::vector<platform::SockAddr>(const platform::SockAddr& gid)>;
 
 struct SoftDevice {
   ibv_context ibv{};               ///< what applications hold (first member)
@@ -45,6 +50,9 @@ struct SoftDevice {
   std::unordered_map<uint32_t, mrc_qp*> qps;   ///< by QPN, for routing async events
   std::unordered_map<uint32_t, mrc_cq*> cqs;   ///< by core CQ id
   std::vector<mrc_context*> ctxs;
+  /// Set for a device opened through ibv_open_device (api/verbs.cc):
+  /// mrc_modify_qp declares a peer it does not know yet by this rule.
+  PeerPlanes peer_planes;
   /// The node's controller (mrc_ctl.h, api/ctl.cc): created on the first
   /// controller call. Lock order: ctl_mu, then mu, then the device's own.
   std::mutex ctl_mu;
@@ -70,6 +78,8 @@ struct SoftDevice {
 /// ours (looked up in the registry of open devices, never dereferenced
 /// blindly).
 SoftDevice* soft_device(ibv_context* ctx);
+/// The open SoftDevice whose ibv_device `dev` is, or nullptr.
+SoftDevice* soft_device_of(const ibv_device* dev);
 
 struct SoftPd {
   ibv_pd ibv{};

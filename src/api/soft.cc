@@ -14,7 +14,7 @@
 #include "api/export.hpp"
 #include "api/objects.hpp"
 #include "api/translate.hpp"
-#include "mrc/mrc_soft.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/os_error.hpp"
 
 namespace mrc::api {
@@ -39,6 +39,16 @@ SoftDevice* soft_device(ibv_context* ctx) {
   if (!ctx) return nullptr;
   std::lock_guard<std::mutex> g(registry_mu());
   return registry().count(ctx) ? reinterpret_cast<SoftDevice*>(ctx) : nullptr;
+}
+
+SoftDevice* soft_device_of(const ibv_device* dev) {
+  if (!dev) return nullptr;
+  std::lock_guard<std::mutex> g(registry_mu());
+  for (ibv_context* c : registry()) {
+    auto* d = reinterpret_cast<SoftDevice*>(c);
+    if (&d->ibv_dev == dev) return d;
+  }
+  return nullptr;
 }
 
 platform::SockAddr gid_to_addr(const ibv_gid& gid) {

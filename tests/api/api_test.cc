@@ -28,9 +28,9 @@
 
 #include "api/objects.hpp"
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "platform/udp_socket.hpp"
 #include "wire/framing.hpp"
 #include "wire/icrc.hpp"
@@ -316,10 +316,12 @@ TEST(Api, DeviceQueriesTellMrcFromAForeignContext) {
   EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(ch, nullptr) << "a failed create leaves *channel NULL";
   EXPECT_EQ(mrc_create_context(&foreign, nullptr), nullptr);
-  mrc_ctl_device_attr ctl{};
+  mrc_ctl_attr ctl{};
   ASSERT_EQ(mrc_ctl_query_device(dev, &ctl), 0);
-  EXPECT_EQ(ctl.phy_port_mask, 0b10u) << "port 1";
-  EXPECT_STREQ(ctl.cc.algorithms[0], "uet-1.0-nscc");
+  EXPECT_EQ(ctl.port_mask, 0b10u) << "port 1";
+  EXPECT_EQ(ctl.mrc_ctl_version, uint32_t{MRC_CTL_VERSION_1});
+  EXPECT_STREQ(ctl.cc.cc_algorithms[0], "uet-1.0-nscc");
+  EXPECT_EQ(mrc_ctl_query_device(&foreign, &ctl), EINVAL);
   EXPECT_EQ(mrc_soft_close_device(dev), 0);
 }
 
@@ -331,22 +333,27 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   // RESET -> RTR skips INIT.
   ASSERT_EQ(to_rtr(a, b, b.gid()), EINVAL);
   ASSERT_EQ(to_init(a.qp), 0);
-  // Unsupported ibverbs attributes (reference 6.2).
-  q.qp_state = IBV_QPS_RTR;
-  q.timeout = 14;
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_TIMEOUT, nullptr, 0), EINVAL);
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_RETRY_CNT, nullptr, 0), EINVAL);
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_PORT, nullptr, 0), EINVAL);
-  // A required RTR attribute missing (MPR_DEST).
+  // ibverbs attributes MRC has no use for: path migration (MRC moves
+  // between paths by itself), a port the device does not have.
   q = ibv_qp_attr{};
   q.qp_state = IBV_QPS_RTR;
   q.ah_attr.grh.dgid = b.gid();
   q.dest_qp_num = qpn_of(b.qp);
   q.path_mtu = IBV_MTU_4096;
+  constexpr int kRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU;
   mrc_qp_attr m = rtr_rts_attrs();
-  EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
-                          MRC_QP_MAX_WIMM_DEST),
-            EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr | IBV_QP_ALT_PATH, nullptr, 0), EINVAL);
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr | IBV_QP_PATH_MIG_STATE, nullptr, 0), EINVAL);
+  q.port_num = 2;  // one plane: port 1 only
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr | IBV_QP_PORT, nullptr, 0), EINVAL);
+  q.port_num = 0;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr | IBV_QP_PORT, nullptr, 0), EINVAL);
+  // A required ibverbs RTR attribute missing (the path MTU).
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr & ~IBV_QP_PATH_MTU, &m, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST), EINVAL);
+  // An unknown capability bit.
+  m.cap = 1u << 7;
+  EXPECT_EQ(mrc_modify_qp(a.qp, &q, kRtr, &m, MRC_QP_CAP), EINVAL);
+  m.cap = 0;
   // An RTS attribute in the RTR transition; vendor configuration.
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
                           MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_MAX_WIMM),
@@ -354,6 +361,7 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE, &m, static_cast<int>(MRC_QP_VENDOR_CFG)), EINVAL);
   // Dynamic MPR through its mask bit (MRC_QP_CAP carries it instead).
   m.mpr.dynamic_mpr = 1;
+  static_assert(MRC_QP_TRIM_NACK_DEST == 1 << 0 && MRC_QP_DYNAMIC_MPR == 1 << 1);
   EXPECT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
                           MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_DYNAMIC_MPR_DEST),
             EINVAL);
@@ -403,6 +411,125 @@ TEST(Api, StateMachineMisuseReturnsEinvalAndChangesNothing) {
   EXPECT_EQ(errno, EBUSY);
   EXPECT_EQ(mrc_soft_close_device(a.dev), EBUSY);
   EXPECT_EQ(mrc_soft_dealloc_pd(a.pd), EBUSY);
+  a.close();
+  b.close();
+}
+
+// A QP brought up as an RC program does it (OCP's benchmark): ibverbs
+// attributes only, no MRC one. The MRC attributes take their defaults, the
+// InfiniBand timeout and retry count become MRC's, and data flows.
+TEST(Api, RcStyleModifyTakesDefaults) {
+  End a, b;
+  a.open({"127.0.19.1"});
+  b.open({"127.0.19.2"});
+  ibv_gid ga = a.gid(), gb = b.gid();
+  ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb, &gb, 1), 0);
+  ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga, &ga, 1), 0);
+  for (End* e : {&a, &b}) {
+    End& peer = e == &a ? b : a;
+    ibv_qp_attr q{};
+    q.qp_state = IBV_QPS_INIT;
+    q.port_num = 1;
+    q.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    ASSERT_EQ(mrc_modify_qp(e->qp, &q, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                            nullptr, 0),
+              0);
+    q = ibv_qp_attr{};
+    q.qp_state = IBV_QPS_RTR;
+    q.ah_attr.is_global = 1;
+    q.ah_attr.grh.dgid = peer.gid();
+    q.dest_qp_num = qpn_of(peer.qp);
+    q.rq_psn = peer.psn;
+    q.path_mtu = IBV_MTU_4096;
+    q.max_dest_rd_atomic = 1;
+    q.min_rnr_timer = 12;
+    ASSERT_EQ(mrc_modify_qp(e->qp, &q,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU |
+                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                            nullptr, 0),
+              0);
+  }
+  for (End* e : {&a, &b}) {
+    ibv_qp_attr q{};
+    q.qp_state = IBV_QPS_RTS;
+    q.sq_psn = e->psn;
+    q.timeout = 14;
+    q.retry_cnt = 5;
+    q.rnr_retry = 7;
+    q.max_rd_atomic = 1;
+    ASSERT_EQ(mrc_modify_qp(e->qp, &q,
+                            IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_MAX_QP_RD_ATOMIC,
+                            nullptr, 0),
+              0);
+  }
+  ibv_qp_attr got{};
+  mrc_qp_attr m{};
+  ASSERT_EQ(mrc_query_qp(a.qp, &got, IBV_QP_STATE, &m, -1, nullptr), 0);
+  EXPECT_EQ(got.qp_state, IBV_QPS_RTS);
+  EXPECT_EQ(m.timeout, 16) << "InfiniBand's 4.096 us * 2^14 is MRC's 1.024 us * 2^16";
+  EXPECT_EQ(m.retry.linear_cnt, 5);
+  EXPECT_EQ(m.mpr.mpr, 8);
+  EXPECT_EQ(m.mpr.mpr_dest, 8);
+  EXPECT_EQ(m.wimm.max_wimm, 128);
+  EXPECT_EQ(m.wimm.max_wimm_dest, 128);
+  EXPECT_EQ(m.cap, static_cast<uint32_t>(MRC_QP_TRIM_NACK_DEST)) << "trim NACKs on unless MRC_QP_CAP says otherwise";
+  // RTS -> RTS: a new InfiniBand timeout.
+  ibv_qp_attr q{};
+  q.qp_state = IBV_QPS_RTS;
+  q.timeout = 30;
+  ASSERT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_TIMEOUT, nullptr, 0), 0);
+  ASSERT_EQ(mrc_query_qp(a.qp, &got, 0, &m, -1, nullptr), 0);
+  EXPECT_EQ(m.timeout, 24) << "capped at MRC's largest";
+  // Data flows.
+  for (size_t i = 0; i < 4096; ++i) a.mem[i] = static_cast<uint8_t>(i * 7);
+  ibv_sge sge{reinterpret_cast<uint64_t>(a.mem.data()), 4096, a.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.mem.data());
+  wr.wr.rdma.rkey = b.mr->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(mrc_post_send(a.qp, &wr, &bad), 0);
+  auto wcs = poll_n(a.cq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(a.mem.data(), b.mem.data(), 4096), 0);
+  a.close();
+  b.close();
+}
+
+// MRC_QP_TRIM_NACK_DEST is OCP's sense (set = trim NACKs on); MRC_QP_CAP
+// replaces the whole set.
+TEST(Api, QpCapTrimNackDest) {
+  End a, b;
+  a.open({"127.0.19.3"});
+  b.open({"127.0.19.4"});
+  ibv_gid ga = a.gid(), gb = b.gid();
+  ASSERT_EQ(mrc_soft_set_peer(a.dev, &gb, &gb, 1), 0);
+  ASSERT_EQ(mrc_soft_set_peer(b.dev, &ga, &ga, 1), 0);
+  ASSERT_EQ(to_init(a.qp), 0);
+  ibv_qp_attr q{};
+  q.qp_state = IBV_QPS_RTR;
+  q.ah_attr.grh.dgid = gb;
+  q.dest_qp_num = qpn_of(b.qp);
+  q.path_mtu = IBV_MTU_4096;
+  mrc_qp_attr m{};
+  m.cap = 0;
+  ASSERT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU, &m,
+                          MRC_QP_CAP),
+            0);
+  mrc_qp_attr got{};
+  ASSERT_EQ(mrc_query_qp(a.qp, nullptr, 0, &got, MRC_QP_CAP, nullptr), 0);
+  EXPECT_EQ(got.cap, 0u);
+  q = ibv_qp_attr{};
+  q.qp_state = IBV_QPS_RTS;
+  m.cap = MRC_QP_TRIM_NACK_DEST;
+  ASSERT_EQ(mrc_modify_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN, &m, MRC_QP_CAP), 0);
+  ASSERT_EQ(mrc_query_qp(a.qp, nullptr, 0, &got, MRC_QP_CAP, nullptr), 0);
+  EXPECT_EQ(got.cap, static_cast<uint32_t>(MRC_QP_TRIM_NACK_DEST));
   a.close();
   b.close();
 }

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "api/objects.hpp"
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "soft_node.hpp"
 
 namespace {
@@ -260,8 +260,8 @@ mrc_ctl_ep_req request(uint16_t id, const Node& from, const ibv_gid& dgid, uint8
   r.sgid = from.gid(port - 1);
   r.dgid = dgid;
   r.ev_fmt_mode = MRC_CTL_EV_FMT_UDP;
-  r.req_ev.value[0] = static_cast<uint8_t>(ev >> 8);
-  r.req_ev.value[1] = static_cast<uint8_t>(ev);
+  r.req_ev.val[0] = static_cast<uint8_t>(ev >> 8);
+  r.req_ev.val[1] = static_cast<uint8_t>(ev);
   r.req_ev.port = port;
   return r;
 }
@@ -344,7 +344,7 @@ TEST(CtlEpOps, ProbesNobodyAnswersTimeOutWithTheAnsweredOnesReported) {
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL)
       << "an EV of another port";
   bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
-  bad.req_ev.value[5] = 1;
+  bad.req_ev.val[5] = 1;
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL)
       << "EV bits beyond the source port";
   bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));

@@ -17,12 +17,15 @@
 #include <vector>
 
 #include "../unit/runtime/srv6_netns.hpp"
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "soft_node.hpp"
 
 namespace {
+
+/// A format profile configured in one call: state, mode and fields.
+constexpr int kFmtConfigure = MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP;
 
 using mrc::test_support::qpn_of;
 
@@ -64,11 +67,11 @@ int make_srv6_format(mrc_context* ctx) {
   f.fields_op.op = MRC_CTL_MODIFY_FIELDS;
   f.fields_op.fields = widths;
   f.fields_op.count = 3;
-  if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE | MRC_CTL_EV_FMT_OP))
+  if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure))
     return rc;
   f = mrc_ctl_ev_fmt_profile_attr{};
   f.state = MRC_CTL_PROFILE_ONLINE;
-  return mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_STATE);
+  return mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE);
 }
 
 // EV profile 1, GEN over format 1: locator fc00:0000 (fixed), first uSID
@@ -82,11 +85,11 @@ int make_gen_profile(mrc_context* ctx, mrc_ctl_profile_state to) {
   };
   mrc_ctl_ev_profile_attr p{};
   p.state = to;
-  p.ev_mode = MRC_CTL_EV_MODE_GEN;
+  p.ev_mode = MRC_CTL_EV_MODE_SRV6_GENERATED;
   p.ev_fmt_profile_id = 1;
   p.ev_count = 2;
   p.ev_min_active = 1;
-  p.ev_event_mask = MRC_CTL_EV_STATE_GOOD | MRC_CTL_EV_STATE_ASSUMED_BAD;
+  p.ev_event_mask = MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD;
   p.ev_fields_op.op = MRC_CTL_MODIFY_FIELDS;
   p.ev_fields_op.fields = fields;
   p.ev_fields_op.count = 3;
@@ -100,9 +103,11 @@ TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
   Node n;
   n.open("127.0.62.1", MRC_SOFT_EV_UDP, 24801);
   mrc_ctl_device_attr d{};
-  ASSERT_EQ(mrc_ctl_query_device(n.dev, &d), 0);
+  int supported = 0;
+  ASSERT_EQ(mrc_ctl_query_device_ex(n.dev, nullptr, &d, &supported), 0);
   EXPECT_EQ(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
-  EXPECT_EQ(d.ev.ev_mode_mask & MRC_CTL_EV_MODE_GEN, 0u);
+  EXPECT_EQ(d.ev.ev_mode_mask & (1u << MRC_CTL_EV_MODE_SRV6_GENERATED), 0u);
+  EXPECT_EQ(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_GENERATED, 0u);
   EXPECT_NE(make_srv6_format(n.ctx), 0);
   n.close();
 }
@@ -116,9 +121,11 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   ASSERT_TRUE(a.dev && b.dev);
 
   mrc_ctl_device_attr d{};
-  ASSERT_EQ(mrc_ctl_query_device(a.dev, &d), 0);
+  int supported = 0;
+  ASSERT_EQ(mrc_ctl_query_device_ex(a.dev, nullptr, &d, &supported), 0);
   EXPECT_NE(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
-  EXPECT_NE(d.ev.ev_mode_mask & MRC_CTL_EV_MODE_GEN, 0u);
+  EXPECT_NE(d.ev.ev_mode_mask & (1u << MRC_CTL_EV_MODE_SRV6_GENERATED), 0u);
+  EXPECT_NE(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_GENERATED, 0u);
   ASSERT_EQ(make_srv6_format(a.ctx), 0);
   ASSERT_EQ(make_gen_profile(a.ctx, MRC_CTL_PROFILE_OFFLINE), 0);
 
@@ -130,7 +137,7 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   q.ev_op.entry_count = 4;
   ASSERT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
   ASSERT_EQ(q.ev_op.entry_count, 2u);
-  const uint8_t v0 = entries[0].ev.value[0] >> 6, v1 = entries[1].ev.value[0] >> 6;
+  const uint8_t v0 = entries[0].ev.val[0] >> 6, v1 = entries[1].ev.val[0] >> 6;
   EXPECT_NE(v0, v1);
   EXPECT_TRUE(v0 >= 1 && v0 <= 2 && v1 >= 1 && v1 <= 2) << int(v0) << " " << int(v1);
 
@@ -179,7 +186,7 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   r.dgid = gb;
   r.ev_fmt_mode = MRC_CTL_EV_FMT_SRV6;
   const auto carrier = mrc::test_support::srv6_test_carrier(0x0002);
-  std::copy(carrier.begin(), carrier.end(), r.req_ev.value);
+  std::copy(carrier.begin(), carrier.end(), r.req_ev.val);
   r.req_ev.port = 1;
   mrc_ctl_ep_rsp rsp{};
   uint32_t n_rsp = 0;

@@ -3,7 +3,7 @@
 // WRITE, verified byte for byte; errors surface as std::system_error;
 // connect() applies every attribute it is given; close() and destructors
 // report destruction errors; channels, CQ and async events, hints, queries.
-#include "mrc/mrc.hpp"
+#include "openmrc/mrc.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

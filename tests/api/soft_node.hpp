@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "openmrc/mrc_soft.h"
 
 namespace mrc::test_support {
 

@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "mrc-sim/settings.hpp"
+#include "mrc_ctl.h"
 #include "mrcctl/ctl_file_toml.hpp"
 #include "sim/scenario/failures.hpp"
 
@@ -302,7 +303,11 @@ class Loader {
     for (const auto& p : cf.ev_profiles) {
       CtlEvProfileSpec s;
       s.id = p.id;
-      s.mode = p.mode;
+      // The file's mode is the C API's (enum mrc_ctl_ev_mode); the
+      // simulator's controller takes the core's bits.
+      s.mode = p.mode == MRC_CTL_EV_MODE_EXPLICIT         ? core::ctl::ev_mode::kExp
+               : p.mode == MRC_CTL_EV_MODE_SRV6_GENERATED ? core::ctl::ev_mode::kGen
+                                                          : core::ctl::ev_mode::kAuto;
       s.format = p.format;
       s.count = p.count;
       s.min_active = p.min_active;

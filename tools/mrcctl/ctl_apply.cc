@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
 
 namespace mrcctl {
 
@@ -31,13 +31,13 @@ bool apply_ctl_file(mrc_context* ctx, const CtlFile& f, std::string& why, Applie
     a.state = MRC_CTL_PROFILE_OFFLINE;
     a.mode = s.mode;
     a.fields_op = {MRC_CTL_MODIFY_FIELDS, fields.data(), static_cast<uint32_t>(fields.size())};
-    if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, s.id, &a,
-                                               MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE | MRC_CTL_EV_FMT_OP))
-      return fail(why, fmt::format("format {}: configuring: {}", s.id, errno_text(rc)));
+    constexpr int kConfigure = MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP;
+    if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, s.id, &a, kConfigure))
+      return fail(why, fmt::format("format {}: configuring: {}", s.id, errno_text(-rc)));  // a negative errno
     if (s.online) {
       a.state = MRC_CTL_PROFILE_ONLINE;
-      if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, s.id, &a, MRC_CTL_EV_FMT_STATE))
-        return fail(why, fmt::format("format {}: going online: {}", s.id, errno_text(rc)));
+      if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, s.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE))
+        return fail(why, fmt::format("format {}: going online: {}", s.id, errno_text(-rc)));
     }
     ids.formats.push_back(s.id);
     if (applied) applied->formats = ids.formats;
@@ -51,7 +51,7 @@ bool apply_ctl_file(mrc_context* ctx, const CtlFile& f, std::string& why, Applie
     a.ev_fmt_profile_id = s.format;
     a.ev_count = s.count;
     a.ev_fields_op = {MRC_CTL_MODIFY_FIELDS, fields.data(), static_cast<uint32_t>(fields.size())};
-    uint32_t mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
+    int mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
     if (s.mode != MRC_CTL_EV_MODE_AUTO)
       mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
     if (int rc = mrc_ctl_modify_ev_profile(ctx, s.id, &a, mask))
@@ -60,9 +60,9 @@ bool apply_ctl_file(mrc_context* ctx, const CtlFile& f, std::string& why, Applie
     const uint32_t bits = compact_bits(s.fields);
     for (const auto& e : s.evs) {
       mrc_ctl_ev_op_entry en{};
-      encode_compact(e.value, bits, en.ev_new.value);
+      encode_compact(e.value, bits, en.ev_new.val);
       en.ev_new.port = e.port;
-      en.state = MRC_CTL_EV_STATE_GOOD;
+      en.state = MRC_CTL_EV_GOOD;
       mrc_ctl_ev_profile_attr r{};
       r.ev_op = {MRC_CTL_EV_OP_REPLACE_EV, &en, 1};
       if (int rc = mrc_ctl_modify_ev_profile(ctx, s.id, &r, MRC_CTL_EV_PROFILE_EV_OP))

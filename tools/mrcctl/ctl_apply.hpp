@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Applying mrcctl's controller file (ctl_file.hpp) to a device through
-// <mrc/mrc_ctl.h>: what `mrcctl apply FILE` does, and what mrc_write_bw /
+// <mrc_ctl.h>: what `mrcctl apply FILE` does, and what mrc_write_bw /
 // mrc_write_lat do with --ctl FILE. A library of its own (mrc::ctl_apply)
 // because it needs the C API (mrc::api), which the file reader (mrc::ctl_file,
 // also used by the simulator) must not.

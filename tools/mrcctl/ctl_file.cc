@@ -9,7 +9,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
-#include "mrc/mrc_ctl.h"
+#include "mrc_ctl.h"
 #include "mrcctl/ctl_file_toml.hpp"
 
 namespace mrcctl {
@@ -115,8 +115,8 @@ bool read_ev_profile(Reader& r, const toml::table& t, const std::string& w, EvPr
   if (!m) return r.fail(t, w + ".mode", "missing");
   auto ms = m->value_exact<std::string>();
   if (ms == "auto") p.mode = MRC_CTL_EV_MODE_AUTO;
-  else if (ms == "exp") p.mode = MRC_CTL_EV_MODE_EXP;
-  else if (ms == "gen") p.mode = MRC_CTL_EV_MODE_GEN;
+  else if (ms == "exp") p.mode = MRC_CTL_EV_MODE_EXPLICIT;
+  else if (ms == "gen") p.mode = MRC_CTL_EV_MODE_SRV6_GENERATED;
   else return r.fail(*m, w + ".mode", "must be \"auto\", \"exp\" or \"gen\"");
   const bool array = p.mode != MRC_CTL_EV_MODE_AUTO;
   uint64_t v = 0;
@@ -132,8 +132,8 @@ bool read_ev_profile(Reader& r, const toml::table& t, const std::string& w, EvPr
     if (!a) return r.fail(*e, w + ".events", "must be an array of \"good\" / \"assumed_bad\"");
     for (size_t i = 0; i < a->size(); ++i) {
       auto s = (*a)[i].value_exact<std::string>();
-      if (s == "good") p.event_mask |= MRC_CTL_EV_STATE_GOOD;
-      else if (s == "assumed_bad") p.event_mask |= MRC_CTL_EV_STATE_ASSUMED_BAD;
+      if (s == "good") p.event_mask |= MRC_CTL_EV_GOOD;
+      else if (s == "assumed_bad") p.event_mask |= MRC_CTL_EV_ASSUMED_BAD;
       else return r.fail((*a)[i], fmt::format("{}.events[{}]", w, i), "must be \"good\" or \"assumed_bad\"");
     }
   }
@@ -163,7 +163,7 @@ bool read_ev_profile(Reader& r, const toml::table& t, const std::string& w, EvPr
   const uint32_t bits = compact_bits(p.fields);
   if (bits > 64) return r.fail(*t.get("fields"), w + ".fields", "the masks select more than 64 bits");
   if (const toml::node* es = t.get("evs")) {
-    if (p.mode != MRC_CTL_EV_MODE_EXP) return r.fail(*es, w + ".evs", "only an \"exp\" profile lists its EVs");
+    if (p.mode != MRC_CTL_EV_MODE_EXPLICIT) return r.fail(*es, w + ".evs", "only an \"exp\" profile lists its EVs");
     const toml::array* a = es->as_array();
     if (!a || !a->is_array_of_tables()) return r.fail(*es, w + ".evs", "must be an array of tables {port, value}");
     for (size_t i = 0; i < a->size(); ++i) {
@@ -181,7 +181,7 @@ bool read_ev_profile(Reader& r, const toml::table& t, const std::string& w, EvPr
     }
     if (p.evs.size() != p.count)
       return r.fail(*es, w + ".evs", fmt::format("lists {} EVs; count is {}", p.evs.size(), p.count));
-  } else if (p.mode == MRC_CTL_EV_MODE_EXP && p.online) {
+  } else if (p.mode == MRC_CTL_EV_MODE_EXPLICIT && p.online) {
     return r.fail(t, w + ".evs", "missing (an \"exp\" profile goes online only with every EV given)");
   }
   return true;

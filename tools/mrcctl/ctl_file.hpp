@@ -58,7 +58,7 @@ struct FormatSpec {
 
 struct EvProfileSpec {
   uint64_t id = 0;
-  uint32_t mode = 0;               ///< enum mrc_ctl_ev_mode bit
+  uint32_t mode = 0;               ///< an enum mrc_ctl_ev_mode value
   uint64_t format = 0;
   uint32_t count = 0;
   uint32_t min_active = 1;

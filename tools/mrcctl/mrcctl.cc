@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// mrcctl: a command-line controller over <mrc/mrc_ctl.h>.
+// mrcctl: a command-line controller over <mrc_ctl.h>.
 //
 // The software device lives inside a process (there is no kernel device to
 // attach to), so mrcctl opens its own device with the addresses it is
@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_ctl.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "openmrc/mrc_soft.h"
 #include "mrcctl/ctl_apply.hpp"
 #include "mrcctl/ctl_file.hpp"
 
@@ -67,9 +67,9 @@ const char* state_name(uint32_t s) {
 
 const char* ev_state_name(uint32_t s) {
   switch (s) {
-    case MRC_CTL_EV_STATE_GOOD: return "good";
-    case MRC_CTL_EV_STATE_ASSUMED_BAD: return "assumed_bad";
-    case MRC_CTL_EV_STATE_DENIED: return "denied";
+    case MRC_CTL_EV_GOOD: return "good";
+    case MRC_CTL_EV_ASSUMED_BAD: return "assumed_bad";
+    case MRC_CTL_EV_DENIED: return "denied";
     default: return "unpopulated";
   }
 }
@@ -153,10 +153,10 @@ class Ctl {
       mrc_ctl_ev_fmt_profile_attr f{};
       std::vector<mrc_ctl_ev_field> fields(16);
       f.fields_op = {MRC_CTL_QUERY_FIELDS, fields.data(), 16};
-      if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_STATE | MRC_CTL_EV_FMT_MODE) == 0 &&
+      if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) == 0 &&
           f.state != MRC_CTL_PROFILE_INIT) {
         json j{{"id", id}, {"state", state_name(f.state)}, {"mode", fmt_mode_name(f.mode)}};
-        if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_OP) == 0) {
+        if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_OP) == 0) {
           j["fields"] = json::array();
           for (uint32_t i = 0; i < f.fields_op.count; ++i) j["fields"].push_back(fields[i].width);
         }
@@ -192,9 +192,9 @@ class Ctl {
     if (!bits) return Failure{fmt::format("ev_profile {}: cannot read its fields", profile)};
     for (const auto& [port, value] : evs) {
       mrc_ctl_ev_op_entry en{};
-      mrcctl::encode_compact(value, *bits, en.ev.value);
+      mrcctl::encode_compact(value, *bits, en.ev.val);
       en.ev.port = port;
-      en.state = deny ? MRC_CTL_EV_STATE_DENIED : MRC_CTL_EV_STATE_GOOD;
+      en.state = deny ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD;
       mrc_ctl_ev_profile_attr a{};
       a.ev_op = {MRC_CTL_EV_OP_MODIFY_EV_STATE, &en, 1};
       if (int rc = mrc_ctl_modify_ev_profile(ctx_, profile, &a, MRC_CTL_EV_PROFILE_EV_OP)) {
@@ -235,7 +235,7 @@ class Ctl {
         const auto bits = compact_bits_of(evs[i].profile_id).value_or(0);
         json j{{"profile", evs[i].profile_id},
                {"port", evs[i].ev.port},
-               {"value", mrcctl::decode_compact(evs[i].ev.value, bits)},
+               {"value", mrcctl::decode_compact(evs[i].ev.val, bits)},
                {"state", ev_state_name(ev_state_of(evs[i].state))},
                {"drop_count", evs[i].drop_count}};
         if (!json_out) {
@@ -267,8 +267,8 @@ class Ctl {
       r.req_id = next_req_id_++;
       r.dgid = dgid;
       r.ev_fmt_mode = o.ev_mode == "stev" ? MRC_CTL_EV_FMT_STEV : MRC_CTL_EV_FMT_UDP;
-      r.req_ev.value[0] = static_cast<uint8_t>(ev >> 8);
-      r.req_ev.value[1] = static_cast<uint8_t>(ev);
+      r.req_ev.val[0] = static_cast<uint8_t>(ev >> 8);
+      r.req_ev.val[1] = static_cast<uint8_t>(ev);
       r.req_ev.port = port;
       reqs.push_back(r);
     }
@@ -280,7 +280,7 @@ class Ctl {
     if (rc != 0 && rc != ETIMEDOUT) return Failure{fmt::format("probe {}: {}", dest, errno_text(rc))};
     out = json::array();
     for (const mrc_ctl_ep_req& r : reqs) {
-      const uint32_t ev = uint32_t{r.req_ev.value[0]} << 8 | r.req_ev.value[1];
+      const uint32_t ev = uint32_t{r.req_ev.val[0]} << 8 | r.req_ev.val[1];
       json j{{"port", r.req_ev.port}, {"ev", ev}};
       const mrc_ctl_ep_rsp* a = nullptr;
       for (uint32_t i = 0; i < n; ++i)
@@ -336,7 +336,7 @@ class Ctl {
     if (mrc_ctl_query_ev_profile(ctx_, id, &a, m) != 0 || a.state == MRC_CTL_PROFILE_INIT) return std::nullopt;
     json j{{"id", id},
            {"state", state_name(a.state)},
-           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXP ? "exp" : "gen"},
+           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXPLICIT ? "exp" : "gen"},
            {"format", a.ev_fmt_profile_id},
            {"count", a.ev_count},
            {"min_active", a.ev_min_active}};
@@ -348,7 +348,7 @@ class Ctl {
     if (a.ev_count > 0 && mrc_ctl_query_ev_profile(ctx_, id, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0)
       for (uint32_t i = 0; i < q.ev_op.entry_count && i < entries.size(); ++i)
         j["evs"].push_back({{"port", entries[i].ev.port},
-                            {"value", mrcctl::decode_compact(entries[i].ev.value, bits)},
+                            {"value", mrcctl::decode_compact(entries[i].ev.val, bits)},
                             {"state", ev_state_name(ev_state_of(entries[i].state))}});
     return j;
   }

@@ -218,9 +218,9 @@ namespace {
 
 std::string ev_state_word(uint32_t state) {
   switch (state) {
-    case MRC_CTL_EV_STATE_GOOD: return "GOOD";
-    case MRC_CTL_EV_STATE_ASSUMED_BAD: return "ASSUMED_BAD";
-    case MRC_CTL_EV_STATE_DENIED: return "DENIED";
+    case MRC_CTL_EV_GOOD: return "GOOD";
+    case MRC_CTL_EV_ASSUMED_BAD: return "ASSUMED_BAD";
+    case MRC_CTL_EV_DENIED: return "DENIED";
     default: return "UNPOPULATED";
   }
 }
@@ -296,7 +296,7 @@ void Timeline::drain_events(int64_t t_ns) {
     for (const auto& spec : ctl_.ev_profiles)
       if (spec.id == e.profile_id && mrcctl::compact_bits(spec.fields) != 0)
         bits = std::min<uint32_t>(64, mrcctl::compact_bits(spec.fields));
-    r.ev = mrcctl::decode_compact(e.ev.value, bits);
+    r.ev = mrcctl::decode_compact(e.ev.val, bits);
     uint32_t state = 0;
     std::memcpy(&state, &e.state, sizeof state);
     r.state = ev_state_word(state);

@@ -2,12 +2,12 @@
 // The device side of mrc_write_bw and mrc_write_lat: the software device,
 // registered buffers, CQs (busy polling or a completion channel in epoll),
 // QPs, and the whole connection set-up of a run (Session::establish), on the
-// C API of <mrc/mrc.h> and <mrc/mrc_soft.h>.
+// C API of <mrc.h> and <openmrc/mrc_soft.h>.
 #pragma once
 
-#include <mrc/mrc.h>
-#include <mrc/mrc_ctl.h>
-#include <mrc/mrc_soft.h>
+#include <mrc.h>
+#include <mrc_ctl.h>
+#include <openmrc/mrc_soft.h>
 
 #include <atomic>
 #include <condition_variable>

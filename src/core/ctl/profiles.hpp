@@ -9,7 +9,7 @@
 //
 // Shape. Every profile kind has the state machine INIT -> OFFLINE -> ONLINE
 // -> OFFLINE -> INIT. modify_*() takes an attribute struct and a mask of
-// the attributes to apply, as the C API does (include/mrc/mrc_ctl.h); the
+// the attributes to apply, as the C API does (include/mrc_ctl.h); the
 // mask bit values are the C API's. query_*() fills what the mask names.
 // Profile ids are 1..Limits::max_*_profiles; id 0 names the device's own
 // default profile (what a QP gets when it names none), which the

@@ -11,8 +11,9 @@
  * up (8 a plane).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <mrc/mrc.h>
-#include <mrc/mrc_soft.h>
+#include <mrc.h>
+#include <mrc_ctl.h>
+#include <openmrc/mrc_soft.h>
 #include <openmrc/version.h>
 
 #include <arpa/inet.h>

@@ -37,10 +37,12 @@
  * The software device puts the EV in the UDP source port and sends each EV
  * from a socket bound at open (source port ev_port_base + (port - 1) x
  * evs_per_plane + i): formats are UDP or STEV of at most 16 bits, EV modes
- * AUTO or EXP (a GEN array would have no sockets), and an EXP profile goes
+ * AUTO or EXPLICIT (a generated array would have no sockets), and an EXPLICIT profile goes
  * ONLINE only if each EV's expanded value is one of its port's source
  * ports (else EINVAL). ONLINE installs the profile for QPs created after.
- * Conventions as in <mrc/mrc.h>: 0 or an errno value.
+ * Returns: 0 or a positive errno value, as OCP's header gives them, but the
+ * EV format profile calls, which return a negative one (-EINVAL) as OCP's
+ * do, and mrc_ctl_poll_ev_event (a count, or a negative errno).
  */
 #ifndef MRC_MRC_CTL_H
 #define MRC_MRC_CTL_H
@@ -48,28 +50,76 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
-#include "mrc/mrc.h"
+#include <mrc.h>
+#include <mrc_ctl_api_ver.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MRC_CTL_API_VERSION_CURRENT MRC_API_VER(1u, 0u, 1u)
-
-/** Optional features (mrc_ctl_device_attr.opt_attr). */
-enum mrc_ctl_opt_attr {
-  MRC_CTL_OPT_EV_PROFILE_MODIFY_ONLINE = 1u << 0,
-  MRC_CTL_OPT_CC_PROFILE_MODIFY_ONLINE = 1u << 1,
-  MRC_CTL_OPT_EV_EVENT = 1u << 2,
-  MRC_CTL_OPT_EV_EXPLICIT_RANGE = 1u << 3,
-  MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT = 1u << 4,
-  MRC_CTL_OPT_EP_OP_EV_PROBE = 1u << 5,
+/** Controller API versions a device supports (mrc_ctl_attr.mrc_ctl_version bits). */
+enum mrc_ctl_version {
+  MRC_CTL_VERSION_0 = 0,       /**< no MRC controller */
+  MRC_CTL_VERSION_1 = 1 << 0,
 };
 
-/** EV format modes (fmt profile) and EV modes (EV profile). */
-enum mrc_ctl_ev_fmt_mode { MRC_CTL_EV_FMT_STEV = 1u << 0, MRC_CTL_EV_FMT_SRV6 = 1u << 1, MRC_CTL_EV_FMT_UDP = 1u << 2 };
-enum mrc_ctl_ev_mode { MRC_CTL_EV_MODE_AUTO = 1u << 0, MRC_CTL_EV_MODE_EXP = 1u << 1, MRC_CTL_EV_MODE_GEN = 1u << 2 };
+/** Optional controller features (opt_attr bits), OCP's values. The software
+ *  device offers EV_EVENT, EV_EVENT_PRECISE_DROP_CNT, EV_EXPLICIT, EV_PROBE
+ *  and, on a MRC_SOFT_EV_SRV6 device, SRV6_GENERATED. */
+enum mrc_ctl_attr_opt {
+  MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE = 1 << 0,
+  MRC_CTL_OPT_CAP_CC_PROFILE_MODIFY_ONLINE = 1 << 1,
+  MRC_CTL_OPT_CAP_EV_EVENT = 1 << 2,
+  MRC_CTL_OPT_CAP_EV_EXPLICIT = 1 << 3,
+  MRC_CTL_OPT_CAP_EV_GENERATED = 1 << 4,
+  MRC_CTL_OPT_CAP_EV_EXPLICIT_RANGE = 1 << 5,
+  MRC_CTL_OPT_CAP_EV_PROBE = 1 << 6,
+  MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT = 1 << 7,
+  MRC_CTL_OPT_CAP_SRV6_EXPLICIT = 1 << 8,
+  MRC_CTL_OPT_CAP_SRV6_GENERATED = 1 << 9,
+  MRC_CTL_OPT_CAP_SRV6_COMP_EXPLICIT = 1 << 10,
+  MRC_CTL_OPT_CAP_SRV6_COMP_GENERATED = 1 << 11,
+  MRC_CTL_OPT_CAP_SRV6_SRH = 1 << 12,
+};
 
+/** EV format modes (fmt profile): OpenMRC's, one bit each (OCP's revision
+ *  names GENERATED 1 and SRV6_GENERATED 2; see docs/ocp-compatibility.md). */
+enum mrc_ctl_ev_fmt_mode { MRC_CTL_EV_FMT_STEV = 1u << 0, MRC_CTL_EV_FMT_SRV6 = 1u << 1, MRC_CTL_EV_FMT_UDP = 1u << 2 };
+/** EV modes (EV profile), OCP's values. The software device takes AUTO
+ *  (the device's own EVs), EXPLICIT (an array the controller fills) and,
+ *  on a MRC_SOFT_EV_SRV6 device, SRV6_GENERATED (an array it generates
+ *  from the fields of an SRv6 format profile); the others are EINVAL. */
+enum mrc_ctl_ev_mode {
+  MRC_CTL_EV_MODE_AUTO = 0,
+  MRC_CTL_EV_MODE_EXPLICIT = 1,
+  MRC_CTL_EV_MODE_GENERATED = 2,
+  MRC_CTL_EV_MODE_SRV6_EXPLICIT = 3,
+  MRC_CTL_EV_MODE_SRV6_GENERATED = 4,
+  MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT = 5,
+  MRC_CTL_EV_MODE_SRV6_COMP_GENERATED = 6,
+};
+
+/** What the controller may configure, OCP's layout (mrc_ctl_query_device). */
+struct mrc_ctl_attr {
+  uint32_t mrc_ctl_version;         /**< enum mrc_ctl_version bits */
+  struct {
+    uint32_t ev_max_fmt_profiles;
+    uint32_t ev_max_profiles;
+    uint32_t ev_max_count;          /**< EVs over all profiles */
+    uint32_t ev_free_count;
+    uint32_t ev_max_count_profile;
+    uint32_t ev_count_align;
+    uint32_t ev_max_bits;           /**< valid consecutive bits of an EV */
+  } ev;
+  struct {
+    uint32_t cc_max_profiles;
+    const char **cc_algorithms;     /**< NULL-terminated ("uet-1.0-nscc"); the library's, not to be freed */
+  } cc;
+  uint64_t port_mask;               /**< bit N = port N (1-based, as ibv_query_port) */
+  uint32_t opt_attr;                /**< enum mrc_ctl_attr_opt bits */
+};
+
+/** The same and more (OpenMRC's, mrc_ctl_query_device_ex). */
 struct mrc_ctl_device_attr {
   uint32_t protocol_versions;
   struct {
@@ -81,7 +131,7 @@ struct mrc_ctl_device_attr {
     uint32_t ev_count_align;
     uint32_t ev_max_width;          /**< valid consecutive bits of an EV */
     uint32_t ev_fmt_mode_mask;      /**< enum mrc_ctl_ev_fmt_mode bits */
-    uint32_t ev_mode_mask;          /**< enum mrc_ctl_ev_mode bits */
+    uint32_t ev_mode_mask;          /**< bit 1 << m for each enum mrc_ctl_ev_mode m the device takes */
     uint32_t ev_op_max_entries;     /**< 0 = no cap */
   } ev;
   struct {
@@ -89,10 +139,12 @@ struct mrc_ctl_device_attr {
     const char *const *algorithms;  /**< NULL-terminated, e.g. "uet-1.0-nscc" */
   } cc;
   uint32_t phy_port_mask;           /**< bit N = port N (1-based) */
-  uint32_t opt_attr;                /**< enum mrc_ctl_opt_attr bits */
+  uint32_t opt_attr;                /**< enum mrc_ctl_attr_opt bits */
 };
 
-struct mrc_ctl_version {
+/** The controller API versions this library serves (OpenMRC; named apart
+ *  from OCP's enum mrc_ctl_version, the device's protocol bits). */
+struct mrc_ctl_api_version {
   uint32_t current;
   uint32_t oldest;
   uint32_t vendor;
@@ -100,10 +152,13 @@ struct mrc_ctl_version {
 };
 
 /** Versions of the controller API. EINVAL for NULL. */
-int mrc_ctl_query_version(struct mrc_ctl_version *ver);
-/** Device limits and features for the controller. EINVAL for NULL arguments. */
-int mrc_ctl_query_device(struct ibv_context *ibv_ctx, struct mrc_ctl_device_attr *attr);
-/** As above for a context's API version; *supported = 0 if not an MRC device. */
+int mrc_ctl_query_version(struct mrc_ctl_api_version *ver);
+/** Device limits and features for the controller: 0, or an errno as
+ *  ibv_query_device (EINVAL for NULL arguments or a device that is not an
+ *  MRC software device). */
+int mrc_ctl_query_device(struct ibv_context *ibv_ctx, struct mrc_ctl_attr *attr);
+/** OpenMRC's fuller report (format and EV modes as masks, the EV operation
+ *  cap), for a context's API version; *supported = 0 if not an MRC device. */
 int mrc_ctl_query_device_ex(struct ibv_context *ibv_ctx, struct mrc_context *ctx, struct mrc_ctl_device_attr *attr,
                             int *supported);
 
@@ -161,11 +216,11 @@ struct mrc_ctl_fields_op_attr {
   uint32_t count;     /**< in: array size; out: fields (E2BIG with the needed count) */
 };
 
-enum mrc_ctl_ev_fmt_attr_mask {
-  MRC_CTL_EV_FMT_STATE = 1u << 0,
-  MRC_CTL_EV_FMT_CUR_STATE = 1u << 1,
-  MRC_CTL_EV_FMT_MODE = 1u << 2,
-  MRC_CTL_EV_FMT_OP = 1u << 3,
+enum mrc_ctl_ev_fmt_profile_attr_mask {
+  MRC_CTL_EV_FMT_PROFILE_STATE = 1 << 0,
+  MRC_CTL_EV_FMT_PROFILE_CUR_STATE = 1 << 1,
+  MRC_CTL_EV_FMT_PROFILE_MODE = 1 << 2,
+  MRC_CTL_EV_FMT_PROFILE_OP = 1 << 3,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_CTL_EV_FMT_VENDOR (1u << 31)
@@ -176,31 +231,40 @@ struct mrc_ctl_ev_fmt_profile_attr {
   struct mrc_ctl_fields_op_attr fields_op;
   uint8_t vendor_cfg[128];
 };
-/** EV format profile `id` (reference 6.3.3). INIT -> OFFLINE needs MODE;
+/** EV format profile `id` (reference 6.3.3): 0, or a negative errno (OCP's
+ *  convention for the format calls: -EINVAL, -EPERM, -EBUSY, -E2BIG, as
+ *  the rules below and at the top). INIT -> OFFLINE needs MODE;
  *  OFFLINE -> ONLINE needs the fields (OP with MODIFY_FIELDS: widths 1..64,
  *  only `width` is read). OFFLINE permits everything; ONLINE only -> OFFLINE
  *  and OP with QUERY_FIELDS (fills fields_op.fields, count = fields; E2BIG
  *  with the count needed). `attr` stays owned by the caller. */
 int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
-                                  uint32_t mask);
+                                  int mask);
 /** Fills what `mask` names: state and cur_state, mode, and with OP
- *  (QUERY_FIELDS only, else EINVAL) the fields. An unconfigured id reads
- *  as INIT. */
+ *  (QUERY_FIELDS only, else -EINVAL) the fields (-E2BIG with the count
+ *  needed). An unconfigured id reads as INIT. 0, or a negative errno. */
 int mrc_ctl_query_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
-                                 uint32_t mask);
+                                 int mask);
+
+/** Bytes of an EV value: an SRv6 EV's address (16) and, with an SRH, its
+ *  segment (16); other EVs use the first 4. */
+#define MRC_CTL_EV_MAX_BYTES 32
+typedef uint8_t mrc_ctl_ev_t[MRC_CTL_EV_MAX_BYTES];
 
 /** An EV: up to 256 bits (expanded through the format profile) and a 1-based port. */
 struct mrc_ctl_ev {
-  uint8_t value[32];
+  mrc_ctl_ev_t val;
   uint8_t port;       /**< 0 with an all-zero value = UNPOPULATED */
 };
+/** An unpopulated EV entry (a C compound literal). */
+#define MRC_CTL_EV_UNPOPULATED ((struct mrc_ctl_ev){{0}, 0})
 enum mrc_ctl_ev_state {
-  MRC_CTL_EV_STATE_GOOD = 1u << 0,
-  MRC_CTL_EV_STATE_ASSUMED_BAD = 1u << 1,
-  MRC_CTL_EV_STATE_DENIED = 1u << 2,
+  MRC_CTL_EV_GOOD = 1u << 0,
+  MRC_CTL_EV_ASSUMED_BAD = 1u << 1,
+  MRC_CTL_EV_DENIED = 1u << 2,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_CTL_EV_STATE_UNKNOWN (1u << 31)
+#define MRC_CTL_EV_UNKNOWN (1u << 31)
 enum mrc_ctl_ev_op {
   MRC_CTL_EV_OP_REPLACE_EV = 0,
   MRC_CTL_EV_OP_MODIFY_EV_STATE = 1,
@@ -220,23 +284,28 @@ struct mrc_ctl_ev_op_attr {
   uint32_t entry_count;            /**< in: entries; out: processed (E2BIG with the needed count) */
 };
 
+/** OCP's bits; SRV6_SRH and SRV6_COMP are EINVAL (no SRH segment, no
+ *  compressed modes); EV_FIELDS_OP is OpenMRC's (the EV profile's fields,
+ *  which OCP's revision keeps in the format profile alone). */
 enum mrc_ctl_ev_profile_attr_mask {
-  MRC_CTL_EV_PROFILE_STATE = 1u << 0,
-  MRC_CTL_EV_PROFILE_CUR_STATE = 1u << 1,
-  MRC_CTL_EV_PROFILE_MODE = 1u << 2,
-  MRC_CTL_EV_PROFILE_FMT_ID = 1u << 3,
-  MRC_CTL_EV_PROFILE_COUNT = 1u << 4,
-  MRC_CTL_EV_PROFILE_MIN_ACTIVE = 1u << 5,
-  MRC_CTL_EV_PROFILE_EVENT_MASK = 1u << 6,
-  MRC_CTL_EV_PROFILE_EV_OP = 1u << 7,
-  MRC_CTL_EV_PROFILE_EV_FIELDS_OP = 1u << 8,
+  MRC_CTL_EV_PROFILE_STATE = 1 << 0,
+  MRC_CTL_EV_PROFILE_CUR_STATE = 1 << 1,
+  MRC_CTL_EV_PROFILE_MODE = 1 << 2,
+  MRC_CTL_EV_PROFILE_COUNT = 1 << 3,
+  MRC_CTL_EV_PROFILE_MIN_ACTIVE = 1 << 4,
+  MRC_CTL_EV_PROFILE_EVENT_MASK = 1 << 5,
+  MRC_CTL_EV_PROFILE_EV_OP = 1 << 6,
+  MRC_CTL_EV_PROFILE_FMT_ID = 1 << 7,
+  MRC_CTL_EV_PROFILE_SRV6_SRH = 1 << 8,
+  MRC_CTL_EV_PROFILE_SRV6_COMP = 1 << 9,
+  MRC_CTL_EV_PROFILE_EV_FIELDS_OP = 1 << 16,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_CTL_EV_PROFILE_VENDOR (1u << 31)
 struct mrc_ctl_ev_profile_attr {
   enum mrc_ctl_profile_state state;
   enum mrc_ctl_profile_state cur_state;
-  uint32_t ev_mode;                /**< one enum mrc_ctl_ev_mode bit */
+  uint32_t ev_mode;                /**< an enum mrc_ctl_ev_mode value */
   uint64_t ev_fmt_profile_id;
   uint32_t ev_count;
   uint32_t ev_min_active;
@@ -245,30 +314,31 @@ struct mrc_ctl_ev_profile_attr {
   struct mrc_ctl_fields_op_attr ev_fields_op;
   uint8_t vendor_cfg[128];
 };
-/** EV profile `id` (reference 6.3.4). INIT -> OFFLINE needs MODE and, for
- *  EXP, FMT_ID (a format profile not in INIT), COUNT and EV_FIELDS_OP with
+/** EV profile `id` (reference 6.3.4): 0 or a positive errno, as OCP's
+ *  EV profile calls. INIT -> OFFLINE needs MODE and, for EXPLICIT and
+ *  SRV6_GENERATED, FMT_ID (a format profile not in INIT), COUNT and EV_FIELDS_OP with
  *  MODIFY_FIELDS (each field: width <= 32 and no wider than its format
  *  field, init_val and mask inside the width, min_val <= max_val <=
- *  2^popcount(mask) - 1); the EXP array then holds COUNT UNPOPULATED
+ *  2^popcount(mask) - 1); the EXPLICIT array then holds COUNT UNPOPULATED
  *  entries. OFFLINE -> ONLINE needs MIN_ACTIVE (<= ev_count), EVENT_MASK
  *  (GOOD / ASSUMED_BAD bits), the format ONLINE and every entry replaced.
  *  EV_OP: REPLACE_EV (ev -> ev_new in state GOOD or DENIED, 0 = GOOD; one
  *  occurrence, every one with MRC_CTL_EV_OP_ALL_COPIES), MODIFY_EV_STATE
  *  (GOOD or DENIED: a DENIED EV carries no data on any QP using the
  *  profile), QUERY_EV_STATE, QUERY_EV_ARRAY (E2BIG with the count needed;
- *  UNPOPULATED entries read MRC_CTL_EV_STATE_UNKNOWN). Entries run in
+ *  UNPOPULATED entries read MRC_CTL_EV_UNKNOWN). Entries run in
  *  order and stop at the first failure: ev_op.entry_count returns how many
  *  were done, those stay done, and the call's transition does not happen.
  *  ONLINE permits only -> OFFLINE, MODIFY/QUERY_EV_STATE, QUERY_EV_ARRAY
  *  and QUERY_FIELDS. Compact EVs are bit strings from bit 7 of value[0];
  *  expansion follows reference 4.2. */
 int mrc_ctl_modify_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
-                              uint32_t mask);
+                              int mask);
 /** Fills what `mask` names (ev_count is the aligned array size); EV_OP only
  *  QUERY_EV_STATE / QUERY_EV_ARRAY and EV_FIELDS_OP only QUERY_FIELDS
  *  (EINVAL otherwise). */
 int mrc_ctl_query_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
-                             uint32_t mask);
+                             int mask);
 
 /** NSCC configuration (reference 5.5); times in nanoseconds; 0 = derived
  *  from the QP's links (reference 5.5). min_cwnd_bytes and mss_bytes must
@@ -280,11 +350,11 @@ struct mrc_ctl_nscc_config {
   uint32_t min_cwnd_bytes;
   uint32_t mss_bytes;
 };
-enum mrc_ctl_cc_attr_mask {
-  MRC_CTL_CC_PROFILE_STATE = 1u << 0,
-  MRC_CTL_CC_PROFILE_CUR_STATE = 1u << 1,
-  MRC_CTL_CC_PROFILE_ALGORITHM = 1u << 2,
-  MRC_CTL_CC_PROFILE_CONFIG = 1u << 3,
+enum mrc_ctl_cc_profile_attr_mask {
+  MRC_CTL_CC_PROFILE_STATE = 1 << 0,
+  MRC_CTL_CC_PROFILE_CUR_STATE = 1 << 1,
+  MRC_CTL_CC_PROFILE_ALGORITHM = 1 << 2,
+  MRC_CTL_CC_PROFILE_CONFIG = 1 << 3,
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_CTL_CC_PROFILE_VENDOR (1u << 31)
@@ -301,12 +371,12 @@ struct mrc_ctl_cc_profile_attr {
  *  disabled; CONFIG without an algorithm is EINVAL. ONLINE permits only
  *  -> OFFLINE. A QP names it in mrc_qp_attr.profile.cc_profile_id. */
 int mrc_ctl_modify_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
-                              uint32_t mask);
+                              int mask);
 /** Fills what `mask` names. `algorithm` points to a library string;
  *  `config` to the library's copy of the last CONFIG (NULL if none), valid
  *  until the profile is next modified or the device is closed. */
 int mrc_ctl_query_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
-                             uint32_t mask);
+                             int mask);
 
 /* ------------------------------------------------------------------ EV events (6.3.6) */
 
@@ -321,7 +391,7 @@ struct mrc_ctl_ev_event {
  *  ev_event_mask selects (a QP's path manager found it ASSUMED_BAD or GOOD
  *  again; the controller set a DENIED EV GOOD). No overrun: events that
  *  find it full are lost and counted exactly; the next event that fits
- *  carries the count in drop_count (MRC_CTL_OPT_EV_EVENT_PRECISE_DROP_CNT).
+ *  carries the count in drop_count (MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT).
  *  One per device: NULL with errno EBUSY if it exists, EINVAL for bad
  *  arguments. `channel` (may be NULL) works as for mrc_create_cq: after
  *  mrc_req_notify_cq the next event makes it readable. Destroy with

@@ -10,9 +10,13 @@
  * kernel ECMP routes spread the packets. A progress engine thread drives the
  * same protocol core the simulator drives.
  *
- * The ibv_context returned here is accepted by every call of <mrc/mrc.h>.
- * It is not a libibverbs device: allocate PDs and register memory with the
- * calls below, not ibv_alloc_pd/ibv_reg_mr.
+ * The ibv_context returned here is accepted by every call of <mrc.h>.
+ * Programs that find their device through libibverbs instead
+ * (ibv_get_device_list lists the software devices a configuration file
+ * describes; docs/using-the-library.md) need none of this header. On a
+ * context opened here, ibv_alloc_pd, ibv_reg_mr, ibv_query_gid and the
+ * other calls libopenmrc serves for its devices work too, when the program
+ * links libopenmrc before libibverbs; the calls below work either way.
  *
  * Peers: a QP's peer is named at RTR by IBV_QP_AV with ah_attr.grh.dgid set
  * to the peer's GID, which is its plane-0 address (mrc_soft_query_gid). A

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// mrc.hpp -- a header-only C++ RAII wrapper over the C API (<mrc/mrc.h>,
-// <mrc/mrc_soft.h>).
+// mrc.hpp -- a header-only C++ RAII wrapper over the C API (<mrc.h>,
+// <openmrc/mrc_soft.h>).
 //
 // Every object frees itself when it goes out of scope; destroy objects in
 // the reverse order of creation (QPs, CQs, hints and channels before their
@@ -41,8 +41,8 @@
 #include <utility>
 #include <vector>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_soft.h"
+#include <mrc.h>
+#include <openmrc/mrc_soft.h>
 
 namespace mrc {
 

@@ -5,10 +5,12 @@
  *
  * The API is modelled on ibverbs: verbs types (ibv_send_wr, ibv_recv_wr,
  * ibv_wc, ibv_qp_attr, ibv_qp_cap, ibv_pd, ibv_mr) come from rdma-core's
- * <infiniband/verbs.h>, so code written for the OCP API compiles. Since no
- * kernel RDMA device exists, <mrc/mrc_soft.h> opens a software device and
- * registers memory; everything here then works on the ibv_context it
- * returns.
+ * <infiniband/verbs.h>, so code written for the OCP API compiles. The
+ * device is one of OpenMRC's software devices, found and opened as OCP
+ * expects through libibverbs (ibv_get_device_list, ibv_open_device; the
+ * library serves those calls and ibv_alloc_pd / ibv_reg_mr for its
+ * devices, docs/using-the-library.md), or opened by <openmrc/mrc_soft.h>;
+ * everything here then works on that ibv_context.
  *
  * Conventions (ibverbs):
  *  - calls returning int return 0 on success and an errno value on failure
@@ -70,7 +72,7 @@ enum mrc_device_cap {
 
 /** A device's MRC capabilities (mrc_query_device). The software device's
  *  other limits (QPs, WRs, SGEs, CQEs, planes) are in
- *  mrc_soft_query_limits (<mrc/mrc_soft.h>). */
+ *  mrc_soft_query_limits (<openmrc/mrc_soft.h>). */
 struct mrc_device_attr {
   uint32_t mrc_protocol_version; /**< bitmap of enum mrc_protocol_version bits */
   struct {
@@ -115,8 +117,9 @@ struct mrc_context_attr {
  * Creates a library instance on a device: it owns the CQs, QPs, channels and
  * hints created through it (several contexts may share a device and a
  * process). `attr` may be NULL (the current API version); it is only read.
- * NULL with errno: EINVAL (not an MRC device, or an API version this
- * library does not serve), ENOMEM.
+ * `ibv_ctx` is a software device's context, from ibv_open_device or
+ * mrc_soft_open_device. NULL with errno: EINVAL (not an MRC device, or an
+ * API version this library does not serve), ENOMEM.
  */
 struct mrc_context *mrc_create_context(struct ibv_context *ibv_ctx, struct mrc_context_attr *attr);
 /** Destroys a context: 0, or -1 with errno EBUSY (it still owns QPs, CQs,
@@ -265,7 +268,7 @@ struct mrc_qp_init_attr {
    *  data), max_inline_data (<= device max). On return, the granted sizes. */
   struct ibv_qp_cap cap;
   int sq_sig_all;
-  struct ibv_pd *pd;          /**< from mrc_soft_alloc_pd */
+  struct ibv_pd *pd;          /**< from ibv_alloc_pd (or mrc_soft_alloc_pd) on the device */
   /** IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; 0 = both. */
   uint64_t send_ops_flags;
   enum mrc_protocol_version protocol_version; /**< one version bit, or MRC_PROTOCOL_VERSION_0 = default */
@@ -280,7 +283,7 @@ enum mrc_qp_attr_mask {
   /** mpr.dynamic_mpr. OCP's newest mrc.h names this bit MRC_QP_DYNAMIC_MPR,
    *  the name it also gives the enum mrc_qp_cap bit, which C refuses; the
    *  bit keeps its earlier revision's name. Refused with EINVAL: enable
-   *  dynamic MPR with MRC_QP_CAP and MRC_QP_CAP_DYNAMIC_MPR. */
+   *  dynamic MPR with MRC_QP_CAP and MRC_QP_DYNAMIC_MPR in mrc_qp_attr.cap. */
   MRC_QP_DYNAMIC_MPR_DEST = 1 << 4,
   MRC_QP_TIMEOUT = 1 << 5,
   MRC_EV_PROFILE_ID = 1 << 6,
@@ -292,10 +295,25 @@ enum mrc_qp_attr_mask {
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_QP_VENDOR_CFG (1u << 31)
 
-/** QP capability bits (mrc_qp_attr.cap). */
+/**
+ * QP capability bits (mrc_qp_attr.cap), set with MRC_QP_CAP on the way to
+ * RTR or RTS; MRC_QP_CAP replaces the whole set. A QP that is never given
+ * MRC_QP_CAP has MRC_QP_TRIM_NACK_DEST (when the device advertises
+ * MRC_DEVICE_CAP_TRIM_NACK) and nothing else. A bit the device does not
+ * advertise, or an unknown one, is refused with EINVAL.
+ */
 enum mrc_qp_cap {
-  MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED = 1u << 0,
-  MRC_QP_CAP_DYNAMIC_MPR = 1u << 1,
+  /** Trim NACKs on: this QP's responder answers a trimmed packet with a
+   *  NACK, and its requester marks its packets trimmable (the peer's
+   *  responder must support them too). Without it, trimmed packets are
+   *  recovered as losses. */
+  MRC_QP_TRIM_NACK_DEST = 1u << 0,
+  /** Dynamic MPR on this QP, requester and responder; effective only when
+   *  both peers enable it (MRC_DEVICE_CAP_DYNAMIC_MPR). */
+  MRC_QP_DYNAMIC_MPR = 1u << 1,
+  /** OpenMRC: the peer's responder reports no service time. Accepted and
+   *  kept (mrc_query_qp); it changes nothing on the software device, whose
+   *  responders always report it. */
   MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED = 1u << 2,
 };
 
@@ -350,22 +368,32 @@ void *mrc_get_qp_context(struct mrc_qp *qp);
  * with ibverbs attributes in `ibv_attr`/`ibv_mask` and MRC ones in
  * `mrc_attr`/`mrc_mask` (either attr may be NULL when its mask is 0).
  * The new state comes from IBV_QP_STATE; IBV_QP_CUR_STATE asserts the
- * current one. Required per transition:
- *   RESET->INIT: IBV_QP_STATE (may add: MRC_EV_PROFILE_ID,
- *                MRC_CC_PROFILE_ID, MRC_QP_HINT; profiles default to 0)
+ * current one. Per transition (MRC attributes not named take the default
+ * shown, so a program written for RC, as OCP's benchmark is, works as is):
+ *   RESET->INIT: IBV_QP_STATE; may add MRC_EV_PROFILE_ID, MRC_CC_PROFILE_ID
+ *                (default 0, the device's profiles), MRC_QP_HINT
  *   INIT->RTR:   IBV_QP_AV (ah_attr.grh.dgid = the peer's GID), IBV_QP_DEST_QPN,
- *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU, MRC_QP_MAX_WIMM_DEST,
- *                MRC_QP_MPR_DEST (may add: MRC_QP_CAP, the profile ids)
- *   RTR->RTS:    IBV_QP_SQ_PSN, MRC_QP_MAX_WIMM, MRC_QP_MPR, MRC_QP_RETRY_CNT,
- *                MRC_QP_TIMEOUT (may add: MRC_QP_CAP)
+ *                IBV_QP_RQ_PSN, IBV_QP_PATH_MTU; MRC_QP_MAX_WIMM_DEST (128),
+ *                MRC_QP_MPR_DEST (8); may add MRC_QP_CAP, the profile ids
+ *   RTR->RTS:    IBV_QP_SQ_PSN; MRC_QP_MAX_WIMM (128), MRC_QP_MPR (8),
+ *                MRC_QP_RETRY_CNT (linear 7, exponential 25 = forever),
+ *                MRC_QP_TIMEOUT (8: 262 us); may add MRC_QP_CAP
+ *   RTS->RTS:    MRC_QP_TIMEOUT, MRC_QP_RETRY_CNT
  *   any->ERROR, any->RESET: IBV_QP_STATE only.
- * IBV_QP_ACCESS_FLAGS and IBV_QP_PKEY_INDEX are accepted and ignored (as
- * RoCE applications set them). Unsupported ibverbs attributes (IBV_QP_PORT,
- * IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_MIN_RNR_TIMER,
- * IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_ALT_PATH,
- * IBV_QP_PATH_MIG_STATE) and MRC ones outside their transition return
- * EINVAL, as do an illegal transition, a missing required attribute, an
- * unknown peer GID or a value out of range. Nothing changes on error.
+ * The ibverbs attributes an RC program sets are accepted: IBV_QP_TIMEOUT
+ * (on the way to RTS, when MRC_QP_TIMEOUT is not given) is InfiniBand's
+ * 4.096 us * 2^timeout and becomes the same MRC timeout (timeout + 2, at
+ * most 24; 0 takes the default); IBV_QP_RETRY_CNT likewise sets
+ * retry.linear_cnt (<= 7; exp_cnt keeps its default); IBV_QP_PORT must name
+ * one of the device's ports (1..planes) and changes nothing, as every QP
+ * uses every port; IBV_QP_ACCESS_FLAGS, IBV_QP_PKEY_INDEX,
+ * IBV_QP_RNR_RETRY, IBV_QP_MIN_RNR_TIMER, IBV_QP_MAX_QP_RD_ATOMIC and
+ * IBV_QP_MAX_DEST_RD_ATOMIC are ignored (MRC has no RNR, reads or atomics).
+ * Errors are returned as ibv_modify_qp's: 0, or a positive errno. EINVAL
+ * for IBV_QP_ALT_PATH, IBV_QP_PATH_MIG_STATE, MRC_QP_DYNAMIC_MPR_DEST,
+ * MRC_QP_VENDOR_CFG, an attribute outside its transition, an illegal
+ * transition, a missing ibverbs attribute, an unknown peer GID (see the
+ * soft device's peers) or a value out of range. Nothing changes on error.
  */
 int mrc_modify_qp(struct mrc_qp *qp, struct ibv_qp_attr *ibv_attr, int ibv_mask, struct mrc_qp_attr *mrc_attr,
                   int mrc_mask);
