@@ -104,6 +104,9 @@ struct EndpointStats {
   uint64_t peer_port_rechecks = 0;
   uint64_t peer_ports_restored = 0;
   uint64_t tx_packets = 0;
+  /// Payload bytes placed in registered memory: each byte of a message once
+  /// (duplicates and a go-back-N receiver's out-of-order packets are not).
+  uint64_t rx_placed_bytes = 0;
   uint64_t ep_requests = 0;
   uint64_t ep_responses = 0;
   /// Endpoint-operation replies not sent: over the rate limit or the queue cap.

@@ -330,6 +330,7 @@ void Qp::rc_on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const u
 
   if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
     std::memcpy(reinterpret_cast<void*>(va), payload, p.payload_len);
+  ep_.stats_.rx_placed_bytes += len;
   if (info.first) {
     rc_rx_.open = true;
     rc_rx_.rkey = rkey;

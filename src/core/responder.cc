@@ -112,6 +112,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   // Place (duplicates never reach here; placement is idempotent anyway).
   if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
     std::memcpy(reinterpret_cast<void*>(h.reth.va), payload, p.payload_len);
+  ep_.stats_.rx_placed_bytes += len;
   rx_.set(psn);
   RxSlot& slot = rx_slot_for(psn);
   slot.flags = static_cast<uint8_t>((info.last ? kRxLast : 0) | (info.imm ? kRxImm : 0));

@@ -124,7 +124,7 @@ TEST(Csv, TrainingRunHasEveryFileWithHeaderAndOneRowPerRecord) {
   EXPECT_EQ(lines(file(fs, "flows.csv").text)[0],
             "transport,flow,src,dst,bytes,start_us,finish_us,fct_us,ideal_fct_us,slowdown,status,retransmits,trims");
   EXPECT_EQ(lines(file(fs, "steps.csv").text)[0], "transport,step,step_us,allreduce_us");
-  EXPECT_EQ(lines(file(fs, "series.csv").text)[0], "transport,t_us,goodput_gbps,queued_bytes");
+  EXPECT_EQ(lines(file(fs, "series.csv").text)[0], "transport,t_us,goodput_gbps,unplaced_gbps,queued_bytes");
   EXPECT_EQ(lines(file(fs, "ev_events.csv").text)[0], "transport,t_us,host,qpn,ev,plane,from,to,drops");
   EXPECT_EQ(lines(file(fs, "counters.csv").text)[0], "transport,counter,value");
   EXPECT_EQ(lines(file(fs, "failures.csv").text)[0], "transport,t_us,action");

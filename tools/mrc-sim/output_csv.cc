@@ -65,7 +65,7 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
   Table flows("flows.csv", {"transport", "flow", "src", "dst", "bytes", "start_us", "finish_us", "fct_us",
                             "ideal_fct_us", "slowdown", "status", "retransmits", "trims"});
   Table steps("steps.csv", {"transport", "step", "step_us", "allreduce_us"});
-  Table series("series.csv", {"transport", "t_us", "goodput_gbps", "queued_bytes"});
+  Table series("series.csv", {"transport", "t_us", "goodput_gbps", "unplaced_gbps", "queued_bytes"});
   Table evs("ev_events.csv", {"transport", "t_us", "host", "qpn", "ev", "plane", "from", "to", "drops"});
   Table counters("counters.csv", {"transport", "counter", "value"});
   Table failures("failures.csv", {"transport", "t_us", "action"});
@@ -85,7 +85,8 @@ std::vector<CsvFile> csv_files(const std::vector<RunResult>& runs) {
                 flow_status(f), f.retransmits, f.trims);
     }
     for (size_t i = 0; i < r.steps.size(); ++i) steps.row(r.transport, i, r.steps[i].to_us(), r.collectives[i].to_us());
-    for (const Sample& s : r.series) series.row(r.transport, s.at.to_us(), s.goodput_gbps, s.queued_bytes);
+    for (const Sample& s : r.series)
+      series.row(r.transport, s.at.to_us(), s.goodput_gbps, s.unplaced_gbps, s.queued_bytes);
     for (size_t i = 0; i < r.ev_events.size(); ++i) {
       const auto& [t, e] = r.ev_events[i];
       const uint32_t host = i < r.ev_event_hosts.size() ? r.ev_event_hosts[i] : 0;

@@ -42,7 +42,10 @@ json run_json(const RunResult& r) {
   j["counters"] = counters;
   json series = json::array();
   for (const auto& s : r.series)
-    series.push_back({{"t_us", s.at.to_us()}, {"goodput_gbps", s.goodput_gbps}, {"queued_bytes", s.queued_bytes}});
+    series.push_back({{"t_us", s.at.to_us()},
+                      {"goodput_gbps", s.goodput_gbps},
+                      {"unplaced_gbps", s.unplaced_gbps},
+                      {"queued_bytes", s.queued_bytes}});
   j["series"] = series;
   // Detail series (--series), row i at series[i].t_us.
   auto detail = [&](const char* name, const std::vector<std::vector<double>>& rows) {

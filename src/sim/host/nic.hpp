@@ -66,6 +66,9 @@ class Nic final : public Node {
   const std::vector<uint64_t>& tx_payload_bytes() const { return tx_payload_; }
   /// Payload bytes delivered to this NIC (untrimmed data packets).
   uint64_t rx_payload_bytes() const { return rx_payload_; }
+  /// Payload the endpoint placed: rx_payload_bytes() less duplicates,
+  /// packets a go-back-N receiver dropped, and refused ones.
+  uint64_t rx_placed_bytes() const { return ep_->stats().rx_placed_bytes; }
   /// The same per plane (the port it arrived on).
   const std::vector<uint64_t>& rx_payload_by_plane() const { return rx_by_plane_; }
   /// Starts counting delivered payload per source host as well (a counter

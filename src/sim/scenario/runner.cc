@@ -46,10 +46,19 @@ class Sampler final : public Node {
   void take(Time now) {
     interval_ = now - last_at_;
     last_at_ = now;
-    uint64_t rx = 0;
-    for (uint32_t h = 0; h < c_.hosts(); ++h) rx += c_.nic(h).rx_payload_bytes();
-    out_->push_back(Sample{now, gbps(rx - last_), f_.total_queued_bytes()});
-    last_ = rx;
+    uint64_t rx = 0, placed = 0;
+    for (uint32_t h = 0; h < c_.hosts(); ++h) {
+      rx += c_.nic(h).rx_payload_bytes();
+      placed += c_.nic(h).rx_placed_bytes();
+    }
+    const uint64_t unplaced = rx - placed;
+    Sample s{now, gbps(placed - last_placed_), 0, f_.total_queued_bytes()};
+    // A packet counted on arrival is placed in the same event, so the
+    // difference never shrinks; max() keeps a sample at 0 regardless.
+    s.unplaced_gbps = gbps(std::max(unplaced, last_unplaced_) - last_unplaced_);
+    out_->push_back(s);
+    last_placed_ = placed;
+    last_unplaced_ = std::max(unplaced, last_unplaced_);
     if (r_) sample_detail();
     if (hook_) hook_(now, c_);
   }
@@ -88,7 +97,7 @@ class Sampler final : public Node {
   Duration every_;
   std::vector<Sample>* out_;
   std::function<void(Time, const Cluster&)> hook_;
-  uint64_t last_ = 0;
+  uint64_t last_placed_ = 0, last_unplaced_ = 0;
   Time last_at_;        ///< time of the last sample (the run's start before the first)
   Duration interval_;   ///< length of the sample being taken
   RunResult* r_ = nullptr;

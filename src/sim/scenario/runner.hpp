@@ -79,7 +79,12 @@ struct Scenario {
 
 struct Sample {
   Time at;
-  double goodput_gbps = 0;   ///< payload delivered to all NICs in the interval
+  /// Payload placed by all NICs in the interval: each byte once (unique).
+  double goodput_gbps = 0;
+  /// Payload that arrived at the NICs in the interval and was not placed:
+  /// duplicates (needless retransmissions), a go-back-N receiver's
+  /// out-of-order packets.
+  double unplaced_gbps = 0;
   uint64_t queued_bytes = 0; ///< sum over switch egress queues at the sample
 };
 
@@ -110,7 +115,7 @@ struct RunResult {
   size_t peak_rss_kb = 0;
   std::vector<Sample> series;
   /// With Scenario::series_hosts / series_planes / series_flows: one row per
-  /// sample of `series`, the goodput (Gb/s) delivered in the interval to each
+  /// sample of `series`, the payload (Gb/s, placed or not) that arrived in the interval at each
   /// host, over each plane, and of each flow (payload from its source to its
   /// destination; flows of the same host pair share theirs), in the order of
   /// hosts, planes and `flows`.
