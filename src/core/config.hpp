@@ -2,6 +2,7 @@
 // Endpoint-wide configuration and the EV / CC profiles a controller installs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -208,6 +209,13 @@ struct EndpointConfig {
   /// Empty: a stream derived from `seed`, which keeps simulations
   /// reproducible but makes keys predictable to anyone who knows the seed.
   EntropySource entropy;
+  /// How a received WRITE's payload is copied into a registered region:
+  /// returns false if the destination could not be written (the region's
+  /// memory was unmapped under it), and the WRITE is then refused as a
+  /// remote access error with nothing acknowledged. Null: memcpy (the
+  /// simulator, whose memory cannot vanish). The device passes
+  /// platform::guarded_copy.
+  bool (*place)(void* dst, const void* src, size_t bytes) = nullptr;
   std::vector<PortConfig> ports = {PortConfig{}};
   uint32_t max_qps = 4096;
   /// Sharding: the low `qpn_shard_bits` bits of every QPN this endpoint

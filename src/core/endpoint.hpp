@@ -84,6 +84,9 @@ struct EndpointStats {
   uint64_t rx_bad_state = 0;       ///< QP not in a state that accepts the packet
   uint64_t rx_psn_out_of_window = 0;
   uint64_t rx_access_errors = 0;   ///< rkey/PD/access/bounds failures (nothing written)
+  /// WRITEs whose placement faulted (EndpointConfig::place returned false:
+  /// the application unmapped a registered region); also in rx_access_errors.
+  uint64_t rx_place_faults = 0;
   /// SACK/NACK/ACK/NAK/probe answer that acknowledges nothing outstanding:
   /// PSNs never sent, a PSN with no WR, a timestamp echo that no
   /// transmission of that PSN can have produced, a probe answer with no

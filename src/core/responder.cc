@@ -110,8 +110,24 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   }
 
   // Place (duplicates never reach here; placement is idempotent anyway).
-  if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
-    std::memcpy(reinterpret_cast<void*>(h.reth.va), payload, p.payload_len);
+  // A region the application unmapped while registered cannot take the
+  // bytes: refused like a bad rkey, before any state changes.
+  if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0) {
+    void* dst = reinterpret_cast<void*>(h.reth.va);
+    if (!ep_.cfg_.place) {
+      std::memcpy(dst, payload, p.payload_len);
+    } else if (!ep_.cfg_.place(dst, payload, p.payload_len)) {
+      ++ep_.stats_.rx_place_faults;
+      ++ep_.stats_.rx_access_errors;
+      ++stats_.access_errors;
+      ++stats_.rx_rejected;
+      PendingCtrl n = trig;
+      n.kind = PendingCtrl::nak;
+      n.syndrome = wire::aeth::kNakRemoteAccess;
+      push_ctrl(n);
+      return;
+    }
+  }
   rx_.set(psn);
   RxSlot& slot = rx_slot_for(psn);
   slot.flags = static_cast<uint8_t>((info.last ? kRxLast : 0) | (info.imm ? kRxImm : 0));

@@ -323,6 +323,12 @@ class Device {
   // ---- protection domains and memory (core::Endpoint semantics and errors)
   Result<uint32_t> alloc_pd();
   Status dealloc_pd(uint32_t pd);
+  /// Registers [addr, addr+length) in PD `pd`. Errc::invalid_argument for
+  /// a NULL address, a zero length, or a range not wholly mapped in this
+  /// process (platform::range_mapped). If the application unmaps the range
+  /// later while it is registered, a peer's WRITE into it fails as a remote
+  /// access error (counted in EndpointStats::rx_place_faults), never a
+  /// crash (platform::guarded_copy).
   Result<core::MemoryRegion> reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd);
   /// Errc::busy while an outstanding WR reads the region.
   Status dereg_mr(uint32_t lkey);
