@@ -222,6 +222,9 @@ struct EndpointConfig {
   /// issues are `qpn_shard`. A device that runs several endpoints (one per
   /// progress engine) gives each a different shard, so a packet's engine is
   /// known from its BTH destination QP. 0 bits (the default) = no sharding.
+  /// Every other QPN bit is random (drawn from `entropy`): a QPN has
+  /// 24 - qpn_shard_bits unguessable bits, and max_qps may be at most
+  /// 2^(23 - qpn_shard_bits).
   uint32_t qpn_shard_bits = 0;
   uint32_t qpn_shard = 0;
   uint32_t max_send_wr = 4096;          ///< per QP

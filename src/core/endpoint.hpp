@@ -31,6 +31,7 @@
 
 #include "core/config.hpp"
 #include "core/mr_table.hpp"
+#include "core/qpn_table.hpp"
 #include "core/types.hpp"
 #include "util/prng.hpp"
 #include "util/result.hpp"
@@ -313,7 +314,6 @@ class Endpoint {
   };
 
   Qp* find_qp(uint32_t qpn);
-  uint32_t slot_of(uint32_t qpn) const;
   uint64_t secret();
   bool peer_connected(uint64_t peer) const;
   void forget_peer_if_unused(uint64_t peer);
@@ -346,10 +346,12 @@ class Endpoint {
   MrTable mrs_;
   std::vector<uint32_t> pds_;         ///< allocated PDs other than 0
   uint32_t next_pd_ = 1;
-  uint32_t qpn_index_bits_ = 8;       ///< QPN bits of the slot index (above the shard bits; a random tag above)
   std::unordered_map<uint64_t, EvProfile> ev_profiles_;
   std::unordered_map<uint64_t, CcProfile> cc_profiles_;
-  std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
+  std::vector<std::unique_ptr<Qp>> qps_;    ///< by slot (qpn_slots_); null = free
+  QpnTable qpn_slots_;                      ///< QPN -> slot of every live QP
+  uint32_t last_qpn_ = 0;                   ///< find_qp's last answer (reset by destroy_qp)
+  Qp* last_qp_ = nullptr;
   std::vector<uint32_t> free_qp_slots_;
   std::deque<Event> events_;
   std::vector<std::unique_ptr<Cq>> cqs_;   ///< index = CQ id; null = free
