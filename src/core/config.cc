@@ -82,6 +82,10 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.ev_burst: must be 1..64 (default 1 = per-packet spraying)");
   if (p.ep_reply_burst == 0)
     return reject(why, "protocol.ep_reply_burst: must be > 0 (default 64)");
+  if (p.ep_reply_source_burst == 0)
+    return reject(why, "protocol.ep_reply_source_burst: must be > 0 (default 8)");
+  if (p.ep_reply_source_interval < Duration{})
+    return reject(why, "protocol.ep_reply_source_interval: must be >= 0 (default 1 ms; 0 = no refill)");
   if (p.ep_reply_interval < Duration{})
     return reject(why, "protocol.ep_reply_interval: must be >= 0 (default 500 ns; 0 = no rate limit)");
   const IncastGuardConfig& ig = p.incast_guard;

@@ -181,6 +181,21 @@ struct ProtocolConfig {
   /// shed and counted (EndpointStats::ep_replies_shed).
   uint32_t ep_reply_burst = 64;
   Duration ep_reply_interval = Duration::ns(500);
+  /// And per source address (RxMeta::peer), so that requests forged with a
+  /// victim's address cannot make this endpoint reflect more bytes at it
+  /// than they bring: each source has a byte credit that its requests add
+  /// their bytes to and each reply takes its bytes from (a reply's BTH +
+  /// EETH, 48 bytes, are more than a request's BTH + ERTH, 28), holding at most
+  /// `ep_reply_source_burst` replies' worth (a new source starts full) and
+  /// refilled by one reply's worth per `ep_reply_source_interval`. Over
+  /// any time T the replies to one source carry at most the bytes of its
+  /// requests + burst + T / interval replies: a steady prober at up to one
+  /// request per interval is always answered; a flood gets back fewer
+  /// bytes than it sent (28/48 of its MRC header bytes; with the IP, UDP
+  /// and ICRC bytes both carry, under 1 too). 0 interval: no refill beyond
+  /// the requests' bytes.
+  uint32_t ep_reply_source_burst = 8;
+  Duration ep_reply_source_interval = Duration::ms(1);
   /// Destination flow control (reference 5.7): the responder's incast guard
   /// puts rcv_cwnd_pen on its SACKs (incast_guard.hpp). An interval of 0
   /// means one base_rtt.

@@ -723,6 +723,42 @@ bool Endpoint::take_reply_token(Time now) {
   return true;
 }
 
+// Per-source byte credit for endpoint-operation replies
+// (ProtocolConfig::ep_reply_source_*): a reply is sent only if the source's
+// requests (and a slow refill) have paid for its bytes.
+bool Endpoint::take_source_credit(Time now, uint64_t source, uint32_t request_bytes) {
+  const ProtocolConfig& pc = cfg_.protocol;
+  // The MRC headers either way (IP, UDP and ICRC are the same on both).
+  constexpr int64_t kReply = static_cast<int64_t>(wire::Bth::kSize + wire::Eeth::kSize);
+  const int64_t cap = int64_t{pc.ep_reply_source_burst} * kReply;
+  const bool refills = pc.ep_reply_source_interval > Duration{};
+  auto it = reply_credit_.find(source);
+  if (it == reply_credit_.end()) {
+    if (reply_credit_.size() >= kMaxReplySources && refills &&
+        now - reply_credit_swept_ >= pc.ep_reply_source_interval * pc.ep_reply_source_burst) {
+      reply_credit_swept_ = now;
+      const Duration full = pc.ep_reply_source_interval * pc.ep_reply_source_burst;
+      std::erase_if(reply_credit_, [&](const auto& kv) { return now - kv.second.at >= full; });
+    }
+    if (reply_credit_.size() >= kMaxReplySources) return false;
+    it = reply_credit_.emplace(source, ReplyCredit{cap, now}).first;
+  }
+  ReplyCredit& c = it->second;
+  int64_t add = request_bytes;
+  if (refills && now > c.at) {
+    const int64_t ps = (now - c.at).count_ps();
+    const int64_t per = pc.ep_reply_source_interval.count_ps();
+    // Whole replies' worth only, keeping the remainder of the interval.
+    const int64_t n = std::min<int64_t>(ps / per, pc.ep_reply_source_burst);
+    add += n * kReply;
+    c.at = n == pc.ep_reply_source_burst ? now : c.at + pc.ep_reply_source_interval * n;
+  }
+  c.bytes = std::min(cap, c.bytes + add);
+  if (c.bytes < kReply) return false;
+  c.bytes -= kReply;
+  return true;
+}
+
 bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
   // An unauthenticated packet must not be able to stop a connection, and
   // the table must stay bounded: only a peer with a connected QP here gets
@@ -764,6 +800,11 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
     if (!apply_peer_port_status(now, meta.peer, mask)) ++stats_.rx_ep_refused;
   } else if (op != wire::EpWireOp::ev_probe) {
     ++stats_.rx_malformed;
+    return;
+  }
+  if (!take_source_credit(now, meta.peer, static_cast<uint32_t>(p.header_len + p.payload_len))) {
+    ++stats_.ep_replies_shed;
+    ++stats_.ep_replies_shed_source;
     return;
   }
   if (!take_reply_token(now)) {

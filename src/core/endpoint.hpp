@@ -105,6 +105,9 @@ struct EndpointStats {
   uint64_t ep_responses = 0;
   /// Endpoint-operation replies not sent: over the rate limit or the queue cap.
   uint64_t ep_replies_shed = 0;
+  /// Of ep_replies_shed: refused by the per-source byte credit (a flood of
+  /// requests from one address, e.g. forged to reflect at it).
+  uint64_t ep_replies_shed_source = 0;
   /// QP control packets (SACK/NACK/NAK/probe answers) not queued: a
   /// duplicate of one already pending, or over a cap (Qp::kMaxCtrl).
   uint64_t ctrl_shed = 0;
@@ -382,6 +385,18 @@ class Endpoint {
   std::unordered_map<uint64_t, uint32_t> peer_up_;
   double reply_tokens_ = 0;
   Time reply_refill_ = Time::zero();
+  /// Per-source reply credit (ProtocolConfig::ep_reply_source_*), bytes.
+  struct ReplyCredit {
+    int64_t bytes;
+    Time at;        ///< last refill
+  };
+  std::unordered_map<uint64_t, ReplyCredit> reply_credit_;
+  Time reply_credit_swept_ = Time::zero();
+  /// Sources tracked at once; when full, those idle long enough to be full
+  /// again are forgotten (a new source starts full: nothing is lost), at
+  /// most once per refill time; a source that still finds no room is shed.
+  static constexpr size_t kMaxReplySources = 4096;
+  bool take_source_credit(Time now, uint64_t source, uint32_t request_bytes);
   uint32_t replies_queued_ = 0;
   uint32_t local_up_ = 0;
   IncastGuard incast_;

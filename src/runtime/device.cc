@@ -348,6 +348,7 @@ DeviceStats Device::stats() {
     s.core.rx_bad_state += c.rx_bad_state;
     s.core.rx_psn_out_of_window += c.rx_psn_out_of_window;
     s.core.rx_access_errors += c.rx_access_errors;
+    s.core.ep_replies_shed_source += c.ep_replies_shed_source;
     s.core.rx_place_faults += c.rx_place_faults;
     s.core.rx_bad_ack += c.rx_bad_ack;
     s.core.rx_stale_ack += c.rx_stale_ack;
