@@ -584,12 +584,18 @@ TEST(Floods, TheControlQueueNeverPassesItsCap) {
   EXPECT_EQ(p.b->stats().ctrl_shed, 1000u - Qp::kMaxCtrlNacks);
 }
 
-TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
-  Pair p;
+/// The headers of an EV probe request.
+wire::Headers ev_probe_request() {
   wire::Headers h;
   h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
   h.bth.dest_qp = kEndpointOpsQpn;
   h.erth.op = static_cast<uint8_t>(wire::EpWireOp::ev_probe);
+  return h;
+}
+
+TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
+  Pair p;
+  wire::Headers h = ev_probe_request();
   for (uint32_t i = 0; i < 100000; ++i) {
     h.bth.psn = i & 0xFFFF;
     p.inject(kHostB, 5000 + i, encode(h), 0, i);
@@ -612,11 +618,7 @@ TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
 // normal rate is answered every time.
 TEST(Floods, RepliesToOneSourceNeverCarryMoreBytesThanItsRequests) {
   Pair p;
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
-  h.bth.dest_qp = kEndpointOpsQpn;
-  h.erth.op = static_cast<uint8_t>(wire::EpWireOp::ev_probe);
-  const Bytes req = encode(h);
+  const Bytes req = encode(ev_probe_request());
   const ProtocolConfig pc = EndpointConfig{}.protocol;
   constexpr uint64_t kVictim = 4242, kProber = 7777;
   uint8_t hdr[wire::kMaxHeaderBytes];
