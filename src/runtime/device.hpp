@@ -443,6 +443,15 @@ class Device {
 
   DeviceStats stats();
 
+  /// Fuzzing and tests: hands `bytes` to the receive path as if a datagram
+  /// from `source` (address and UDP source port) had arrived on plane
+  /// `plane`'s socket, and on the engine the kernel would steer it to (the
+  /// low bits of its BTH destination QP): the same source, ICRC and port
+  /// checks, then the core. Errc::invalid_argument for a plane out of
+  /// range or more than 64 KiB. What the core then sends goes out on the
+  /// engine's next iteration as usual.
+  Status inject_datagram(uint32_t plane, const platform::SockAddr& source, std::span<const uint8_t> bytes);
+
  private:
   struct Plane {
     platform::SockAddr addr;                  ///< port 0
