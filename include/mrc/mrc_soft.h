@@ -154,6 +154,17 @@ struct mrc_soft_device_attr {
    *  threads take every packet and wake the application through the
    *  channel. */
   int64_t channel_bulk_bytes_per_ms;
+  /** Pacing: each plane's link rate in bits per second; the device sends no
+   *  faster, so its own interface's queue does not overflow and drop what
+   *  MRC would then resend. 0 (default) = the speed of the plane's network
+   *  interface where it is a physical NIC that reports one, else unpaced
+   *  (loopback and veth report no real rate: give it here). UINT64_MAX =
+   *  never pace. Open fails with EINVAL below 1000000. */
+  uint64_t link_rate_bps;
+  /** 0 (default) = every packet leaves ECN-capable (ECT(0)), so switches
+   *  that mark CE can signal congestion; 1 = Not-ECT. Received CE marks are
+   *  used either way. */
+  int no_ecn;
 };
 
 /**
@@ -232,6 +243,7 @@ struct mrc_soft_stats {
    *  already said what they say (a late SACK's receive counter is still
    *  credited to the congestion window). */
   uint64_t rx_stale_acks;
+  uint64_t tx_paced;          /**< times a plane was held back by pacing (link_rate_bps) */
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

@@ -162,6 +162,15 @@ MRC_EXPORT ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) t
     return nullptr;
   }
   cfg.dscp_control = static_cast<uint8_t>(attr->dscp_control);
+  if (attr->link_rate_bps != 0 && attr->link_rate_bps != UINT64_MAX && attr->link_rate_bps < 1000000) {
+    std::fprintf(stderr,
+                 "mrc_soft_open_device: link_rate_bps: must be at least 1000000 (1 Mbit/s), 0 to learn it from the "
+                 "interface, or UINT64_MAX for no pacing\n");
+    errno = EINVAL;
+    return nullptr;
+  }
+  cfg.link_rate_bps = attr->link_rate_bps == UINT64_MAX ? mrc::rt::DeviceConfig::kUnpaced : attr->link_rate_bps;
+  cfg.ecn = attr->no_ecn == 0;
   cfg.raw_send = attr->raw_send != 0;
   cfg.io_uring = attr->no_io_uring == 0;
   if (attr->channel_bulk_bytes_per_ms != 0)
@@ -376,6 +385,7 @@ MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->tx_bytes = s.tx_bytes;
   out->tx_datagrams = s.tx_datagrams;
   out->tx_eagain = s.tx_eagain;
+  out->tx_paced = s.tx_paced;
   out->tx_errors = s.tx_errors;
   out->tx_uring_submits = s.tx_uring_submits;
   out->rx_packets = s.rx_packets;

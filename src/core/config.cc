@@ -80,6 +80,16 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.tail_probes: must be 0..16 (default 3)");
   if (p.ev_burst == 0 || p.ev_burst > 64)
     return reject(why, "protocol.ev_burst: must be 1..64 (default 1 = per-packet spraying)");
+  if (p.port_status_repeats == 0 || p.port_status_repeats > 64)
+    return reject(why, "protocol.port_status_repeats: must be 1..64 (default 3)");
+  if (p.port_status_interval <= Duration{})
+    return reject(why, "protocol.port_status_interval: must be > 0 (default 50 us)");
+  if (p.port_status_max_interval < Duration{} ||
+      (p.port_status_max_interval > Duration{} && p.port_status_max_interval < p.port_status_interval))
+    return reject(why, "protocol.port_status_max_interval: must be 0 (no re-sends past port_status_repeats) or >= "
+                       "port_status_interval (default 10 ms)");
+  if (p.peer_port_recheck < Duration{})
+    return reject(why, "protocol.peer_port_recheck: must be >= 0 (default 100 ms; 0 = never re-check)");
   if (p.ep_reply_burst == 0)
     return reject(why, "protocol.ep_reply_burst: must be > 0 (default 64)");
   if (p.ep_reply_source_burst == 0)

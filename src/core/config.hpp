@@ -169,10 +169,23 @@ struct ProtocolConfig {
   /// every byte-triggered SACK of a QP on the same one or two planes, which
   /// finish their share of the QP's own data that much later.
   bool spread_sacks = true;
-  /// Port-status updates are repeated this many times this far apart, since
-  /// endpoint operations are not retransmitted (reference 4.7).
+  /// A port-status update (reference 4.7) goes to every connected peer and
+  /// is re-sent until that peer answers it: the first
+  /// `port_status_repeats` sends `port_status_interval` apart, then with the
+  /// interval doubling up to `port_status_max_interval`, for as long as a QP
+  /// is connected to the peer. Each send takes the next port that is up, so
+  /// one dead or lossy plane cannot swallow them all. The reference sends
+  /// them unacknowledged: port_status_max_interval = 0 keeps that (exactly
+  /// `port_status_repeats` sends, answers ignored), and then one lost
+  /// update leaves a repaired plane unused for good.
   uint32_t port_status_repeats = 3;
   Duration port_status_interval = Duration::us(50);
+  Duration port_status_max_interval = Duration::ms(10);
+  /// A plane the peer reports down while it is up here is re-checked this
+  /// often with an EV probe on it; an answer puts the plane back in service
+  /// toward that peer (its update saying the port is up may have been lost,
+  /// or it may never have noticed). 0: never re-checked.
+  Duration peer_port_recheck = Duration::ms(100);
   /// Replies to endpoint operations (EV probes, port-status updates) are
   /// rate limited by a token bucket: at most `ep_reply_burst` at once, then
   /// one per `ep_reply_interval`. A reply is larger than the request, so

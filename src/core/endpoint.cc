@@ -364,7 +364,8 @@ void Endpoint::heap_sift_down(size_t i) {
 
 Time Endpoint::next_timeout() const {
   Time t = heap_.empty() ? Time::never() : heap_.front()->heap_deadline_;
-  t = min(t, port_status_next_);
+  t = min(t, advert_next_);
+  t = min(t, recheck_next_);
   for (const PendingProbe& p : probes_) t = min(t, p.deadline);
   return t;
 }
@@ -382,9 +383,8 @@ void Endpoint::handle_timeout(Time now) {
     q->on_timeout(now);
     refresh(*q);
   }
-  if (port_status_next_ <= now) {
-    queue_port_status(now);
-  }
+  if (advert_next_ <= now) run_adverts(now);
+  if (recheck_next_ <= now) run_rechecks(now);
   for (auto it = probes_.begin(); it != probes_.end();) {
     if (it->deadline <= now) {
       push_event(ProbeResult{it->req_id, false, 0, Duration{}, it->port_status});
@@ -597,33 +597,132 @@ void Endpoint::set_port_up(Time now, uint8_t port, bool up) {
     refresh(*q);
   }
   push_event(PortEvent{0, local_up_, true});
-  port_status_left_ = cfg_.protocol.port_status_repeats;
-  queue_port_status(now);
+  // Every connected peer is owed the new mask, replacing any update not yet
+  // answered (an older mask must not be re-sent after this one).
+  for (const auto& q : qps_)
+    if (q && (q->state() == QpState::rtr || q->state() == QpState::rts)) {
+      PortAdvert& a = adverts_[q->peer()];
+      a = PortAdvert{};
+      a.mask = local_up_;
+      a.next = now;
+    }
+  run_adverts(now);
+  // A port back up here may be one a peer reports down: re-check it soon.
+  if (up) run_rechecks(now);
 }
 
-void Endpoint::queue_port_status(Time now) {
-  port_status_next_ = Time::never();
-  if (port_status_left_ == 0) return;
-  --port_status_left_;
-  // Tell every peer this endpoint has a connected QP with.
-  std::vector<uint64_t> peers;
-  for (const auto& q : qps_)
-    if (q && (q->state() == QpState::rtr || q->state() == QpState::rts) &&
-        std::find(peers.begin(), peers.end(), q->peer()) == peers.end())
-      peers.push_back(q->peer());
-  for (uint64_t peer : peers) {
-    EpCtrl c{};
-    c.op = wire::EpWireOp::port_status_update;
-    c.response = false;
-    c.peer = peer;
-    c.port = 0;
-    c.entropy = rng_.next_u32() & 0xFFFF;
-    c.req_id = ep_req_id_++;
-    c.ts = static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
-    c.mask = local_up_;
-    ep_ctrl_.push_back(c);
+uint16_t Endpoint::ep_timestamp(Time now) const {
+  return static_cast<uint16_t>(now.ps() / cfg_.protocol.timestamp_tick.count_ps());
+}
+
+void Endpoint::run_adverts(Time now) {
+  const ProtocolConfig& pc = cfg_.protocol;
+  advert_next_ = Time::never();
+  for (auto it = adverts_.begin(); it != adverts_.end();) {
+    PortAdvert& a = it->second;
+    const bool resend = pc.port_status_max_interval > Duration{};
+    if (!peer_connected(it->first) || (!resend && a.sends >= pc.port_status_repeats)) {
+      it = adverts_.erase(it);
+      continue;
+    }
+    if (a.next <= now) {
+      EpCtrl c{};
+      c.op = wire::EpWireOp::port_status_update;
+      c.response = false;
+      c.peer = it->first;
+      // Round robin over the ports that are up (build_ep_ctrl takes another
+      // if that one is busy): a send lost on one plane is followed by one
+      // on the next.
+      const int ups = std::popcount(local_up_);
+      uint32_t m = local_up_;
+      for (int k = ups > 0 ? static_cast<int>(a.sends % static_cast<uint32_t>(ups)) : 0; k > 0; --k) m &= m - 1;
+      c.port = static_cast<uint8_t>(m != 0 ? std::countr_zero(m) : 0);
+      c.entropy = rng_.next_u32() & 0xFFFF;
+      c.ts = ep_timestamp(now);
+      if (a.sends == 0) {
+        a.first_req = ep_req_id_;
+        a.first_ts = c.ts;
+      }
+      c.req_id = static_cast<uint16_t>(a.first_req + a.sends % 64);
+      c.mask = a.mask;
+      ep_ctrl_.push_back(c);
+      ++stats_.port_status_sent;
+      ++a.sends;
+      if (a.sends == 1) ep_req_id_ = static_cast<uint16_t>(ep_req_id_ + 64);  // ids for the re-sends
+      Duration gap = pc.port_status_interval;
+      if (a.sends >= pc.port_status_repeats) {
+        if (!resend) {
+          it = adverts_.erase(it);
+          continue;
+        }
+        for (uint32_t k = pc.port_status_repeats; k <= a.sends && gap < pc.port_status_max_interval; ++k) gap = gap * 2;
+        gap = std::min(gap, pc.port_status_max_interval);
+      }
+      a.next = now + gap;
+    }
+    advert_next_ = min(advert_next_, a.next);
+    ++it;
   }
-  if (port_status_left_ > 0) port_status_next_ = now + cfg_.protocol.port_status_interval;
+}
+
+// The answer to one of the sends of the update owed to `meta.peer`: its
+// request id is one of theirs and it echoes a timestamp no older than the
+// first. An answer means the peer holds the mask (or a newer one).
+bool Endpoint::take_advert_answer(const RxMeta& meta, const wire::Parsed& p) {
+  auto it = adverts_.find(meta.peer);
+  if (it == adverts_.end()) return false;
+  const PortAdvert& a = it->second;
+  const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
+  if (static_cast<uint16_t>(id - a.first_req) >= std::min<uint32_t>(a.sends, 64)) return false;
+  if (static_cast<uint16_t>(p.h.eeth.reflected_ts - a.first_ts) > 0x7FFF) return false;
+  adverts_.erase(it);
+  ++stats_.port_status_answered;
+  return true;
+}
+
+void Endpoint::run_rechecks(Time now) {
+  const Duration iv = cfg_.protocol.peer_port_recheck;
+  recheck_next_ = Time::never();
+  if (iv <= Duration{}) return;
+  std::erase_if(rechecks_, [&](const PortRecheck& r) { return r.deadline <= now; });
+  bool pending = false;
+  for (const auto& [peer, mask] : peer_up_) {
+    uint32_t missing = local_up_ & ~mask;
+    if (missing == 0) continue;
+    pending = true;
+    for (; missing != 0; missing &= missing - 1) {
+      const auto port = static_cast<uint8_t>(std::countr_zero(missing));
+      if (std::any_of(rechecks_.begin(), rechecks_.end(),
+                      [&](const PortRecheck& r) { return r.peer == peer && r.port == port; }))
+        continue;
+      EpCtrl c{};
+      c.op = wire::EpWireOp::ev_probe;
+      c.response = false;
+      c.peer = peer;
+      c.port = port;
+      c.entropy = rng_.next_u32() & 0xFFFF;
+      c.req_id = ep_req_id_++;
+      c.ts = ep_timestamp(now);
+      ep_ctrl_.push_back(c);
+      rechecks_.push_back(PortRecheck{peer, port, c.req_id, c.ts, now + iv});
+      ++stats_.peer_port_rechecks;
+    }
+  }
+  if (pending) recheck_next_ = now + iv;
+}
+
+// The answer to a re-check probe: the peer received on that port and
+// answered, so the plane carries traffic to it whatever it last reported.
+bool Endpoint::take_recheck_answer(Time now, const RxMeta& meta, const wire::Parsed& p) {
+  const uint16_t id = static_cast<uint16_t>(p.h.bth.psn);
+  for (auto it = rechecks_.begin(); it != rechecks_.end(); ++it) {
+    if (it->peer != meta.peer || it->req_id != id || it->ts != p.h.eeth.reflected_ts) continue;
+    const uint8_t port = it->port;
+    rechecks_.erase(it);
+    if (apply_peer_port_status(now, meta.peer, peer_port_mask(meta.peer) | 1u << port)) ++stats_.peer_ports_restored;
+    return true;
+  }
+  return false;
 }
 
 Status Endpoint::send_ev_probe(Time now, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
@@ -666,7 +765,13 @@ bool Endpoint::build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmi
   // An EV probe must leave on the port it tests; other operations take any port.
   uint8_t port = c.port;
   if (!(port_mask >> port & 1u)) {
-    if (c.op == wire::EpWireOp::ev_probe && !c.response) return false;
+    if (c.op == wire::EpWireOp::ev_probe && !c.response) {
+      if (local_up_ >> port & 1u) return false;  // it waits for its port
+      // Its port went down: it can never leave (a controller's probe then
+      // times out), and must not hold up the queue.
+      ep_ctrl_.pop_front();
+      return build_ep_ctrl(now, port_mask, hdr, tx);
+    }
     port = static_cast<uint8_t>(std::countr_zero(port_mask));
   }
   ep_ctrl_.pop_front();
@@ -704,7 +809,10 @@ bool Endpoint::peer_connected(uint64_t peer) const {
 
 void Endpoint::forget_peer_if_unused(uint64_t peer) {
   auto it = peer_up_.find(peer);
-  if (it != peer_up_.end() && !peer_connected(peer)) peer_up_.erase(it);
+  if (peer_connected(peer)) return;
+  if (it != peer_up_.end()) peer_up_.erase(it);
+  adverts_.erase(peer);
+  std::erase_if(rechecks_, [&](const PortRecheck& r) { return r.peer == peer; });
 }
 
 // Token bucket for endpoint-operation replies (ProtocolConfig::ep_reply_*).
@@ -768,6 +876,9 @@ bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
   mask &= all;
   const uint32_t before = peer_port_mask(peer) & all;
   peer_up_[peer] = mask;
+  // A plane the peer reports down while it is up here gets re-checked.
+  if ((local_up_ & ~mask) != 0 && recheck_next_ == Time::never() && cfg_.protocol.peer_port_recheck > Duration{})
+    recheck_next_ = now + cfg_.protocol.peer_port_recheck;
   if (mask == before) return true;
   for (auto& q : qps_) {
     if (!q || q->peer() != peer) continue;
@@ -782,6 +893,12 @@ bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
 void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p) {
   ++stats_.ep_requests;
   const auto op = static_cast<wire::EpWireOp>(p.h.erth.op);
+  // A port out of service here answers nothing: an answer would tell the
+  // peer (a re-check probe, reference 4.7's sender) that the plane works.
+  if (!(local_up_ >> meta.port & 1u)) {
+    ++stats_.rx_ep_refused;
+    return;
+  }
   if (op == wire::EpWireOp::port_status_update) {
     // Reference 4.7. A mask that names only ports that do not exist, leaves
     // no plane usable, or leaves out the plane it arrived on (a peer cannot
@@ -839,7 +956,8 @@ void Endpoint::on_endpoint_response(Time now, const RxMeta& meta, const wire::Pa
     probes_.erase(it);
     return;
   }
-  // The answers to the updates set_port_up sends are not awaited.
+  if (port_status ? take_advert_answer(meta, p) : take_recheck_answer(now, meta, p)) return;
+  // A late answer to an update already answered, or to a replaced one.
   if (port_status) return;
   ++stats_.rx_bad_ack;
 }

@@ -100,6 +100,13 @@ struct EndpointStats {
   /// usable plane or denies the plane it arrived on (not answered), or one
   /// from a source with no connected QP here (answered, not applied).
   uint64_t rx_ep_refused = 0;
+  /// Port-status updates sent (re-sends included) and answered by the peer.
+  uint64_t port_status_sent = 0;
+  uint64_t port_status_answered = 0;
+  /// EV probes re-checking a plane a peer reports down, and planes they
+  /// put back in service (the peer answered on them).
+  uint64_t peer_port_rechecks = 0;
+  uint64_t peer_ports_restored = 0;
   uint64_t tx_packets = 0;
   uint64_t ep_requests = 0;
   uint64_t ep_responses = 0;
@@ -337,7 +344,11 @@ class Endpoint {
   Cq* find_cq(uint32_t cq);
   void on_endpoint_request(Time now, const RxMeta& meta, const wire::Parsed& p);
   void on_endpoint_response(Time now, const RxMeta& meta, const wire::Parsed& p);
-  void queue_port_status(Time now);
+  void run_adverts(Time now);
+  void run_rechecks(Time now);
+  bool take_advert_answer(const RxMeta& meta, const wire::Parsed& p);
+  bool take_recheck_answer(Time now, const RxMeta& meta, const wire::Parsed& p);
+  uint16_t ep_timestamp(Time now) const;
   uint32_t peer_port_mask(uint64_t peer) const;
   bool build_ep_ctrl(Time now, uint32_t port_mask, uint8_t* hdr, Transmit& tx);
 
@@ -403,8 +414,28 @@ class Endpoint {
   /// A trimmed or ECN-marked packet arrived (at any QP) less than 16 base
   /// RTTs before this: responders SACK promptly (Qp::want_sack).
   Time rx_congested_until_;
-  uint32_t port_status_left_ = 0;  ///< repeats still to send
-  Time port_status_next_ = Time::never();
+  /// The port-status update owed to each connected peer, re-sent until it
+  /// answers (ProtocolConfig::port_status_max_interval).
+  struct PortAdvert {
+    uint32_t mask = 0;
+    uint16_t first_req = 0;  ///< request id of the first send; each send takes the next
+    uint16_t first_ts = 0;   ///< timestamp of the first send
+    uint32_t sends = 0;
+    Time next;               ///< next send
+  };
+  std::unordered_map<uint64_t, PortAdvert> adverts_;
+  Time advert_next_ = Time::never();
+  /// An EV probe on `port`, which `peer` reports down and is up here
+  /// (ProtocolConfig::peer_port_recheck); one per peer and port.
+  struct PortRecheck {
+    uint64_t peer;
+    uint8_t port;
+    uint16_t req_id;
+    uint16_t ts;
+    Time deadline;
+  };
+  std::vector<PortRecheck> rechecks_;
+  Time recheck_next_ = Time::never();
   uint16_t ep_req_id_ = 1;
 
  public:

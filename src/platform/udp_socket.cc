@@ -9,11 +9,14 @@
 #include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "platform/os_error.hpp"
 
@@ -419,7 +422,10 @@ Result<size_t> UdpSocket::recv_batch(RxBatch& batch, size_t max_datagrams) {
   return n;
 }
 
-Result<uint32_t> local_interface_mtu(const SockAddr& local) {
+namespace {
+
+// The name of the interface that holds `local`, or empty.
+Result<std::string> interface_of(const SockAddr& local) {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return record_os_error(errno, "getifaddrs");
   std::string name;
@@ -434,12 +440,38 @@ Result<uint32_t> local_interface_mtu(const SockAddr& local) {
   // Loopback holds all of 127/8, but lists only 127.0.0.1.
   if (name.empty() && local.is_ipv4() && want[0] == 127) name = "lo";
   if (name.empty()) return Errc::not_found;
+  return name;
+}
+
+}  // namespace
+
+Result<uint32_t> local_interface_mtu(const SockAddr& local) {
+  auto found = interface_of(local);
+  if (!found) return found.error();
+  const std::string& name = *found;
   UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return record_os_error(errno, "socket");
   ifreq req{};
   std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
   if (::ioctl(fd.get(), SIOCGIFMTU, &req) != 0) return record_os_error(errno, "ioctl(SIOCGIFMTU)");
   return static_cast<uint32_t>(req.ifr_mtu);
+}
+
+Result<uint64_t> local_interface_speed_bps(const SockAddr& local) {
+  auto name = interface_of(local);
+  if (!name) return name.error();
+  // Virtual interfaces (loopback, veth, bridges, tunnels) have no `device`
+  // link in sysfs; a veth's 10000 Mb/s is a placeholder, not a rate.
+  const std::string dir = "/sys/class/net/" + *name;
+  if (::access((dir + "/device").c_str(), F_OK) != 0) return Errc::not_found;
+  std::FILE* f = std::fopen((dir + "/speed").c_str(), "re");
+  if (f == nullptr) return Errc::not_found;
+  long long mbps = -1;
+  const int got = std::fscanf(f, "%lld", &mbps);
+  std::fclose(f);
+  // A link that is down (or a driver that does not know) reads -1 or fails.
+  if (got != 1 || mbps <= 0) return Errc::not_found;
+  return static_cast<uint64_t>(mbps) * 1'000'000u;
 }
 
 }  // namespace mrc::platform

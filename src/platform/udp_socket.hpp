@@ -339,5 +339,11 @@ class UdpSocket {
 /// wildcard, or an address of another host); other errors as the system
 /// calls give them (last_error_message() names the call).
 Result<uint32_t> local_interface_mtu(const SockAddr& local);
+/// The link speed, in bits per second, of the physical network interface
+/// that holds `local` (sysfs `speed`). Errc::not_found for a virtual
+/// interface (loopback, veth, bridge: no `device` in sysfs; a veth reports a
+/// fixed 10 Gb/s that means nothing), a link that is down, or a driver that
+/// reports no speed.
+Result<uint64_t> local_interface_speed_bps(const SockAddr& local);
 
 }  // namespace mrc::platform

@@ -97,6 +97,9 @@ Status DeviceConfig::validate(std::string* why) const {
     return reject(why, "fixed_window_bytes: must be >= 4096");
   if (socket_buffer_bytes < 65536) return reject(why, "socket_buffer_bytes: must be >= 65536");
   if (pcap_path.find('\0') != std::string::npos) return reject(why, "pcap_path: contains a NUL byte");
+  if (link_rate_bps != 0 && link_rate_bps != kUnpaced && link_rate_bps < 1'000'000)
+    return reject(why, "link_rate_bps: must be at least 1000000 (1 Mbit/s), 0 to learn it from the interface, or "
+                       "kUnpaced");
   return {};
 }
 
@@ -123,7 +126,19 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
                    "that fits\n",
                    s.c_str(), *mtu, largest);
     }
+    // Pacing: the configured rate, or a physical interface's speed.
+    if (cfg.link_rate_bps == DeviceConfig::kUnpaced) p.rate_bps = 0;
+    else if (cfg.link_rate_bps != 0) p.rate_bps = cfg.link_rate_bps;
+    else if (auto speed = platform::local_interface_speed_bps(p.addr)) p.rate_bps = *speed;
     d->planes_.push_back(std::move(p));
+  }
+  for (const Plane& p : d->planes_) {
+    d->paced_ = d->paced_ || p.rate_bps != 0;
+    // An engine may run this far ahead of its share of the rate: 64 KiB
+    // (a batch of a GSO burst's size), or 50 us of the link if that is
+    // more, so that a wake-up's lateness does not idle a fast link.
+    const uint64_t share = p.rate_bps == 0 ? 1 : std::max<uint64_t>(1, p.rate_bps / cfg.engines);
+    d->pace_ahead_.push_back(std::max(Duration::serialization(64 * 1024, share), Duration::us(50)));
   }
   d->fmt_.mode = cfg.ev_mode == EvWire::stev ? wire::EvMode::stev : wire::EvMode::udp;
   d->fmt_.ip = d->planes_[0].addr.is_ipv4() ? wire::IpVersion::v4 : wire::IpVersion::v6;
@@ -153,7 +168,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   core::EndpointConfig& ec = d->ep_cfg_;
   ec.seed = cfg.seed ? cfg.seed : os_random_u64();
   ec.entropy = os_random_u64;
-  ec.ports.assign(cfg.planes.size(), core::PortConfig{100'000'000'000ull});
+  ec.ports.clear();
+  for (const Plane& p : d->planes_) ec.ports.push_back(core::PortConfig{p.rate_bps != 0 ? p.rate_bps : 100'000'000'000ull});
   ec.protocol = cfg.protocol;
   // A burst is one GSO super-packet: at most kMaxGsoBytes, and three
   // slices (header, payload, ICRC) per segment.
@@ -201,6 +217,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     if (Status s = e->ep->set_ev_profile(0, evp, why); !s) return s.error();
     if (Status s = e->ep->set_cc_profile(0, ccp, why); !s) return s.error();
     e->slots.resize(kTxSlots);
+    e->pace_free.assign(cfg.planes.size(), Time::zero());
     e->gso_stage.resize(kTxSlots * (wire::kMaxHeaderBytes + sizeof(TxSlot::bounce) + wire::kIcrcBytes));
     d->engines_.push_back(std::move(e));
   }
@@ -273,6 +290,7 @@ Status Device::open_engine(Engine& e, std::string* why) {
     // takes it as 0): the kernel's own choice made the ICRC wrong on the
     // wire for any receiver that checks the real header.
     so.no_fragment = pl.whole_packets;
+    if (cfg_.ecn) so.tos = ecn_bits();
     for (uint32_t i = 0; i < cfg_.evs_per_plane; ++i) {
       platform::SockAddr from = pl.addr;
       from.set_port(static_cast<uint16_t>(cfg_.ev_port_base + p * cfg_.evs_per_plane + i));
@@ -330,6 +348,7 @@ DeviceStats Device::stats() {
     s.tx_bytes += t.tx_bytes;
     s.tx_datagrams += t.tx_datagrams;
     s.tx_eagain += t.tx_eagain;
+    s.tx_paced += t.tx_paced;
     s.tx_errors += t.tx_errors;
     s.tx_uring_submits += t.tx_uring_submits;
     s.rx_packets += t.rx_packets;
@@ -353,6 +372,10 @@ DeviceStats Device::stats() {
     s.core.rx_bad_ack += c.rx_bad_ack;
     s.core.rx_stale_ack += c.rx_stale_ack;
     s.core.rx_ep_refused += c.rx_ep_refused;
+    s.core.port_status_sent += c.port_status_sent;
+    s.core.port_status_answered += c.port_status_answered;
+    s.core.peer_port_rechecks += c.peer_port_rechecks;
+    s.core.peer_ports_restored += c.peer_ports_restored;
     s.core.tx_packets += c.tx_packets;
     s.core.ep_requests += c.ep_requests;
     s.core.ep_responses += c.ep_responses;

@@ -132,6 +132,21 @@ struct DeviceConfig {
   /// nothing: every packet leaves with DSCP 0, as a network that has no
   /// such class (or remarks DSCP 46) expects of an application.
   uint8_t dscp_control = 0;
+  /// Pacing (docs/software-device.md, "Pacing"): the device sends no
+  /// faster than each plane's link carries, so its own interface's queue
+  /// does not overflow and drop what the protocol would then resend. Bits
+  /// per second per plane, shared by the engines. 0 (the default) = the
+  /// speed of the plane's interface where it is a physical NIC that reports
+  /// one, else unpaced (loopback, veth and other virtual interfaces report
+  /// no rate that means anything: give it here, as tools/fabric does for
+  /// its shaped links). kUnpaced: never pace.
+  uint64_t link_rate_bps = 0;
+  static constexpr uint64_t kUnpaced = UINT64_MAX;
+  /// Data and control packets leave ECN-capable (ECT(0)), so a switch that
+  /// marks CE instead of dropping can signal congestion; the CE mark of
+  /// every received packet goes to the core either way (NSCC, DCQCN).
+  /// false: Not-ECT, for a network that mishandles ECT.
+  bool ecn = true;
   /// Progress engines (threads), QPs spread over them: 1, 2, 4, 8 or 16.
   uint32_t engines = 1;
   /// The engine never sleeps (else it waits in epoll when idle).
@@ -198,6 +213,8 @@ struct DeviceStats {
   uint64_t tx_bytes = 0;
   uint64_t tx_datagrams = 0;
   uint64_t tx_eagain = 0;
+  /// Times a plane was held back by pacing (a batch stopped at its rate).
+  uint64_t tx_paced = 0;
   /// Packets the kernel refused with an error, lost like network drops.
   /// In srv6 mode: EMSGSIZE when a link's MTU is below path_mtu plus the
   /// headers (about 150 bytes with both IPv6 headers; use jumbo frames),
@@ -460,6 +477,9 @@ class Device {
     /// the sockets never fragment (UdpSocketOptions::no_fragment). Else the
     /// kernel fragments the packets that do not fit, as before.
     bool whole_packets = true;
+    /// Pacing rate of this plane, bits per second for the whole device
+    /// (DeviceConfig::link_rate_bps resolved at open); 0 = unpaced.
+    uint64_t rate_bps = 0;
   };
   struct Peer {
     platform::SockAddr gid;
@@ -498,6 +518,9 @@ class Device {
     platform::UdpSocket raw;                  ///< EvWire::srv6: sends the encapsulated frames
     platform::UringSender uring;              ///< DeviceConfig::io_uring, when the kernel allows it (send_mu)
     std::vector<TxSlot> slots;
+    /// Pacing, per plane: when what this engine sent on it will have left
+    /// at its share of the plane's rate (poll_transmits).
+    std::vector<Time> pace_free;
     /// A batch's GSO datagrams, each copied whole (send_slots): a burst
     /// gathered from three pieces a segment made the kernel's copy slower
     /// than our copy into here plus one piece.
@@ -606,6 +629,16 @@ class Device {
   void note_send_error(int err, size_t datagram_bytes, const platform::SockAddr& dest);
   void note_port_status(Engine& e, const core::RxMeta& meta, std::span<const uint8_t> bytes);
   size_t poll_transmits(Engine& e, Time now);
+  /// Pacing (DeviceConfig::link_rate_bps, device_tx.cc): the planes this
+  /// engine may send on now; charges a packet to its plane (true if that
+  /// used up the plane's allowance); when the first paced-out plane
+  /// reopens (Time::zero() if none is paced). Under the engine's mutex.
+  uint32_t pace_mask(Engine& e, Time now) const;
+  bool pace_charge(Engine& e, Time now, uint32_t plane, size_t udp_payload_bytes);
+  Time pace_release(Engine& e) const;
+  uint32_t all_planes() const { return num_planes() >= 32 ? ~0u : (1u << num_planes()) - 1; }
+  /// The ECN bits of every packet sent: ECT(0), or Not-ECT (DeviceConfig::ecn).
+  uint8_t ecn_bits() const { return cfg_.ecn ? 0b10 : 0; }
   void attach_ep_wire(Engine& e, TxSlot& s);
   /// Sends slots [0, n) (device_tx.cc), in steps over one TxBatch:
   /// send_raw_frames (srv6, raw_send), build_datagram per datagram, then
@@ -659,6 +692,8 @@ class Device {
   std::atomic<uint64_t> pcap_failed_{0};        ///< captures refused for another reason than the bound
   std::atomic<bool> too_big_reported_{false};   ///< the one EMSGSIZE message was printed
   std::vector<Plane> planes_;
+  bool paced_ = false;                 ///< some plane has a rate
+  std::vector<Duration> pace_ahead_;   ///< per plane: how far ahead of now an engine may have sent
   std::vector<std::unique_ptr<Engine>> engines_;
   std::atomic<uint32_t> next_engine_{0};
 

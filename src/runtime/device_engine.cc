@@ -277,8 +277,11 @@ void Device::engine_main(Engine& e) {
     Time deadline = Time::never();
     if (!deferred) {
       std::lock_guard g(e.mu);
-      pending = e.ep->has_pending_transmit() || e.ep->next_timeout() <= clock_.now();
-      deadline = e.ep->next_timeout();
+      const Time now = clock_.now();
+      // Packets held back by pacing wait for their plane to reopen.
+      const Time release = e.ep->has_pending_transmit() ? pace_release(e) : Time::never();
+      pending = release <= now || e.ep->next_timeout() <= now;
+      deadline = std::min(e.ep->next_timeout(), release);
     }
     if (!pending) {
       Duration wait = kMaxSleep;

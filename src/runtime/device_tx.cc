@@ -48,11 +48,15 @@ void Device::attach_ep_wire(Engine& e, TxSlot& s) {
 // the fifth, whose other 11 went in the next batch).
 // Called holding peers_mu_ (shared) and the engine's mutex.
 size_t Device::poll_transmits(Engine& e, Time now) {
-  const uint32_t all = num_planes() >= 32 ? ~0u : (1u << num_planes()) - 1;
+  uint32_t offer = pace_mask(e, now);
   size_t n = 0;
   while (n < e.slots.size() && (n < kTxBatch || e.slots[n - 1].tx.burst_more)) {
+    // A burst's packets stay together whatever pacing says (the core
+    // continues it on the same port); pacing applies between bursts.
+    const bool in_burst = n > 0 && e.slots[n - 1].tx.burst_more;
+    if (!in_burst && offer == 0) break;
     TxSlot& s = e.slots[n];
-    auto tx = e.ep->poll_transmit(now, all, s.hdr);
+    auto tx = e.ep->poll_transmit(now, in_burst ? all_planes() : offer, s.hdr);
     if (!tx) break;
     s.tx = *tx;
     s.payload = s.tx.payload;
@@ -72,9 +76,47 @@ size_t Device::poll_transmits(Engine& e, Time now) {
       }
       s.payload = s.bounce.data();
     }
+    if (pace_charge(e, now, s.tx.port, wire_bytes(s.tx))) {
+      offer &= ~(1u << s.tx.port);
+      ++e.st.tx_paced;
+    }
     ++n;
   }
   return n;
+}
+
+// Pacing. Each engine sends on a plane at its share of the plane's rate:
+// what it sent is due to have left at pace_free; the plane is offered while
+// that is less than kPaceAhead's worth of bytes ahead of now, so a batch
+// still goes to the kernel at once and the interface's queue holds at most
+// that much of this engine's traffic.
+uint32_t Device::pace_mask(Engine& e, Time now) const {
+  uint32_t m = all_planes();
+  if (!paced_) return m;
+  for (uint32_t p = 0; p < planes_.size(); ++p)
+    if (planes_[p].rate_bps != 0 && e.pace_free[p] > now + pace_ahead_[p]) m &= ~(1u << p);
+  return m;
+}
+
+bool Device::pace_charge(Engine& e, Time now, uint32_t plane, size_t udp_payload_bytes) {
+  if (!paced_ || planes_[plane].rate_bps == 0) return false;
+  const uint64_t share = std::max<uint64_t>(1, planes_[plane].rate_bps / engines_.size());
+  // The frame as a link counts it: IP and UDP headers, and Ethernet's 38
+  // bytes (header, FCS, preamble, gap; a shaper on a veth counts 14 of
+  // them, so there the pace is 0.6 % under the rate, never over).
+  constexpr size_t kEthernetBytes = 38;
+  const size_t frame = udp_payload_bytes + wire::kUdpHeaderBytes + kEthernetBytes +
+                       (planes_[plane].addr.is_ipv4() ? wire::kIpv4HeaderBytes : wire::kIpv6HeaderBytes);
+  e.pace_free[plane] = std::max(e.pace_free[plane], now) + Duration::serialization(frame, share);
+  return e.pace_free[plane] > now + pace_ahead_[plane];
+}
+
+Time Device::pace_release(Engine& e) const {
+  if (!paced_) return Time::zero();
+  Time t = Time::never();
+  for (uint32_t p = 0; p < planes_.size(); ++p)
+    t = std::min(t, planes_[p].rate_bps == 0 ? Time::zero() : e.pace_free[p] - pace_ahead_[p]);
+  return t;
 }
 
 // One send_slots call: the slots in sending order, the datagrams built from
@@ -294,7 +336,7 @@ void Device::build_datagram(TxBatch& b, size_t i, size_t j, size_t total) {
   dg.iov = std::span<const platform::IoSlice>(iov, iovs);
   dg.gso_segment_bytes = j - i > 1 ? static_cast<uint16_t>(wire_bytes(t0)) : 0;
   if (cfg_.dscp_control != 0 && t0.tc == core::TrafficClass::control)
-    dg.tos = static_cast<int16_t>(cfg_.dscp_control << 2);
+    dg.tos = static_cast<int16_t>(cfg_.dscp_control << 2 | ecn_bits());
   b.built[b.nb++] = TxBatch::Built{&sock, sport, static_cast<uint16_t>(i), static_cast<uint16_t>(j), total};
   b.iov_used += iovs;
 }
@@ -309,7 +351,7 @@ void Device::count_sent(TxBatch& b, size_t d) {
       f.src = planes_[s.tx.port].ip;
       f.dst = s.dst_ip;
       f.ev = x.sport;
-      f.traffic_class = b.dgs[d].tos >= 0 ? static_cast<uint8_t>(b.dgs[d].tos) : 0;
+      f.traffic_class = b.dgs[d].tos >= 0 ? static_cast<uint8_t>(b.dgs[d].tos) : ecn_bits();
       capture(f, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len),
               std::span<const uint8_t>(s.payload, s.tx.payload_len), s.icrc);
     }
@@ -384,8 +426,9 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
       // profile's ports), or an SRv6 EV, which the controller's limits keep
       // to 16 bits.
       f.ev = t.entropy & 0xFFFF;
+      f.traffic_class = ecn_bits();
       if (cfg_.dscp_control != 0 && t.tc == core::TrafficClass::control)
-        f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2);
+        f.traffic_class = static_cast<uint8_t>(cfg_.dscp_control << 2 | ecn_bits());
       const bool srv6 = t.wire_ev != nullptr;
       if (srv6) std::copy_n(t.wire_ev->bytes.begin(), 16, f.srv6_carrier.begin());
       const std::span<const uint8_t> transport(s.hdr.data(), t.header_len);

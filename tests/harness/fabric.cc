@@ -251,6 +251,7 @@ bool Fabric::apply_rules(Packet* p, Time at, Duration* extra) {
     if (m.plane >= 0 && m.plane != p->plane) continue;
     if (m.path >= 0 && m.path != p->path) continue;
     if (m.kind != PacketKind::any && m.kind != p->kind()) continue;
+    if (m.opcode >= 0 && (p->bytes.empty() || p->bytes[0] != m.opcode)) continue;
     const uint64_t idx = r.matched++;
     bool hit = false;
     switch (r.select) {

@@ -66,6 +66,7 @@ struct Match {
   int plane = -1;
   int path = -1;
   PacketKind kind = PacketKind::any;
+  int opcode = -1;    ///< BTH opcode (wire::Opcode); -1 = any
   Time from = Time::zero();
   Time until = Time::never();
 };

@@ -375,6 +375,63 @@ TEST(Scenario, SpuriousRetransmissionsAreCountedWhereTheDuplicatesArrive) {
   }
 }
 
+TEST(Scenario, MultiPlaneFatTreeSpraysOverEveryPlaneAndRidesOutACoreSwitchDown) {
+  // fattree3 with 2 planes: 32 hosts, 2 per T0, 2 T0s and 2 T1s per pod (8
+  // pods), 4 T2s, each plane its own copy with its own core.
+  Scenario sc;
+  sc.topology.kind = TopologyKind::fattree3;
+  sc.topology.planes = 2;
+  sc.topology.hosts = 32;
+  sc.topology.t0_down = 2;
+  sc.topology.t0_up = 2;
+  sc.topology.t1_count = 2;
+  sc.topology.host_link_bps = 100'000'000'000ull;
+  std::string why;
+  ASSERT_TRUE(sc.topology.validate(&why).ok()) << why;
+  const TopologyShape s = sc.topology.shape();
+  EXPECT_EQ(s.planes, 2u);
+  EXPECT_EQ(s.switches(), 2u * (16 + 16 + 4));
+  EXPECT_EQ(s.links(), uint64_t{2} * (32 + 16 * 2 + 16 * 2));
+  sc.workload = WorkloadKind::permutation;
+  sc.bytes = 1 << 20;
+  sc.seed = 5;
+  sc.sample_every = Duration::us(5);
+  sc.series_planes = true;
+  // T2 1 of plane 1 goes down early and stays down: plane 1's core loses a
+  // quarter of its switches, plane 0 none.
+  sc.failures.push_back(parse_failure("switch-down:tier=t2,plane=1,index=1,at=3us", &why).value());
+  const RunResult r = run_scenario(sc, transport("mrc", 1));
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.qp_failures, 0u);
+  EXPECT_GT(r.fabric.drops_link_down, 0u) << "packets on the dead T2 are lost";
+  // The slowest flow takes 1.18x its ideal time without the failure and
+  // 2.0x with it (losses on the dead T2 are found and its EVs retired).
+  EXPECT_LE(max_slowdown(r), 2.5);
+  ASSERT_EQ(r.plane_series.size(), r.series.size());
+  double per_plane[2] = {0, 0};
+  for (const auto& row : r.plane_series) {
+    ASSERT_EQ(row.size(), 2u);
+    per_plane[0] += row[0];
+    per_plane[1] += row[1];
+  }
+  std::printf("[ info ] fattree3 x 2 planes, T2 down in plane 1: slowest flow %.3f x ideal, goodput %.0f / %.0f "
+              "(plane 0 / 1, summed samples), %llu dropped on it\n",
+              max_slowdown(r), per_plane[0], per_plane[1],
+              static_cast<unsigned long long>(r.fabric.drops_link_down));
+  EXPECT_GT(per_plane[0], 0.3 * (per_plane[0] + per_plane[1]));
+  EXPECT_GT(per_plane[1], 0.3 * (per_plane[0] + per_plane[1]));
+  // Failures name the plane of a core switch or link; a plane that does not
+  // exist is refused by name.
+  Simulator probe(1);
+  const Fabric fabric(probe, sc.topology);
+  EXPECT_TRUE(validate_failures({parse_failure("link-down:tier=t1t2,plane=1,a=3,b=2,at=3us", &why).value()},
+                                fabric, &why))
+      << why;
+  EXPECT_FALSE(validate_failures({parse_failure("switch-down:tier=t2,plane=2,index=0,at=3us", &why).value()},
+                                 fabric, &why));
+  EXPECT_NE(why.find("plane 2 does not exist"), std::string::npos) << why;
+}
+
 TEST(Failures, ParseErrorsNameTheProblem) {
   std::string why;
   EXPECT_FALSE(parse_failure("switch-down:tier=t1,index=2", &why));

@@ -49,7 +49,7 @@ switch_latency_ns = 300
 data_bytes = 1000000
 ecn_kmin_bytes = 100000
 ecn_kmax_bytes = 800000
-ecn_last_hop = true
+ecn_last_hop = false
 trimming = false
 trimmed_weight_pct = 30
 trimmed_bytes = 65536
@@ -114,7 +114,7 @@ quiet = true
   EXPECT_EQ(o.queue.data_bytes, 1000000u);
   EXPECT_EQ(o.queue.ecn_kmin_bytes, 100000u);
   EXPECT_EQ(o.queue.ecn_kmax_bytes, 800000u);
-  EXPECT_TRUE(o.queue.ecn_last_hop);
+  EXPECT_FALSE(o.queue.ecn_last_hop);  // on by default
   EXPECT_FALSE(o.queue.trimming);
   EXPECT_EQ(o.queue.trimmed_weight_pct, 30u);
   EXPECT_EQ(o.queue.trimmed_bytes, 65536u);

@@ -25,9 +25,9 @@ struct BadFlag {
 // Every numeric flag negative, zero where zero is invalid, absurdly large and
 // not a number; every enum flag an unknown name.
 const BadFlag kBadFlags[] = {
-    {"--planes", "-1", "an integer from 1 to 32"},
-    {"--planes", "0", "an integer from 1 to 32"},
-    {"--planes", "33", "an integer from 1 to 32"},
+    {"--planes", "-1", "an integer from 0 to 32"},
+    {"--planes", "1.5", "an integer from 0 to 32"},
+    {"--planes", "33", "an integer from 0 to 32"},
     {"--hosts", "-64", "an integer from 2 to 1048576"},
     {"--hosts", "0", "an integer from 2 to 1048576"},
     {"--hosts", "99999999999", "an integer from 2 to 1048576"},
@@ -76,6 +76,8 @@ const BadFlag kBadFlags[] = {
     {"--evs-per-plane", "5000", "an integer from 1 to 4096"},
     {"--seed", "-1", "an integer from 0 to 18446744073709551615"},
     {"--seed", "18446744073709551616", "an integer from 0 to 18446744073709551615"},
+    {"--memory-limit-gb", "-1", "a number from 0 to 1000000000"},
+    {"--memory-limit-gb", "1e12", "a number from 0 to 1000000000"},
     {"--time-limit-ms", "-1", "a number > 0 and <= 10000000"},
     {"--time-limit-ms", "0", "a number > 0 and <= 10000000"},
     {"--time-limit-ms", "1e9", "a number > 0 and <= 10000000"},
@@ -295,6 +297,77 @@ TEST(Flags, PcapSettingsAreCheckedAndNameTheirFiles) {
   p = parse({"--pcap", "y", "--transports", "mrc"});
   ASSERT_EQ(p.rc, -1) << p.error;
   EXPECT_EQ(pcap_file_for(p.o, "mrc"), "y");
+}
+
+}  // namespace
+}  // namespace mrc::sim::tool
+
+namespace mrc::sim::tool {
+namespace {
+
+SimOptions clos2_permutation(uint32_t hosts, uint32_t planes, uint32_t evs_per_plane) {
+  SimOptions o;
+  o.hosts = hosts;
+  o.planes = planes;
+  o.t0_down = 32;
+  o.t0_up = 32;
+  o.t1 = 32;
+  o.workload = "permutation";
+  o.bytes = 65536;
+  o.transports = {"mrc"};
+  o.evs_per_plane = evs_per_plane;
+  o.default_failures = false;
+  return o;
+}
+
+TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
+  // Peak RSS of release builds (/usr/bin/time -v), the model's calibration.
+  const struct {
+    uint32_t hosts, evs;
+    double mb;
+  } measured[] = {{1024, 2, 53.3}, {1024, 32, 110.8}, {1024, 64, 172.7}, {4096, 32, 428.3}};
+  for (const auto& m : measured) {
+    const double est = static_cast<double>(estimate_memory(clos2_permutation(m.hosts, 8, m.evs)).bytes) / 1e6;
+    EXPECT_NEAR(est, m.mb, 0.1 * m.mb) << m.hosts << " hosts, " << m.evs << " EVs per plane";
+  }
+  // A fat tree has more switch ports per host-plane (5, against 3): 1,024
+  // hosts, 8 planes of a k = 16 fattree3, took 123.4 MB.
+  SimOptions ft3 = clos2_permutation(1024, 8, 32);
+  ft3.topology = "fattree3";
+  ft3.t0_down = ft3.t0_up = ft3.t1 = 8;
+  EXPECT_NEAR(static_cast<double>(estimate_memory(ft3).bytes) / 1e6, 123.4, 0.05 * 123.4);
+  // The paper's fabric (8 planes x 131,072 hosts) fits a 24 GB machine; 32
+  // planes x 524,288 hosts does not.
+  const uint64_t paper = estimate_memory(clos2_permutation(131072, 8, 32)).bytes;
+  EXPECT_GT(paper, uint64_t{8'000'000'000});
+  EXPECT_LT(paper, uint64_t{24'000'000'000});
+  EXPECT_GT(estimate_memory(clos2_permutation(524288, 32, 32)).bytes, uint64_t{24'000'000'000});
+  // Each QP of an all-to-all holds EVs: it grows with the square of the hosts.
+  SimOptions a2a = clos2_permutation(1024, 8, 32);
+  a2a.workload = "alltoall";
+  EXPECT_GT(estimate_memory(a2a).bytes, 500 * estimate_memory(clos2_permutation(1024, 8, 32)).bytes);
+}
+
+TEST(Memory, ARunThatDoesNotFitIsRefusedBeforeItIsBuilt) {
+  SimOptions o = clos2_permutation(4096, 8, 32);
+  EXPECT_EQ(memory_refusal(o), "");  // no limit known
+  o.memory_available_bytes = uint64_t{1} << 40;
+  EXPECT_EQ(memory_refusal(o), "");
+  o.memory_available_bytes = 100'000'000;
+  std::string why = memory_refusal(o);
+  EXPECT_NE(why.find("needs about 0.4 GB"), std::string::npos) << why;
+  EXPECT_NE(why.find("more than the memory available (0.1 GB)"), std::string::npos) << why;
+  for (const char* flag : {"--hosts", "--planes", "--evs-per-plane 16", "--memory-limit-gb"})
+    EXPECT_NE(why.find(flag), std::string::npos) << flag << " in: " << why;
+  // resolve() refuses it with that message (before it builds its probe
+  // fabric, which a run too large for the machine could not).
+  SimOptions limited = o;
+  limited.memory_limit_gb = 0.2;
+  EXPECT_FALSE(resolve(limited, &why));
+  EXPECT_NE(why.find("more than --memory-limit-gb (0.2 GB)"), std::string::npos) << why;
+  o.memory_limit_gb = 1;  // the flag wins over what the machine has
+  EXPECT_EQ(memory_refusal(o), "");
+  EXPECT_TRUE(resolve(o, &why)) << why;
 }
 
 }  // namespace

@@ -191,6 +191,70 @@ TEST(Json, HasSchemaRunsAndPerFlowCounters) {
   EXPECT_EQ(j["runs"][0]["counters"].size(), run_counters(rs[0]).size());
 }
 
+// A 7 -> 1 incast whose QPs start at line rate (no QP hint): the target's
+// last hop trims, and so may the fabric's ports.
+const std::vector<RunResult>& incast_runs() {
+  static const std::vector<RunResult> runs = [] {
+    Scenario sc;
+    sc.topology = small_clos();
+    sc.workload = WorkloadKind::incast;
+    sc.fan_in = 7;
+    sc.bytes = 512 << 10;
+    sc.time_limit = Duration::ms(2);
+    TransportSpec t = transport_by_name("mrc", 8, 1).value();
+    t.qp_hints = false;
+    return std::vector<RunResult>{run_scenario(sc, t)};
+  }();
+  return runs;
+}
+
+// The summary table's value of a counter row, as printed (first column).
+std::string table_cell(const std::string& table, const std::string& row) {
+  for (const std::string& l : lines(table)) {
+    if (l.rfind(row, 0) != 0) continue;
+    const size_t at = l.find_first_not_of(' ', row.size());
+    if (at == std::string::npos || at < 18) continue;  // a longer row name that starts alike
+    return l.substr(at, l.find(' ', at) - at);
+  }
+  ADD_FAILURE() << "no table row " << row;
+  return {};
+}
+
+TEST(Json, CountersAgreeWithTheSummaryTable) {
+  for (const auto* rs : {&incast_runs(), &flow_runs(), &training_runs()}) {
+    const std::string table = summary_table({rs->front()});
+    const auto c = nlohmann::json::parse(results_json({rs->front()}, 1))["runs"][0]["counters"];
+    SCOPED_TRACE(table);
+    const uint64_t drops = c["drops_queue"].get<uint64_t>() + c["drops_link_down"].get<uint64_t>() +
+                           c["drops_random"].get<uint64_t>() + c["drops_no_route"].get<uint64_t>();
+    EXPECT_EQ(table_cell(table, "drops"), std::to_string(drops));
+    EXPECT_EQ(drops, c["drops_data"].get<uint64_t>() + c["drops_trimmed_header"].get<uint64_t>() +
+                         c["drops_control"].get<uint64_t>());
+    for (const auto& [row, key] : std::vector<std::pair<std::string, std::string>>{
+             {"  on dead links", "drops_link_down"},
+             {"trims", "trims"},
+             {"ECN marks", "ecn_marks"},
+             {"retransmissions", "retransmissions"},
+             {"  spurious", "spurious_retransmissions"},
+             {"ACK timeouts", "ack_timeouts"},
+             {"EVs retired", "evs_retired"},
+             {"EVs resurrected", "evs_resurrected"},
+             {"ECN path swaps", "ev_congestion_swaps"},
+             {"EVs suspected", "ev_suspected"},
+             {"  cleared", "ev_cleared"},
+             {"QP failures", "qp_failures"}})
+      EXPECT_EQ(table_cell(table, row), std::to_string(c[key].get<uint64_t>())) << row;
+    EXPECT_LE(c["trims_last_hop"].get<uint64_t>(), c["trims"].get<uint64_t>());
+  }
+  // The incast trims at its target's last hop: those are in `trims` too.
+  const RunResult& r = incast_runs().front();
+  EXPECT_GT(r.fabric.trims_last_hop, 0u);
+  const auto c = nlohmann::json::parse(results_json(incast_runs(), 1))["runs"][0]["counters"];
+  EXPECT_EQ(c["trims"], r.fabric.trims);
+  EXPECT_EQ(c["trims_last_hop"], r.fabric.trims_last_hop);
+  EXPECT_GE(c["trims"].get<uint64_t>(), r.fabric.trims_last_hop);
+}
+
 TEST(Json, UnfinishedFlowsSayUnfinished) {
   FlowRecord f;
   EXPECT_EQ(flow_status(f), "unfinished");

@@ -138,7 +138,6 @@ RunResult incast(bool at_dequeue) {
   o.fan_in = 4;
   o.bytes = 256 * 1024;
   o.default_failures = false;
-  o.queue.ecn_last_hop = true;
   o.queue.ecn_at_dequeue = at_dequeue;
   std::string why;
   auto run = resolve(o, &why);

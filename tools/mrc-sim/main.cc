@@ -9,6 +9,10 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <new>
+#include <string>
+
 #include "mrc-sim/options.hpp"
 #include "mrc-sim/output.hpp"
 #include "mrc-sim/progress.hpp"
@@ -36,11 +40,22 @@ bool write_all(const std::string& dir, const char* what, const Files& files) {
   return true;
 }
 
-}  // namespace
+// MemAvailable of /proc/meminfo in bytes (what can be allocated without
+// swapping), or 0 where it cannot be read: then no limit is applied.
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   SimOptions o;
   if (const int rc = parse_command_line(argc, argv, &o); rc >= 0) return rc;
+  o.memory_available_bytes = available_memory_bytes();  // resolve() refuses what would not fit
   std::string why;
   auto resolved = resolve(o, &why);
   if (!resolved) {
@@ -120,4 +135,20 @@ int main(int argc, char** argv) {
                                                      static_cast<double>(run.scenario.topology.host_link_bps) / 1e9})) &&
          ok;
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The estimate can be wrong (a workload heavier than the model, or memory
+  // taken by others since): running out still ends with a message and an
+  // exit code, not an abort.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "mrc-sim: out of memory (std::bad_alloc) while building or running the simulation; make it "
+               "smaller (--hosts, --planes, --evs-per-plane, --qps-per-peer) or run it on a larger machine\n");
+    return 3;
+  }
 }

@@ -72,7 +72,7 @@ Duration from_units(double v, double ps_per_unit) { return Duration::ps(static_c
 // printed when any differs from the built-in defaults.
 std::string queue_text(const QueueConfig& q) {
   return fmt::format("data {} B, ECN {}-{} B{}, trimming {} ({}% weight, {} B), control {} B, PFC {}{}", q.data_bytes,
-                     q.ecn_kmin_bytes, q.ecn_kmax_bytes, q.ecn_last_hop ? " (last hop too)" : "",
+                     q.ecn_kmin_bytes, q.ecn_kmax_bytes, q.ecn_last_hop ? "" : " (not on the last hop)",
                      q.trimming ? "on" : "off", q.trimmed_weight_pct, q.trimmed_bytes, q.control_bytes,
                      q.pfc ? "on" : "off",
                      q.pfc ? fmt::format(" (XOFF {} B, XON {} B)", q.pfc_xoff_bytes, q.pfc_xon_bytes) : "");
@@ -225,26 +225,108 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::st
   return -1;
 }
 
+namespace {
+
+// Memory model of estimate_memory, fitted to peak RSS (/usr/bin/time -v) of
+// release builds with 8 planes, permutations of 1,024 and 4,096 hosts at 2
+// to 64 EVs per plane on clos2 (3 switch ports per host-plane): 53, 111 and
+// 173 MB at 1,024 hosts (2, 32, 64 EVs), 428 MB at 4,096 with 32 (the model:
+// 53, 110, 173 and 419); and 1,024 hosts on fattree3 (5 switch ports per
+// host-plane): 123 MB (the model: 123).
+constexpr double kFixedBytes = 8e6;             // the process, libraries, buffers
+constexpr double kPerHostPlaneBytes = 2090;     // NIC port, host link, pools
+constexpr double kPerSwitchPortBytes = 770;     // egress queues and pipe, links
+constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
+constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, EvHealth, indexes)
+
+// The planes of the topology `o` names: `planes`, or where it is 0 the
+// topology's own default (8 on clos2, 1 on fattree3); fattree2 has one.
+uint32_t planes_of(const SimOptions& o) {
+  if (o.topology == "fattree2") return 1;
+  return o.planes ? o.planes : o.topology == "clos2" ? 8 : 1;
+}
+
+// The kind and sizes of the topology `o` names (resolve() checks the names
+// first; the rest of the configuration is resolve()'s).
+TopologyConfig topology_sizes(const SimOptions& o) {
+  TopologyConfig t;
+  t.kind = o.topology == "fattree3"   ? TopologyKind::fattree3
+           : o.topology == "fattree2" ? TopologyKind::fattree2
+                                      : TopologyKind::clos2_multiplane;
+  t.planes = planes_of(o);
+  t.hosts = o.hosts;
+  t.t0_down = o.t0_down;
+  t.t0_up = o.t0_up;
+  t.t1_count = o.t1;
+  t.pods = o.pods;
+  t.t2_count = o.t2;
+  return t;
+}
+
+// QPs per host pair of transport `t`: its family's setting, else
+// qps_per_peer, else 1 for MRC and one per plane for RoCE.
+uint32_t qps_per_peer_for(const SimOptions& o, const std::string& t, uint32_t planes) {
+  const bool roce = t.rfind("roce", 0) == 0;
+  const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
+  return family_qps ? family_qps : o.qps_per_peer ? o.qps_per_peer : (roce ? planes : 1);
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
+  MemoryEstimate e;
+  e.planes = planes_of(o);
+  const double hosts = o.hosts;
+  if (o.workload == "incast") e.connections = static_cast<double>(o.fan_in) + (o.victim ? 1 : 0);
+  else if (o.workload == "alltoall") e.connections = hosts * (hosts - 1);
+  else if (o.workload == "cm") e.connections = static_cast<double>(matrix_flows);
+  else e.connections = hosts;  // a ring (train, allreduce) or a permutation: one pair per host
+  for (const auto& t : o.transports) e.qps_per_peer = std::max(e.qps_per_peer, qps_per_peer_for(o, t, e.planes));
+  const double conns = e.connections * e.qps_per_peer;
+  const double evs = static_cast<double>(o.evs_per_plane) * e.planes;
+  // Switch ports per host-plane, from the topology's shape (3 on a clos2
+  // with as many uplinks as host ports, 5 on a fat tree with a core); sizes
+  // resolve() will refuse are counted as 3.
+  double ports = 3;
+  TopologyConfig t = topology_sizes(o);
+  t.host_link_bps = static_cast<uint64_t>(o.rate_gbps * 1e9);
+  if (t.validate(nullptr)) {
+    const TopologyShape s = t.shape();
+    const uint64_t per_plane = uint64_t{s.t0_count} * (s.t0_down + s.t0_up) +
+                               uint64_t{s.t1_count} * (s.t1_down + s.t1_up) + uint64_t{s.t2_count} * s.t2_ports;
+    ports = static_cast<double>(per_plane) / hosts;
+  }
+  const double bytes = kFixedBytes + (kPerHostPlaneBytes + ports * kPerSwitchPortBytes) * hosts * e.planes +
+                       conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
+  e.bytes = bytes >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
+  return e;
+}
+
+std::string memory_refusal(const SimOptions& o, size_t matrix_flows) {
+  const uint64_t limit =
+      o.memory_limit_gb > 0 ? static_cast<uint64_t>(o.memory_limit_gb * 1e9) : o.memory_available_bytes;
+  const MemoryEstimate e = estimate_memory(o, matrix_flows);
+  if (limit == 0 || e.bytes <= limit) return {};
+  return fmt::format(
+      "this run needs about {:.1f} GB of memory ({} hosts x {} planes, {:.0f} connections x {} QP(s) with {} EVs "
+      "per plane), more than {} ({:.1f} GB). Make it smaller (--hosts, --planes, --evs-per-plane {}, "
+      "--qps-per-peer), or give --memory-limit-gb if the machine has the memory",
+      static_cast<double>(e.bytes) / 1e9, o.hosts, e.planes, e.connections, e.qps_per_peer, o.evs_per_plane,
+      o.memory_limit_gb > 0 ? "--memory-limit-gb" : "the memory available", static_cast<double>(limit) / 1e9,
+      std::max<uint32_t>(2, o.evs_per_plane / 2));
+}
+
 Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   auto fail = [&](Errc e, const std::string& msg) {
     if (why) *why = msg;
     return e;
   };
-  TopologyConfig topo;
-  if (o.topology == "clos2") topo.kind = TopologyKind::clos2_multiplane;
-  else if (o.topology == "fattree2") topo.kind = TopologyKind::fattree2;
-  else if (o.topology == "fattree3") topo.kind = TopologyKind::fattree3;
-  else return fail(Errc::invalid_argument, "unknown topology '" + o.topology + "' (clos2, fattree2, fattree3)");
-  if (o.routing == "srv6") topo.routing = Routing::srv6;
-  else if (o.routing == "ecmp") topo.routing = Routing::ecmp;
-  else return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
-  topo.planes = o.planes;
-  topo.hosts = o.hosts;
-  topo.t0_down = o.t0_down;
-  topo.t0_up = o.t0_up;
-  topo.t1_count = o.t1;
-  topo.pods = o.pods;
-  topo.t2_count = o.t2;
+  if (o.topology != "clos2" && o.topology != "fattree2" && o.topology != "fattree3")
+    return fail(Errc::invalid_argument, "unknown topology '" + o.topology + "' (clos2, fattree2, fattree3)");
+  if (o.routing != "srv6" && o.routing != "ecmp")
+    return fail(Errc::invalid_argument, "unknown routing '" + o.routing + "' (srv6, ecmp)");
+  TopologyConfig topo = topology_sizes(o);
+  topo.routing = o.routing == "ecmp" ? Routing::ecmp : Routing::srv6;
   topo.host_link_bps = static_cast<uint64_t>(o.rate_gbps * 1e9);
   topo.fabric_link_bps = static_cast<uint64_t>(o.fabric_rate_gbps * 1e9);
   topo.link_delay = from_units(o.link_delay_ns, 1e3);
@@ -253,6 +335,10 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   topo.queue = o.queue;
   std::string msg;
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
+  // Before anything of this size is built (the failures are checked on a
+  // probe fabric below): a run that would not fit is refused here, not by
+  // std::bad_alloc half-way. A connection matrix is counted once it is read.
+  if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
 
   std::vector<std::string> fail_text = o.failures;
   const bool default_failures = fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane;
@@ -261,7 +347,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     // mid-run: T1 1 of plane 0, and host 5's link on plane 3, or the last
     // T1, host or plane where the topology has fewer.
     const uint32_t t1 = std::min<uint32_t>(1, o.t1 - 1);
-    const uint32_t plane = std::min<uint32_t>(3, o.planes - 1);
+    const uint32_t plane = std::min<uint32_t>(3, topo.planes - 1);
     const uint32_t host = std::min<uint32_t>(5, o.hosts - 1);
     fail_text = {fmt::format("switch-down:tier=t1,plane=0,index={},at=3ms,for=1ms", t1),
                  fmt::format("link-flap:tier=host,plane={},a={},at=5ms,until=6500us,period=300us,duty=0.5", plane,
@@ -361,10 +447,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   }
   for (const auto& t : o.transports) {
     const bool roce = t.rfind("roce", 0) == 0;
-    const uint32_t family_qps = roce ? o.roce_qps_per_peer : o.mrc_qps_per_peer;
-    const uint32_t qps = family_qps      ? family_qps
-                         : o.qps_per_peer ? o.qps_per_peer
-                                          : (roce ? topo.num_planes() : 1);
+    const uint32_t qps = qps_per_peer_for(o, t, topo.num_planes());
     auto s = transport_by_name(t, o.evs_per_plane, qps);
     if (!s) return fail(Errc::not_found, "unknown transport '" + t + "' (" + kTransportNames + ")");
     s->timeout = static_cast<uint8_t>(roce ? o.roce_ack_timeout : o.mrc_ack_timeout);
@@ -419,6 +502,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
     auto cm = read_connection_matrix(o.cm_file, topo.hosts, &msg);
     if (!cm) return fail(cm.error(), msg);
     sc.flows = *cm;
+    if (std::string m = memory_refusal(o, sc.flows.size()); !m.empty()) return fail(Errc::invalid_argument, m);
   }
   // Failures timed from a training step need that step to happen.
   for (const FailureSpec& f : sc.failures) {

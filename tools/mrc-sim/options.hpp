@@ -25,7 +25,7 @@ struct SimOptions {
   // [topology]
   std::string topology = "clos2";  ///< kind: clos2, fattree2, fattree3
   std::string routing = "srv6";    ///< routing: srv6 or ecmp
-  uint32_t planes = 8;             ///< planes (clos2)
+  uint32_t planes = 0;             ///< planes (clos2, fattree3); 0 = 8 on clos2, 1 on fattree3
   uint32_t hosts = 64;             ///< hosts
   uint32_t t0_down = 8;            ///< t0_down: host ports per T0
   uint32_t t0_up = 8;              ///< t0_up: uplinks per T0
@@ -63,6 +63,10 @@ struct SimOptions {
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed
+  double memory_limit_gb = 0;  ///< memory_limit_gb: refuse runs estimated above it; 0 = available memory
+  /// What the machine has available (main reads it; not a setting). 0 =
+  /// unknown: without memory_limit_gb no run is refused for its size.
+  uint64_t memory_available_bytes = 0;
   double time_limit_ms = 200;                             ///< time_limit_ms: simulated time limit
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
@@ -151,8 +155,32 @@ std::string pcap_file_for(const SimOptions& o, const std::string& transport);
 /// against the fabric, reads the connection matrix of the cm workload and
 /// looks up the transports. On error `why` says what is wrong and how to fix
 /// it; the error code is Errc::invalid_argument (or not_found for a missing
-/// matrix file or an unknown transport).
+/// matrix file or an unknown transport). A run whose memory estimate
+/// exceeds its limit is refused (invalid_argument, with memory_refusal()'s
+/// message) before anything of its size is built.
 Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
+
+/// Peak memory a run of `o` is expected to need, from the sizes alone,
+/// before anything is built: a fixed part, a part per host-plane (NIC
+/// ports, switch ports, links, queues) and a part per connection and EV
+/// (every host pair the workload connects has QPs at both ends, each holding
+/// evs_per_plane x planes EVs). Calibrated on clos2 runs with
+/// /usr/bin/time -v (docs/mrc-sim.md, "Memory"). Transports run one after
+/// the other, so the one with the most QPs per host pair counts.
+struct MemoryEstimate {
+  uint64_t bytes = 0;
+  uint32_t planes = 1;
+  double connections = 0;     ///< host pairs with QPs
+  uint32_t qps_per_peer = 1;  ///< the most of any transport
+};
+/// `matrix_flows`: the flows of the cm workload's matrix (0 before it is read).
+MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows = 0);
+
+/// Empty if a run of `o` fits its memory limit (memory_limit_gb, else
+/// memory_available_bytes; neither known: every run fits). Otherwise why
+/// not, as resolve() reports it: the estimate, the limit, and which flags
+/// make the run smaller or raise the limit.
+std::string memory_refusal(const SimOptions& o, size_t matrix_flows = 0);
 
 /// The resolved configuration as mrc-sim prints it before running
 /// ("mrc-sim configuration" and one indented line per aspect).

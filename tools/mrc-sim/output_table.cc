@@ -102,7 +102,7 @@ std::string summary_table(const std::vector<RunResult>& rs) {
         "{}", r.fabric.drops_queue + r.fabric.drops_link_down + r.fabric.drops_random + r.fabric.drops_no_route);
   });
   row("  on dead links", [](const RunResult& r) { return fmt::format("{}", r.fabric.drops_link_down); });
-  row("trims", [](const RunResult& r) { return fmt::format("{}", r.fabric.trims + r.fabric.trims_last_hop); });
+  row("trims", [](const RunResult& r) { return fmt::format("{}", r.fabric.trims); });
   row("ECN marks", [](const RunResult& r) { return fmt::format("{}", r.fabric.ecn_marks); });
   row("retransmissions", [](const RunResult& r) { return fmt::format("{}", r.retransmissions); });
   row("  spurious", [](const RunResult& r) {

@@ -67,7 +67,8 @@ std::vector<Setting> settings(SimOptions& o) {
        one_of({"clos2", "fattree2", "fattree3"})},
       {"topology", "routing", "--routing", "srv6 (static uSID source routing) or ecmp", &o.routing,
        one_of({"srv6", "ecmp"})},
-      {"topology", "planes", "--planes", "network planes = NIC ports (clos2)", &o.planes, integer(1, kMaxPlanes)},
+      {"topology", "planes", "--planes", "network planes = NIC ports (clos2, fattree3)", &o.planes,
+       integer(0, kMaxPlanes, "0 = 8 on clos2, 1 on fattree3")},
       {"topology", "hosts", "--hosts", "NICs", &o.hosts, integer(2, kMaxHosts)},
       {"topology", "t0_down", "--t0-down", "host ports per T0", &o.t0_down, integer(1, kMaxRadix)},
       {"topology", "t0_up", "--t0-up", "uplinks per T0", &o.t0_up, integer(1, kMaxRadix)},
@@ -92,7 +93,10 @@ std::vector<Setting> settings(SimOptions& o) {
        integer(0, kMaxBufferBytes, "0 = 20% of data_bytes")},
       {"topology.queue", "ecn_kmax_bytes", nullptr, "", &o.queue.ecn_kmax_bytes,
        integer(0, kMaxBufferBytes, "0 = 80% of data_bytes")},
-      {"topology.queue", "ecn_last_hop", nullptr, "", &o.queue.ecn_last_hop, any()},
+      {"topology.queue", "ecn_last_hop", "!--no-ecn-last-hop",
+       "switches do not ECN-mark on ports facing hosts (by default they do; an incast is then seen only by "
+       "its trims)",
+       &o.queue.ecn_last_hop, any()},
       {"topology.queue", "ecn_at_dequeue", "--ecn-at-dequeue",
        "switches mark ECN when a packet leaves the queue (default: when it joins it)", &o.queue.ecn_at_dequeue,
        any()},
@@ -124,6 +128,10 @@ std::vector<Setting> settings(SimOptions& o) {
        one_of(transport_names())},
       {"run", "seed", "--seed", "seed; same configuration + seed = byte-identical output", &o.seed,
        integer(0, u64max)},
+      {"run", "memory_limit_gb", "--memory-limit-gb",
+       "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "
+       "has available)",
+       &o.memory_limit_gb, number(0, 1e9, false, "0 = available memory")},
       {"run", "time_limit_ms", "--time-limit-ms", "stop after this much simulated time", &o.time_limit_ms,
        number(0, kMaxTimeMs, true)},
       // 1 ns at least: the clock counts picoseconds, and a finer series would

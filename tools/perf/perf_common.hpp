@@ -122,11 +122,16 @@ struct Options {
   /// --dscp-control: DSCP of control packets (0 = no marking;
   /// mrc_soft_device_attr.dscp_control).
   uint32_t dscp_control = 0;
+  /// Pacing rate per plane in bit/s (mrc_soft_device_attr.link_rate_bps):
+  /// 0 = the interface's speed where it has one; UINT64_MAX = unpaced.
+  uint64_t link_rate_bps = 0;
+  /// Packets leave Not-ECT (mrc_soft_device_attr.no_ecn).
+  bool no_ecn = false;
   /// --counters: print the device's counters (packets, datagrams,
   /// retransmissions, drops by cause) when the run ends.
   bool counters = false;
   uint64_t seed = 0;
-  uint32_t qp_timeout = 14;  ///< ACK timeout exponent: 1.024 us * 2^n
+  uint32_t qp_timeout = 16;  ///< ACK timeout exponent: 1.024 us * 2^n (67 ms, perftest's default time)
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever
   /// --transport (test shape: the server takes the client's).
   Transport transport = Transport::mrc;

@@ -69,6 +69,8 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
   a.pcap_path = o.pcap.empty() ? nullptr : o.pcap.c_str();
   a.no_carrier_watch = o.carrier_watch ? 0 : 1;
   a.dscp_control = static_cast<int>(o.dscp_control);
+  a.link_rate_bps = o.link_rate_bps;
+  a.no_ecn = o.no_ecn ? 1 : 0;
   dev_ = mrc_soft_open_device(&a);
   if (dev_ == nullptr) {
     const int err = errno;
@@ -126,11 +128,11 @@ std::string Device::stats_text() const {
   mrc_soft_stats st{};
   if (mrc_soft_query_stats(dev_, &st) != 0) return {};
   return fmt::format(
-      " Device counters: tx {} packets ({} datagrams, {} deferred, {} io_uring submissions), rx {} packets ({} duplicates), "
+      " Device counters: tx {} packets ({} datagrams, {} deferred, {} paced, {} io_uring submissions), rx {} packets ({} duplicates), "
       "retransmissions {} (lost by the SACK rule {}, by timeouts {}, tail probes {}; {} proven spurious), dropped: "
       "{} ICRC, {} unknown source, {} malformed, {} other, {} access; {} late acknowledgements; carrier {} down, {} up "
       "(watched planes {:#x})",
-      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
+      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_paced, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
       st.losses_rule, st.losses_timeout, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
       st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.rx_stale_acks, st.carrier_downs, st.carrier_ups,
       st.carrier_watched_mask);

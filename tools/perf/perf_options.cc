@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <openmrc/version.h>
 
 namespace mrc::perf {
@@ -41,6 +42,27 @@ const CLI::Validator kIpAddress(
       return "'" + s + "' is not an IPv4 or IPv6 address";
     },
     "ADDR", "IP address");
+
+// "300mbit", "25gbit", "100kbit", "2500000000" (bit/s), or "none"
+// (UINT64_MAX: unpaced), as tools/fabric writes its --rate.
+std::optional<uint64_t> parse_link_rate(const std::string& v) {
+  if (v == "none") return UINT64_MAX;
+  size_t used = 0;
+  uint64_t n = 0;
+  try {
+    n = std::stoull(v, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string unit = v.substr(used);
+  uint64_t mult = 0;
+  if (unit.empty() || unit == "bit") mult = 1;
+  else if (unit == "kbit") mult = 1'000;
+  else if (unit == "mbit") mult = 1'000'000;
+  else if (unit == "gbit") mult = 1'000'000'000;
+  if (mult == 0 || n == 0 || n > UINT64_MAX / 2 / mult || n * mult < 1'000'000) return std::nullopt;
+  return n * mult;
+}
 
 bool is_ipv4(const std::string& s) {
   in_addr a4{};
@@ -258,13 +280,27 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg, P
                  "(46 in tools/fabric; 0 = no marking)")
       ->default_val(0)
       ->check(CLI::Range(0, 63));
+  app.add_option_function<std::string>(
+         "--link-rate",
+         [&o](const std::string& v) {
+           const auto r = parse_link_rate(v);
+           if (!r) throw CLI::ValidationError("--link-rate", "'" + v + "': give a rate such as 300mbit, 25gbit or 2500000000 (bit/s), or none");
+           o.link_rate_bps = *r;
+         },
+         "each plane's link rate: the device paces its sends to it, so its own interface's queue does not "
+         "overflow (RATE: <n>[kbit|mbit|gbit], bit/s; none = unpaced; default: the interface's speed where it is "
+         "a physical NIC, else unpaced)")
+      ->type_name("RATE");
+  app.add_flag("--no-ecn", o.no_ecn, "packets leave Not-ECT (default: ECT(0), so ECN-marking switches can signal congestion)");
   app.add_option("--seed", o.seed, "seed of the protocol's random choices (0 = random)");
   app.add_option("--pcap", o.pcap,
                  "write every MRC packet this side sends and receives to FILE (pcap; open it in Wireshark with "
                  "tools/wireshark/mrc.lua, docs/wireshark.md)")
       ->type_name("FILE");
-  app.add_option("-u,--qp-timeout", o.qp_timeout, "QP ACK timeout: 1.024 us * 2^N")
-      ->default_val(14)
+  app.add_option("-u,--qp-timeout", o.qp_timeout,
+                 "QP ACK timeout: 1.024 us * 2^N (MRC's unit; the default 16, 67 ms, is the time of perftest's "
+                 "default 14 in IB's 4.096 us units, and outlasts a host descheduled for tens of milliseconds)")
+      ->default_val(16)
       ->check(CLI::Range(1, 24));
   app.add_option("--retry-exp", o.retry_exp,
                  "after 7 retries at the ACK timeout, N more with doubling timeouts before a WRITE fails with "

@@ -90,6 +90,10 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
   if (!o.pcap.empty()) rows.push_back({"Capture", o.pcap});
   if (!o.carrier_watch) rows.push_back({"Carrier watch", "OFF"});
   if (o.dscp_control != 0) rows.push_back({"Control DSCP", std::to_string(o.dscp_control)});
+  if (o.link_rate_bps != 0)
+    rows.push_back({"Link rate", o.link_rate_bps == UINT64_MAX ? std::string("unpaced")
+                                                               : fmt::format("{:g} Mb/s per plane", static_cast<double>(o.link_rate_bps) / 1e6)});
+  if (o.no_ecn) rows.push_back({"ECN", "Not-ECT"});
   if (!o.ctl_file.empty()) rows.push_back({"Controller file", o.ctl_file});
   if (o.timeline_ms != 0) rows.push_back({"Timeline", fmt::format("every {} ms", o.timeline_ms)});
   return rows;
@@ -303,6 +307,8 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["busy_poll"] = o.busy_poll;
   c["carrier_watch"] = o.carrier_watch;
   c["dscp_control"] = o.dscp_control;
+  c["link_rate_bps"] = o.link_rate_bps;
+  c["ecn"] = !o.no_ecn;
   c["seed"] = o.seed;
   c["qp_timeout"] = o.qp_timeout;
   c["retry_exp"] = o.retry_exp;

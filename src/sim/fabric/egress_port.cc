@@ -89,7 +89,8 @@ void EgressPort::enqueue(Packet* p, uint32_t in_port) {
     if (!pfc_ && bytes_[kData] + bytes > cap_[kData]) {
       if (!trimming_ || !p->trimmable) return drop(p, st.drops_queue);
       p->trim_to_header(last_hop_);
-      ++(last_hop_ ? st.trims_last_hop : st.trims);
+      ++st.trims;
+      if (last_hop_) ++st.trims_last_hop;
       c = kTrimmed;
       bytes = p->wire_bytes();
     } else if (!prm_.ecn_at_dequeue) {

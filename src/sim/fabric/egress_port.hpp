@@ -9,8 +9,8 @@
 // headers and admitted to the trimmed class instead (TRIMMED_LASTHOP when the
 // port faces a host). Data packets are ECN-marked at enqueue with a
 // probability rising linearly from 0 at ecn_kmin_bytes to 1 at ecn_kmax_bytes
-// of data-class occupancy (RED-like, from the port's own seeded stream), never
-// on host-facing ports unless ecn_last_hop is set. With PFC the data class is
+// of data-class occupancy (RED-like, from the port's own seeded stream), on
+// host-facing ports too unless ecn_last_hop is cleared. With PFC the data class is
 // lossless: above pfc_xoff_bytes the sender behind each ingress that adds data
 // is PAUSEd, and RESUMEd once the queue is back at pfc_xon_bytes.
 //
@@ -48,7 +48,7 @@ struct PortParams {
   uint64_t data_bytes = 0;
   uint64_t trimmed_bytes = 0;
   uint64_t control_bytes = 0;
-  bool ecn = true;                 ///< marking on (off on host-facing ports unless ecn_last_hop)
+  bool ecn = true;                 ///< marking on (off on host-facing ports when ecn_last_hop is cleared)
   uint64_t ecn_kmin_bytes = 0;
   uint64_t ecn_kmax_bytes = 0;
   bool ecn_at_dequeue = false;     ///< QueueConfig::ecn_at_dequeue

@@ -66,7 +66,7 @@ Result<uint32_t> Fabric::Impl::resolve(const LinkRef& l, std::string* why) const
         return bad("t1 " + str(l.a) + " connects only to T2s " + str(j * s.t2_per_group) + ".." +
                    str((j + 1) * s.t2_per_group - 1));
       if (l.lane >= s.lanes1) return bad("lane " + str(l.lane) + " (parallel links: " + str(s.lanes1) + ")");
-      return t1t2_link(l.a, (l.b % s.t2_per_group) * s.lanes1 + l.lane);
+      return t1t2_link(l.plane, l.a, (l.b % s.t2_per_group) * s.lanes1 + l.lane);
     }
   }
   return bad("unknown tier");

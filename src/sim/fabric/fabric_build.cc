@@ -51,8 +51,8 @@ void Fabric::Impl::build() {
       port_base[switch_id(plane, SwitchRef::Tier::t0, t) + 1] = s.t0_down + s.t0_up;
     for (uint32_t x = 0; x < s.t1_count; ++x)
       port_base[switch_id(plane, SwitchRef::Tier::t1, x) + 1] = s.t1_down + s.t1_up;
+    for (uint32_t z = 0; z < s.t2_count; ++z) port_base[switch_id(plane, SwitchRef::Tier::t2, z) + 1] = s.t2_ports;
   }
-  for (uint32_t z = 0; z < s.t2_count; ++z) port_base[switch_id(0, SwitchRef::Tier::t2, z) + 1] = s.t2_ports;
   for (uint32_t i = 0; i < nswitches; ++i) port_base[i + 1] += port_base[i];
   const uint32_t total_ports = port_base[nswitches];
   ports = std::make_unique<PortSlot[]>(total_ports);
@@ -75,10 +75,10 @@ void Fabric::Impl::build() {
     for (uint32_t x = 0; x < s.t1_count; ++x)
       init_switch(switch_id(plane, SwitchRef::Tier::t1, x), SwitchRef{SwitchRef::Tier::t1, plane, x},
                   x / s.t1_per_pod, x % s.t1_per_pod);
+    for (uint32_t z = 0; z < s.t2_count; ++z)
+      init_switch(switch_id(plane, SwitchRef::Tier::t2, z), SwitchRef{SwitchRef::Tier::t2, plane, z}, 0,
+                  z / s.t2_per_group);
   }
-  for (uint32_t z = 0; z < s.t2_count; ++z)
-    init_switch(switch_id(0, SwitchRef::Tier::t2, z), SwitchRef{SwitchRef::Tier::t2, 0, z}, 0,
-                z / s.t2_per_group);
 
   for (uint32_t plane = 0; plane < s.planes; ++plane) {
     // Host h, downlink h % t0_down of T0 h / t0_down.
@@ -98,15 +98,16 @@ void Fabric::Impl::build() {
       }
     }
   }
-  // T1 x (pod P, index j) uplink k -> T2 j * g + k / lanes1, its port P * lanes1 + lane.
-  if (s.three_tier) {
+  // T1 x (pod P, index j) uplink k -> T2 j * g + k / lanes1 of the same
+  // plane, its port P * lanes1 + lane.
+  for (uint32_t plane = 0; s.three_tier && plane < s.planes; ++plane) {
     for (uint32_t x = 0; x < s.t1_count; ++x) {
       const uint32_t pod = x / s.t1_per_pod, j = x % s.t1_per_pod;
-      Switch* t1 = &switches[switch_id(0, SwitchRef::Tier::t1, x)];
+      Switch* t1 = &switches[switch_id(plane, SwitchRef::Tier::t1, x)];
       for (uint32_t k = 0; k < s.t1_up; ++k) {
         const uint32_t z = j * s.t2_per_group + k / s.lanes1;
-        Switch* t2 = &switches[switch_id(0, SwitchRef::Tier::t2, z)];
-        wire(t1t2_link(x, k), t1, s.t1_down + k, t2, pod * s.lanes1 + k % s.lanes1, 0, 0, s.fabric_bps);
+        Switch* t2 = &switches[switch_id(plane, SwitchRef::Tier::t2, z)];
+        wire(t1t2_link(plane, x, k), t1, s.t1_down + k, t2, pod * s.lanes1 + k % s.lanes1, 0, plane, s.fabric_bps);
       }
     }
   }
@@ -188,16 +189,18 @@ void Fabric::Impl::build_srv6_tables() {
     }
   }
   // T2 z (group j): owns one uSID per lane; next is T1 j of some pod (down).
-  for (uint32_t z = 0; z < s.t2_count; ++z) {
-    const uint32_t j = z / s.t2_per_group;
-    std::vector<FibEntry> table[4];
-    uint32_t base[4] = {0, 0, 0, 0};
-    for (uint32_t i = 0; i < s.pods * s.t0_up; ++i) {
-      const uint32_t pod = i / s.t0_up, jj = (i % s.t0_up) / s.lanes0;
-      table[kT1].push_back(jj == j ? FibEntry{u16(pod * s.lanes1), 1} : FibEntry{});
+  for (uint32_t plane = 0; plane < s.planes; ++plane) {
+    for (uint32_t z = 0; z < s.t2_count; ++z) {
+      const uint32_t j = z / s.t2_per_group;
+      std::vector<FibEntry> table[4];
+      uint32_t base[4] = {0, 0, 0, 0};
+      for (uint32_t i = 0; i < s.pods * s.t0_up; ++i) {
+        const uint32_t pod = i / s.t0_up, jj = (i % s.t0_up) / s.lanes0;
+        table[kT1].push_back(jj == j ? FibEntry{u16(pod * s.lanes1), 1} : FibEntry{});
+      }
+      switches[switch_id(plane, SwitchRef::Tier::t2, z)].set_srv6_table(usid::make(plane, Tier::t2, z * s.lanes1),
+                                                                       u16(s.lanes1), table, base);
     }
-    switches[switch_id(0, SwitchRef::Tier::t2, z)].set_srv6_table(usid::make(0, Tier::t2, z * s.lanes1),
-                                                                 u16(s.lanes1), table, base);
   }
 }
 

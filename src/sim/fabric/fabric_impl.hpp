@@ -68,8 +68,9 @@ struct Fabric::Impl final : Node {
   uint32_t t0t1_link(uint32_t plane, uint32_t t0, uint32_t uplink) const {
     return shape.planes * shape.hosts + (plane * shape.t0_count + t0) * shape.t0_up + uplink;
   }
-  uint32_t t1t2_link(uint32_t t1, uint32_t uplink) const {
-    return shape.planes * shape.hosts + shape.planes * shape.t0_count * shape.t0_up + t1 * shape.t1_up + uplink;
+  uint32_t t1t2_link(uint32_t plane, uint32_t t1, uint32_t uplink) const {
+    return shape.planes * shape.hosts + shape.planes * shape.t0_count * shape.t0_up +
+           (plane * shape.t1_count + t1) * shape.t1_up + uplink;
   }
   Pipe& up_pipe(uint32_t link) { return *links[link].to_upper; }
   Pipe& down_pipe(uint32_t link) { return *links[link].to_lower; }

@@ -20,8 +20,8 @@ struct FabricStats {
   uint64_t drops_link_down = 0;     ///< sent into (or queued for, or in flight on) a dead link or switch
   uint64_t drops_random = 0;        ///< gray-failure loss
   uint64_t drops_no_route = 0;      ///< SRv6 uSID not in a switch's table; ECMP route withdrawn
-  uint64_t trims = 0;               ///< trims inside the fabric (marked TRIMMED)
-  uint64_t trims_last_hop = 0;      ///< trims on ports facing a host (TRIMMED_LASTHOP); not in `trims`
+  uint64_t trims = 0;               ///< every trim, last-hop trims included
+  uint64_t trims_last_hop = 0;      ///< of `trims`, those on ports facing a host (TRIMMED_LASTHOP)
   uint64_t ecn_marks = 0;           ///< packets newly marked CE
   uint64_t pfc_pauses = 0;          ///< PAUSE frames sent (to a switch port or a NIC port)
   uint64_t peak_queue_bytes = 0;    ///< largest data-class occupancy any switch egress port reached

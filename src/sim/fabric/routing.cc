@@ -165,10 +165,10 @@ void Fabric::Impl::reconverge(const NetState& st) {
     auto t2_lanes = [&](uint32_t z, uint32_t d, std::vector<uint16_t>* out) {
       const uint32_t j = z / s.t2_per_group, m = z % s.t2_per_group, dpod = d / s.t0_per_pod;
       const uint32_t x = dpod * s.t1_per_pod + j;
-      if (!sw_ok(0, T::t2, z) || !t1_down_lanes(x, d, nullptr)) return false;
+      if (!sw_ok(plane, T::t2, z) || !t1_down_lanes(x, d, nullptr)) return false;
       bool any = false;
       for (uint32_t l = 0; l < s.lanes1; ++l) {
-        if (!link_ok(t1t2_link(x, m * s.lanes1 + l))) continue;
+        if (!link_ok(t1t2_link(plane, x, m * s.lanes1 + l))) continue;
         any = true;
         if (out) out->push_back(static_cast<uint16_t>(dpod * s.lanes1 + l));
       }
@@ -187,7 +187,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
       bool any = false;
       for (uint32_t k = 0; k < s.t1_up; ++k) {
         const uint32_t z = j * s.t2_per_group + k / s.lanes1;
-        if (!link_ok(t1t2_link(x, k)) || !t2_reach[size_t{z} * nd + d]) continue;
+        if (!link_ok(t1t2_link(plane, x, k)) || !t2_reach[size_t{z} * nd + d]) continue;
         any = true;
         if (out) out->push_back(static_cast<uint16_t>(s.t1_down + k));
       }
@@ -231,7 +231,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
       }
       switches[switch_id(plane, T::t1, x)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
     }
-    for (uint32_t z = 0; z < s.t2_count; ++z) {  // fat trees: plane 0 only
+    for (uint32_t z = 0; z < s.t2_count; ++z) {
       Overrides ov;
       for (uint32_t d = 0; d < nd; ++d) {
         cand.clear();
@@ -239,7 +239,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
         if (cand.size() != s.lanes1) ov.add(nd, d, std::move(cand));
         cand = {};
       }
-      switches[switch_id(0, T::t2, z)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
+      switches[switch_id(plane, T::t2, z)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
     }
   }
 }

@@ -64,7 +64,7 @@ TopologyShape TopologyConfig::shape() const { return compute_shape(*this); }
 
 Status TopologyConfig::validate(std::string* why) const {
   const bool three = kind == TopologyKind::fattree3;
-  if (kind == TopologyKind::clos2_multiplane && (planes == 0 || planes > kMaxPlanes))
+  if (kind != TopologyKind::fattree2 && (planes == 0 || planes > kMaxPlanes))
     return reject(why, "planes: must be 1.." + str(kMaxPlanes) + " (got " + str(planes) +
                            "); one NIC port per plane");
   if (hosts < 2) return reject(why, "hosts: need at least 2 hosts (got " + str(hosts) + ")");

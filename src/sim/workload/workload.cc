@@ -235,7 +235,7 @@ void RingTraining::on_event(Simulator&, uint64_t tag) {
 void RingTraining::begin_collective() {
   coll_start_ = sim_.now();
   received_.assign(ring_.size(), 0);
-  pieces_left_.assign(ring_.size() * 2 * (ring_.size() - 1), 0);
+  pieces_left_.clear();
   hosts_done_ = 0;
   for (uint32_t pos = 0; pos < ring_.size(); ++pos) send_step(pos, 0);
 }
@@ -249,7 +249,7 @@ void RingTraining::send_step(uint32_t pos, uint32_t k) {
   const uint64_t chunk = std::max<uint64_t>(1, bytes_ / n);
   const uint32_t pieces = static_cast<uint32_t>(
       std::min<uint64_t>(std::max<uint32_t>(1, cluster_.transport().qps_per_peer), chunk));
-  const size_t slot = size_t{next} * 2 * (n - 1) + k;  // pieces of step k still due at `next`
+  const uint64_t slot = uint64_t{next} * 2 * (n - 1) + k;  // pieces of step k still due at `next`
   pieces_left_[slot] = pieces;
   for (uint32_t q = 0; q < pieces; ++q) {
     const uint64_t len = chunk / pieces + (q < chunk % pieces ? 1 : 0);
@@ -261,7 +261,10 @@ void RingTraining::send_step(uint32_t pos, uint32_t k) {
         },
         q, &imm, [this, next, k, slot](const Done& d) {
           if (d.status != core::WcStatus::success) return;
-          if (--pieces_left_[slot] == 0) on_received(next, k);
+          const auto it = pieces_left_.find(slot);
+          if (--it->second != 0) return;
+          pieces_left_.erase(it);
+          on_received(next, k);
         });
   }
 }

@@ -605,6 +605,51 @@ TEST(Device, AnApplicationThatReArmsWhileABatchIsPublishedIsNotified) {
                              << " notifications)";
 }
 
+// Pacing holds the sender to its planes' link rate (a lower bound on the
+// time, which a loaded machine cannot break), and every packet leaves
+// ECN-capable: the receiver's capture records the traffic class it got.
+TEST(Device, PacingHoldsTheSenderToTheLinkRateAndPacketsLeaveEct0) {
+  constexpr int kNet = 71;
+  DeviceConfig ca = config({Pair::prefix(kNet) + "1", Pair::prefix(kNet) + "3"});
+  DeviceConfig cb = config({Pair::prefix(kNet) + "2", Pair::prefix(kNet) + "4"});
+  ca.link_rate_bps = cb.link_rate_bps = 100'000'000;  // 2 planes: 200 Mbit/s
+  const std::string pcap = ::testing::TempDir() + "mrc-pace-" + std::to_string(::getpid()) + ".pcap";
+  cb.pcap_path = pcap;
+  constexpr uint32_t kBytes = 4 << 20;
+  std::chrono::nanoseconds took{};
+  DeviceStats sa;
+  {
+    Pair p(ca, cb, kBytes);
+    ASSERT_TRUE(p.ok());
+    fill(p.a.mem, 5);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(p.a.dev->post_send(p.a.qpn, write(p.a, p.b, 0, kBytes, 1)).ok());
+    ASSERT_EQ(wait(p.a.cq, 1).size(), 1u);
+    took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(0, std::memcmp(p.a.mem.data(), p.b.mem.data(), kBytes));
+    sa = p.a.dev->stats();
+  }
+  // 1,024 frames of ~4.2 KB at 200 Mbit/s: 174 ms; each plane may run
+  // 64 KiB ahead of its pace.
+  EXPECT_GE(took, std::chrono::milliseconds(160)) << "the sender ran faster than its links";
+  EXPECT_GT(sa.tx_paced, 100u);
+  std::ifstream f(pcap, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(pcap.c_str());
+  size_t received = 0, ect0 = 0;
+  for (size_t off = 24; off + 16 + 20 <= bytes.size();) {
+    const size_t incl = size_t{bytes[off + 8]} | size_t{bytes[off + 9]} << 8 | size_t{bytes[off + 10]} << 16 |
+                        size_t{bytes[off + 11]} << 24;
+    const uint8_t* ip = &bytes[off + 16];
+    off += 16 + incl;
+    if (off > bytes.size() || (ip[15] != 1 && ip[15] != 3)) continue;  // what B received from A
+    ++received;
+    ect0 += (ip[1] & 3) == 2;
+  }
+  ASSERT_GT(received, 1000u);
+  EXPECT_EQ(ect0, received) << "every packet A sent arrived ECT(0)";
+}
+
 TEST(DeviceConfig, BadValuesNameTheField) {
   std::string why;
   DeviceConfig c = config({"127.0.1.1"});
@@ -638,6 +683,10 @@ TEST(DeviceConfig, BadValuesNameTheField) {
   c.dscp_control = 64;
   EXPECT_FALSE(c.validate(&why).ok());
   EXPECT_NE(why.find("dscp_control"), std::string::npos);
+  c = config({"127.0.1.1"});
+  c.link_rate_bps = 999'999;
+  EXPECT_FALSE(c.validate(&why).ok());
+  EXPECT_NE(why.find("link_rate_bps"), std::string::npos);
   c = config({"127.0.1.1"});
   c.ev_mode = EvWire::stev;
   EXPECT_FALSE(c.validate(&why).ok());

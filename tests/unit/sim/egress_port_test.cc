@@ -161,7 +161,7 @@ TEST(EgressPort, TrimsIntoTheTrimmedClassAndMarksTheLastHop) {
       EXPECT_EQ(rx.cls, Class::trimmed);
     }
     EXPECT_EQ(trimmed, 6);
-    EXPECT_EQ(r.ctx.stats.trims, last_hop ? 0u : 6u);
+    EXPECT_EQ(r.ctx.stats.trims, 6u);  // every trim; the last-hop ones are also counted apart
     EXPECT_EQ(r.ctx.stats.trims_last_hop, last_hop ? 6u : 0u);
     EXPECT_EQ(r.ctx.stats.drops_queue, 1u);
   }
@@ -218,7 +218,7 @@ TEST(EgressPort, EcnProbabilityRisesLinearlyFromKminToKmax) {
   EXPECT_NEAR(static_cast<double>(q3) / trials, 0.8, 0.04);
 }
 
-TEST(EgressPort, NoMarkingOnHostFacingPortsUnlessLastHopMarkingIsOn) {
+TEST(EgressPort, HostFacingPortsMarkUnlessLastHopMarkingIsOff) {
   QueueConfig q;  // data = 1 BDP = 125,000 B at 100G x 10us; kmax = 100,000 B
   const PortParams fabric = PortParams::resolve(q, k100G, Duration::us(10), false);
   const PortParams host = PortParams::resolve(q, k100G, Duration::us(10), true);
@@ -229,13 +229,15 @@ TEST(EgressPort, NoMarkingOnHostFacingPortsUnlessLastHopMarkingIsOn) {
   EXPECT_EQ(fabric.pfc_xon_bytes, 62'500u);
   EXPECT_TRUE(fabric.ecn);
   EXPECT_FALSE(fabric.last_hop);
-  EXPECT_FALSE(host.ecn);
+  EXPECT_TRUE(host.ecn);  // last-hop marking is on by default
   EXPECT_TRUE(host.last_hop);
   const int fill = 25;  // 105,850 B queued: above kmax
   EXPECT_TRUE(probe_marked(fabric, fill, 1));
-  EXPECT_FALSE(probe_marked(host, fill, 1));
-  q.ecn_last_hop = true;
-  EXPECT_TRUE(probe_marked(PortParams::resolve(q, k100G, Duration::us(10), true), fill, 1));
+  EXPECT_TRUE(probe_marked(host, fill, 1));
+  q.ecn_last_hop = false;
+  EXPECT_FALSE(PortParams::resolve(q, k100G, Duration::us(10), true).ecn);
+  EXPECT_FALSE(probe_marked(PortParams::resolve(q, k100G, Duration::us(10), true), fill, 1));
+  EXPECT_TRUE(probe_marked(PortParams::resolve(q, k100G, Duration::us(10), false), fill, 1));
 }
 
 TEST(EgressPort, PfcPausesEachSenderOnceAboveXoffAndResumesBelowXon) {
