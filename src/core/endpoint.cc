@@ -686,8 +686,11 @@ void Endpoint::run_rechecks(Time now) {
   if (iv <= Duration{}) return;
   std::erase_if(rechecks_, [&](const PortRecheck& r) { return r.deadline <= now; });
   bool pending = false;
-  for (const auto& [peer, mask] : peer_up_) {
-    uint32_t missing = local_up_ & ~mask;
+  for (const auto& entry : peer_up_) {
+    // Named copies, not structured bindings: clang (the fuzz preset)
+    // refuses to capture a structured binding in the lambda below.
+    const uint64_t peer = entry.first;
+    uint32_t missing = local_up_ & ~entry.second;
     if (missing == 0) continue;
     pending = true;
     for (; missing != 0; missing &= missing - 1) {
