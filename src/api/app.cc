@@ -361,16 +361,42 @@ MRC_EXPORT mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mr
     std::lock_guard<std::mutex> g(ctx->dev->mu);
     ctx->dev->cqs[cq->rcq->core_id()] = cq;
   }
-  std::lock_guard<std::mutex> g(ctx->mu);
-  ++ctx->cqs;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    ++ctx->cqs;
+  }
+  api::handle_add(cq);
   return cq;
 } catch (const std::bad_alloc&) {
   errno = ENOMEM;
   return nullptr;
 }
 
+namespace {
+int destroy_cq_taken(mrc_cq* cq);
+int destroy_qp_taken(mrc_qp* qp);
+}  // namespace
+
+// A destroy claims its handle before reading it (api::handle_take): a
+// second destroy of the same handle is EINVAL, not a use after free. A
+// destroy refused (EBUSY) gives the handle back.
 MRC_EXPORT int mrc_destroy_cq(mrc_cq* cq) {
-  if (!cq) return EINVAL;
+  if (!cq || !api::handle_take(cq)) return EINVAL;
+  const int rc = destroy_cq_taken(cq);
+  if (rc != 0) api::handle_add(cq);
+  return rc;
+}
+
+MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
+  if (!qp || !api::handle_take(qp)) return EINVAL;
+  const int rc = destroy_qp_taken(qp);
+  if (rc != 0) api::handle_add(qp);
+  return rc;
+}
+
+namespace {
+
+int destroy_cq_taken(mrc_cq* cq) {
   if (cq->ev_events) return api::ctl_destroy_event_cq(cq);
   if (cq->qps.load() > 0) return EBUSY;
   // verbs: wait until every event obtained for this CQ is acknowledged.
@@ -395,6 +421,8 @@ MRC_EXPORT int mrc_destroy_cq(mrc_cq* cq) {
   delete cq;
   return 0;
 }
+
+}  // namespace
 
 MRC_EXPORT int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (!cq || cq->ev_events || num_entries < 0 || (num_entries > 0 && !wc)) {
@@ -597,16 +625,20 @@ MRC_EXPORT mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* ia) try {
     std::lock_guard<std::mutex> g(ctx->dev->mu);
     ctx->dev->qps[qp->qpn] = qp;
   }
-  std::lock_guard<std::mutex> g(ctx->mu);
-  ++ctx->qps;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    ++ctx->qps;
+  }
+  api::handle_add(qp);
   return qp;
 } catch (const std::bad_alloc&) {
   errno = ENOMEM;
   return nullptr;
 }
 
-MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
-  if (!qp) return EINVAL;
+namespace {
+
+int destroy_qp_taken(mrc_qp* qp) {
   qp->acks.wait_zero();
   mrc_context* ctx = qp->ctx;
   if (Status s = ctx->dev->rt->destroy_qp(qp->qpn); !s) return api::errno_of(s.error());
@@ -628,6 +660,8 @@ MRC_EXPORT int mrc_destroy_qp(mrc_qp* qp) {
   delete qp;
   return 0;
 }
+
+}  // namespace
 
 MRC_EXPORT int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
   if (!qp || !qpn) {

@@ -602,8 +602,11 @@ MRC_EXPORT mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* ctx, int cqe, void* c
     dev.ev_cq = cq;
   }
   if (channel) ++channel->cqs;
-  std::lock_guard<std::mutex> g(ctx->mu);
-  ++ctx->cqs;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    ++ctx->cqs;
+  }
+  api::handle_add(cq);  // mrc_destroy_cq claims it
   return cq;
 } catch (const std::bad_alloc&) {
   errno = ENOMEM;

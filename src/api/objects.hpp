@@ -81,6 +81,16 @@ SoftDevice* soft_device(ibv_context* ctx);
 /// The open SoftDevice whose ibv_device `dev` is, or nullptr.
 SoftDevice* soft_device_of(const ibv_device* dev);
 
+/// Live handles: the QPs, CQs and MRs the API gave out and has not
+/// destroyed. A destroy call claims its argument here (handle_take) before
+/// it reads it, so a second destroy of the same handle, or two at once,
+/// fails with EINVAL instead of reading freed memory; a destroy that fails
+/// (EBUSY) puts the handle back (handle_add). A handle whose memory a new
+/// object of the same kind reuses cannot be told from that object.
+void handle_add(const void* h);
+/// True, and the handle is no longer live, if `h` was live.
+bool handle_take(const void* h);
+
 struct SoftPd {
   ibv_pd ibv{};
   SoftDevice* dev = nullptr;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <new>
 #include <set>
+#include <unordered_set>
 
 #include "api/export.hpp"
 #include "api/objects.hpp"
@@ -34,6 +35,27 @@ std::set<ibv_context*>& registry() {
 }
 
 }  // namespace
+
+namespace {
+std::mutex& handles_mu() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<const void*>& handles() {
+  static std::unordered_set<const void*> h;
+  return h;
+}
+}  // namespace
+
+void handle_add(const void* h) {
+  std::lock_guard<std::mutex> g(handles_mu());
+  handles().insert(h);
+}
+
+bool handle_take(const void* h) {
+  std::lock_guard<std::mutex> g(handles_mu());
+  return handles().erase(h) != 0;
+}
 
 SoftDevice* soft_device(ibv_context* ctx) {
   if (!ctx) return nullptr;
@@ -96,7 +118,9 @@ using mrc::api::soft_device;
 extern "C" {
 
 MRC_EXPORT ibv_context* mrc_soft_open_device(const mrc_soft_device_attr* attr) try {
-  if (!attr || !attr->plane_addrs || attr->num_planes < 1) {
+  // The count is checked before the array is read: a count larger than
+  // the array would read past it.
+  if (!attr || !attr->plane_addrs || attr->num_planes < 1 || attr->num_planes > 32) {
     std::fprintf(stderr, "mrc_soft_open_device: plane_addrs: give 1..32 plane addresses\n");
     errno = EINVAL;
     return nullptr;
@@ -321,8 +345,11 @@ MRC_EXPORT ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int ac
   m->ibv.handle = mr->lkey;
   m->ibv.lkey = mr->lkey;
   m->ibv.rkey = mr->rkey;
-  std::lock_guard<std::mutex> g(p->dev->mu);
-  ++p->dev->mrs;
+  {
+    std::lock_guard<std::mutex> g(p->dev->mu);
+    ++p->dev->mrs;
+  }
+  mrc::api::handle_add(&m->ibv);
   return &m->ibv;
 } catch (const std::bad_alloc&) {
   errno = ENOMEM;
@@ -330,9 +357,12 @@ MRC_EXPORT ibv_mr* mrc_soft_reg_mr(ibv_pd* pd, void* addr, size_t length, int ac
 }
 
 MRC_EXPORT int mrc_soft_dereg_mr(ibv_mr* mr) {
-  if (!mr || !soft_device(mr->context)) return EINVAL;
+  if (!mr || !mrc::api::handle_take(mr)) return EINVAL;  // never registered, or deregistered already
   auto* m = reinterpret_cast<mrc::api::SoftMr*>(mr);
-  if (mrc::Status s = m->dev->rt->dereg_mr(mr->lkey); !s) return mrc::api::errno_of(s.error());
+  if (mrc::Status s = m->dev->rt->dereg_mr(mr->lkey); !s) {
+    mrc::api::handle_add(mr);
+    return mrc::api::errno_of(s.error());
+  }
   {
     std::lock_guard<std::mutex> g(m->dev->mu);
     --m->dev->mrs;

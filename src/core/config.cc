@@ -24,8 +24,11 @@ Status EndpointConfig::validate(std::string* why) const {
   for (size_t i = 0; i < ports.size(); ++i)
     if (ports[i].rate_bps == 0)
       return reject(why, "ports[" + std::to_string(i) + "].rate_bps: must be > 0 (e.g. 100e9)");
-  if (max_qps == 0 || max_qps > (1u << 23))
-    return reject(why, "max_qps: must be in 1..8388608");
+  // QPNs are drawn at random from the shard's 2^(24 - qpn_shard_bits)
+  // values: at most half of them in use keeps a draw to two tries or so.
+  if (max_qps == 0 || max_qps > (1u << (23 - qpn_shard_bits)))
+    return reject(why, "max_qps: must be in 1.." + std::to_string(1u << (23 - qpn_shard_bits)) +
+                           " (half the QPNs of a shard of qpn_shard_bits)");
   if (max_send_wr == 0 || max_recv_wr == 0)
     return reject(why, "max_send_wr / max_recv_wr: must be > 0");
   if (max_mpr == 0) return reject(why, "max_mpr: must be >= 1 (units of 128 PSNs)");
@@ -89,6 +92,10 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.peer_port_recheck: must be >= 0 (default 100 ms; 0 = never re-check)");
   if (p.ep_reply_burst == 0)
     return reject(why, "protocol.ep_reply_burst: must be > 0 (default 64)");
+  if (p.ep_reply_source_burst == 0)
+    return reject(why, "protocol.ep_reply_source_burst: must be > 0 (default 8)");
+  if (p.ep_reply_source_interval < Duration{})
+    return reject(why, "protocol.ep_reply_source_interval: must be >= 0 (default 1 ms; 0 = no refill)");
   if (p.ep_reply_interval < Duration{})
     return reject(why, "protocol.ep_reply_interval: must be >= 0 (default 500 ns; 0 = no rate limit)");
   const IncastGuardConfig& ig = p.incast_guard;

@@ -2,6 +2,7 @@
 // Endpoint-wide configuration and the EV / CC profiles a controller installs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -193,6 +194,21 @@ struct ProtocolConfig {
   /// shed and counted (EndpointStats::ep_replies_shed).
   uint32_t ep_reply_burst = 64;
   Duration ep_reply_interval = Duration::ns(500);
+  /// And per source address (RxMeta::peer), so that requests forged with a
+  /// victim's address cannot make this endpoint reflect more bytes at it
+  /// than they bring: each source has a byte credit that its requests add
+  /// their bytes to and each reply takes its bytes from (a reply's BTH +
+  /// EETH, 48 bytes, are more than a request's BTH + ERTH, 28), holding at most
+  /// `ep_reply_source_burst` replies' worth (a new source starts full) and
+  /// refilled by one reply's worth per `ep_reply_source_interval`. Over
+  /// any time T the replies to one source carry at most the bytes of its
+  /// requests + burst + T / interval replies: a steady prober at up to one
+  /// request per interval is always answered; a flood gets back fewer
+  /// bytes than it sent (28/48 of its MRC header bytes; with the IP, UDP
+  /// and ICRC bytes both carry, under 1 too). 0 interval: no refill beyond
+  /// the requests' bytes.
+  uint32_t ep_reply_source_burst = 8;
+  Duration ep_reply_source_interval = Duration::ms(1);
   /// Destination flow control (reference 5.7): the responder's incast guard
   /// puts rcv_cwnd_pen on its SACKs (incast_guard.hpp). An interval of 0
   /// means one base_rtt.
@@ -221,12 +237,22 @@ struct EndpointConfig {
   /// Empty: a stream derived from `seed`, which keeps simulations
   /// reproducible but makes keys predictable to anyone who knows the seed.
   EntropySource entropy;
+  /// How a received WRITE's payload is copied into a registered region:
+  /// returns false if the destination could not be written (the region's
+  /// memory was unmapped under it), and the WRITE is then refused as a
+  /// remote access error with nothing acknowledged. Null: memcpy (the
+  /// simulator, whose memory cannot vanish). The device passes
+  /// platform::guarded_copy.
+  bool (*place)(void* dst, const void* src, size_t bytes) = nullptr;
   std::vector<PortConfig> ports = {PortConfig{}};
   uint32_t max_qps = 4096;
   /// Sharding: the low `qpn_shard_bits` bits of every QPN this endpoint
   /// issues are `qpn_shard`. A device that runs several endpoints (one per
   /// progress engine) gives each a different shard, so a packet's engine is
   /// known from its BTH destination QP. 0 bits (the default) = no sharding.
+  /// Every other QPN bit is random (drawn from `entropy`): a QPN has
+  /// 24 - qpn_shard_bits unguessable bits, and max_qps may be at most
+  /// 2^(23 - qpn_shard_bits).
   uint32_t qpn_shard_bits = 0;
   uint32_t qpn_shard = 0;
   uint32_t max_send_wr = 4096;          ///< per QP

@@ -17,9 +17,6 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(const EndpointConfig& cfg, st
 
 Endpoint::Endpoint(const EndpointConfig& cfg)
     : cfg_(cfg), rng_(cfg.seed), secret_rng_(rng_.derive(0x6d72)), mrs_(EntropySource([this] { return secret(); })) {
-  // Low QPN bits index the QP table; the bits above are a random tag, never
-  // zero, so every QPN is >= 2^8 (0..0xFF are reserved) and unguessable.
-  qpn_index_bits_ = std::max<uint32_t>(8, static_cast<uint32_t>(std::bit_width(cfg.max_qps - 1)));
   reply_tokens_ = cfg.protocol.ep_reply_burst;
   ev_profiles_.emplace(0, EvProfile{});
   cc_profiles_.emplace(0, CcProfile{});
@@ -172,11 +169,16 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
     idx = static_cast<uint32_t>(qps_.size());
     qps_.emplace_back();
   }
-  // QPN = tag | slot index | shard, low to high: shard, index, tag.
-  const uint32_t sb = cfg_.qpn_shard_bits;
-  const uint32_t tag_bits = 24 - qpn_index_bits_ - sb;
-  const uint32_t tag = 1 + static_cast<uint32_t>(secret() % ((uint64_t{1} << tag_bits) - 1));
-  const uint32_t qpn = ((tag << (qpn_index_bits_ + sb)) | (idx << sb) | cfg_.qpn_shard) & wire::kPsnMask;
+  // QPN: 24 bits, the low qpn_shard_bits the shard's, every other bit
+  // random (from the entropy source: unguessable on a device), so a
+  // spoofer must guess 24 - qpn_shard_bits bits; the slot is found through
+  // qpn_slots_, never from the number. 0..0xFF are reserved; a value in use
+  // is drawn again (config.cc keeps the table at most half the space).
+  const uint32_t shard_mask = (1u << cfg_.qpn_shard_bits) - 1;
+  uint32_t qpn;
+  do qpn = (static_cast<uint32_t>(secret()) & wire::kPsnMask & ~shard_mask) | cfg_.qpn_shard;
+  while (qpn < kFirstQpn || qpn_slots_.find(qpn) != QpnTable::kNone);
+  qpn_slots_.insert(qpn, idx);
   // The QP's PRNG stream is keyed by its slot, not its (random) number, so a
   // seeded run chooses the same paths whatever the entropy source returns.
   qps_[idx] = std::make_unique<Qp>(*this, qpn, init, kFirstQpn + idx);
@@ -185,15 +187,14 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
   return qpn;
 }
 
-uint32_t Endpoint::slot_of(uint32_t qpn) const {
-  return (qpn >> cfg_.qpn_shard_bits) & ((1u << qpn_index_bits_) - 1);
-}
-
 Qp* Endpoint::find_qp(uint32_t qpn) {
-  const uint32_t idx = slot_of(qpn);
-  if (idx >= qps_.size()) return nullptr;
-  Qp* q = qps_[idx].get();
-  return q && q->qpn() == qpn ? q : nullptr;
+  // Consecutive packets are mostly for one QP: the last answer first.
+  if (qpn == last_qpn_ && last_qp_) return last_qp_;
+  const uint32_t idx = qpn_slots_.find(qpn);
+  if (idx == QpnTable::kNone) return nullptr;
+  last_qpn_ = qpn;
+  last_qp_ = qps_[idx].get();
+  return last_qp_;
 }
 
 std::vector<uint32_t> Endpoint::qp_numbers() const {
@@ -230,7 +231,9 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   data_list_.erase(q);
   heap_remove(*q);
   const uint64_t peer = q->peer();
-  const uint32_t idx = slot_of(qpn);
+  const uint32_t idx = qpn_slots_.find(qpn);
+  qpn_slots_.erase(qpn);
+  last_qp_ = nullptr;
   --find_cq(q->send_cq())->users;
   --find_cq(q->recv_cq())->users;
   qps_[idx].reset();
@@ -683,8 +686,11 @@ void Endpoint::run_rechecks(Time now) {
   if (iv <= Duration{}) return;
   std::erase_if(rechecks_, [&](const PortRecheck& r) { return r.deadline <= now; });
   bool pending = false;
-  for (const auto& [peer, mask] : peer_up_) {
-    uint32_t missing = local_up_ & ~mask;
+  for (const auto& entry : peer_up_) {
+    // Named copies, not structured bindings: clang (the fuzz preset)
+    // refuses to capture a structured binding in the lambda below.
+    const uint64_t peer = entry.first;
+    uint32_t missing = local_up_ & ~entry.second;
     if (missing == 0) continue;
     pending = true;
     for (; missing != 0; missing &= missing - 1) {
@@ -828,6 +834,42 @@ bool Endpoint::take_reply_token(Time now) {
   return true;
 }
 
+// Per-source byte credit for endpoint-operation replies
+// (ProtocolConfig::ep_reply_source_*): a reply is sent only if the source's
+// requests (and a slow refill) have paid for its bytes.
+bool Endpoint::take_source_credit(Time now, uint64_t source, uint32_t request_bytes) {
+  const ProtocolConfig& pc = cfg_.protocol;
+  // The MRC headers either way (IP, UDP and ICRC are the same on both).
+  constexpr int64_t kReply = static_cast<int64_t>(wire::Bth::kSize + wire::Eeth::kSize);
+  const int64_t cap = int64_t{pc.ep_reply_source_burst} * kReply;
+  const bool refills = pc.ep_reply_source_interval > Duration{};
+  auto it = reply_credit_.find(source);
+  if (it == reply_credit_.end()) {
+    if (reply_credit_.size() >= kMaxReplySources && refills &&
+        now - reply_credit_swept_ >= pc.ep_reply_source_interval * pc.ep_reply_source_burst) {
+      reply_credit_swept_ = now;
+      const Duration full = pc.ep_reply_source_interval * pc.ep_reply_source_burst;
+      std::erase_if(reply_credit_, [&](const auto& kv) { return now - kv.second.at >= full; });
+    }
+    if (reply_credit_.size() >= kMaxReplySources) return false;
+    it = reply_credit_.emplace(source, ReplyCredit{cap, now}).first;
+  }
+  ReplyCredit& c = it->second;
+  int64_t add = request_bytes;
+  if (refills && now > c.at) {
+    const int64_t ps = (now - c.at).count_ps();
+    const int64_t per = pc.ep_reply_source_interval.count_ps();
+    // Whole replies' worth only, keeping the remainder of the interval.
+    const int64_t n = std::min<int64_t>(ps / per, pc.ep_reply_source_burst);
+    add += n * kReply;
+    c.at = n == pc.ep_reply_source_burst ? now : c.at + pc.ep_reply_source_interval * n;
+  }
+  c.bytes = std::min(cap, c.bytes + add);
+  if (c.bytes < kReply) return false;
+  c.bytes -= kReply;
+  return true;
+}
+
 bool Endpoint::apply_peer_port_status(Time now, uint64_t peer, uint32_t mask) {
   // An unauthenticated packet must not be able to stop a connection, and
   // the table must stay bounded: only a peer with a connected QP here gets
@@ -878,6 +920,11 @@ void Endpoint::on_endpoint_request(Time now, const RxMeta& meta, const wire::Par
     if (!apply_peer_port_status(now, meta.peer, mask)) ++stats_.rx_ep_refused;
   } else if (op != wire::EpWireOp::ev_probe) {
     ++stats_.rx_malformed;
+    return;
+  }
+  if (!take_source_credit(now, meta.peer, static_cast<uint32_t>(p.header_len + p.payload_len))) {
+    ++stats_.ep_replies_shed;
+    ++stats_.ep_replies_shed_source;
     return;
   }
   if (!take_reply_token(now)) {

@@ -31,6 +31,7 @@
 
 #include "core/config.hpp"
 #include "core/mr_table.hpp"
+#include "core/qpn_table.hpp"
 #include "core/types.hpp"
 #include "util/prng.hpp"
 #include "util/result.hpp"
@@ -84,6 +85,9 @@ struct EndpointStats {
   uint64_t rx_bad_state = 0;       ///< QP not in a state that accepts the packet
   uint64_t rx_psn_out_of_window = 0;
   uint64_t rx_access_errors = 0;   ///< rkey/PD/access/bounds failures (nothing written)
+  /// WRITEs whose placement faulted (EndpointConfig::place returned false:
+  /// the application unmapped a registered region); also in rx_access_errors.
+  uint64_t rx_place_faults = 0;
   /// SACK/NACK/ACK/NAK/probe answer that acknowledges nothing outstanding:
   /// PSNs never sent, a PSN with no WR, a timestamp echo that no
   /// transmission of that PSN can have produced, a probe answer with no
@@ -111,6 +115,9 @@ struct EndpointStats {
   uint64_t ep_responses = 0;
   /// Endpoint-operation replies not sent: over the rate limit or the queue cap.
   uint64_t ep_replies_shed = 0;
+  /// Of ep_replies_shed: refused by the per-source byte credit (a flood of
+  /// requests from one address, e.g. forged to reflect at it).
+  uint64_t ep_replies_shed_source = 0;
   /// QP control packets (SACK/NACK/NAK/probe answers) not queued: a
   /// duplicate of one already pending, or over a cap (Qp::kMaxCtrl).
   uint64_t ctrl_shed = 0;
@@ -320,7 +327,6 @@ class Endpoint {
   };
 
   Qp* find_qp(uint32_t qpn);
-  uint32_t slot_of(uint32_t qpn) const;
   uint64_t secret();
   bool peer_connected(uint64_t peer) const;
   void forget_peer_if_unused(uint64_t peer);
@@ -357,10 +363,12 @@ class Endpoint {
   MrTable mrs_;
   std::vector<uint32_t> pds_;         ///< allocated PDs other than 0
   uint32_t next_pd_ = 1;
-  uint32_t qpn_index_bits_ = 8;       ///< QPN bits of the slot index (above the shard bits; a random tag above)
   std::unordered_map<uint64_t, EvProfile> ev_profiles_;
   std::unordered_map<uint64_t, CcProfile> cc_profiles_;
-  std::vector<std::unique_ptr<Qp>> qps_;    ///< index = qpn - kFirstQpn
+  std::vector<std::unique_ptr<Qp>> qps_;    ///< by slot (qpn_slots_); null = free
+  QpnTable qpn_slots_;                      ///< QPN -> slot of every live QP
+  uint32_t last_qpn_ = 0;                   ///< find_qp's last answer (reset by destroy_qp)
+  Qp* last_qp_ = nullptr;
   std::vector<uint32_t> free_qp_slots_;
   std::deque<Event> events_;
   std::vector<std::unique_ptr<Cq>> cqs_;   ///< index = CQ id; null = free
@@ -391,6 +399,18 @@ class Endpoint {
   std::unordered_map<uint64_t, uint32_t> peer_up_;
   double reply_tokens_ = 0;
   Time reply_refill_ = Time::zero();
+  /// Per-source reply credit (ProtocolConfig::ep_reply_source_*), bytes.
+  struct ReplyCredit {
+    int64_t bytes;
+    Time at;        ///< last refill
+  };
+  std::unordered_map<uint64_t, ReplyCredit> reply_credit_;
+  Time reply_credit_swept_ = Time::zero();
+  /// Sources tracked at once; when full, those idle long enough to be full
+  /// again are forgotten (a new source starts full: nothing is lost), at
+  /// most once per refill time; a source that still finds no room is shed.
+  static constexpr size_t kMaxReplySources = 4096;
+  bool take_source_credit(Time now, uint64_t source, uint32_t request_bytes);
   uint32_t replies_queued_ = 0;
   uint32_t local_up_ = 0;
   IncastGuard incast_;

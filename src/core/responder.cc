@@ -85,14 +85,18 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   const MemoryRegion* mr =
       len <= mtu_ ? ep_.mrs_.check_remote_write(init_.pd, h.reth.rkey, h.reth.va, len) : nullptr;
   const bool short_middle = !info.last && len != mtu_;
-  if (!mr || short_middle) {
+  // A refused WRITE: nothing placed, no state changed, an AETH NAK queued.
+  auto refuse = [&](uint8_t syndrome) {
     ++ep_.stats_.rx_access_errors;
     ++stats_.access_errors;
     ++stats_.rx_rejected;
     PendingCtrl n = trig;
     n.kind = PendingCtrl::nak;
-    n.syndrome = mr ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess;
+    n.syndrome = syndrome;
     push_ctrl(n);
+  };
+  if (!mr || short_middle) {
+    refuse(mr ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess);
     return;
   }
   if (info.imm && wimm_stash_ >= attr_.max_wimm_dest) {
@@ -110,8 +114,18 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   }
 
   // Place (duplicates never reach here; placement is idempotent anyway).
-  if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0)
-    std::memcpy(reinterpret_cast<void*>(h.reth.va), payload, p.payload_len);
+  // A region the application unmapped while registered cannot take the
+  // bytes: refused like a bad rkey, before any state changes.
+  if (mr->backed && meta.phantom_payload == 0 && p.payload_len > 0) {
+    void* dst = reinterpret_cast<void*>(h.reth.va);
+    if (!ep_.cfg_.place) {
+      std::memcpy(dst, payload, p.payload_len);
+    } else if (!ep_.cfg_.place(dst, payload, p.payload_len)) {
+      ++ep_.stats_.rx_place_faults;
+      refuse(wire::aeth::kNakRemoteAccess);
+      return;
+    }
+  }
   ep_.stats_.rx_placed_bytes += len;
   rx_.set(psn);
   RxSlot& slot = rx_slot_for(psn);

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "platform/os_error.hpp"
+#include "platform/memory_guard.hpp"
 #include "runtime/device_internal.hpp"
 #include "wire/icrc.hpp"
 #include "wire/packet.hpp"
@@ -185,6 +186,11 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // arbiter, decides when each leaves: the QP's own spraying is the balance.
   ec.balance_peer_ports = false;
   ec.qpn_shard_bits = static_cast<uint32_t>(std::countr_zero(cfg.engines));
+  // Payload lands in application memory the application may unmap while
+  // it is registered: a fault there fails that WRITE, not the process
+  // (platform/memory_guard.hpp).
+  platform::install_fault_guard();
+  ec.place = &platform::guarded_copy;
 
   // Profile 0 of each kind is what QPs use unless the controller says
   // otherwise: every EV of every plane, all active.
@@ -361,6 +367,8 @@ DeviceStats Device::stats() {
     s.core.rx_bad_state += c.rx_bad_state;
     s.core.rx_psn_out_of_window += c.rx_psn_out_of_window;
     s.core.rx_access_errors += c.rx_access_errors;
+    s.core.ep_replies_shed_source += c.ep_replies_shed_source;
+    s.core.rx_place_faults += c.rx_place_faults;
     s.core.rx_bad_ack += c.rx_bad_ack;
     s.core.rx_stale_ack += c.rx_stale_ack;
     s.core.rx_ep_refused += c.rx_ep_refused;

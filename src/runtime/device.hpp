@@ -340,6 +340,12 @@ class Device {
   // ---- protection domains and memory (core::Endpoint semantics and errors)
   Result<uint32_t> alloc_pd();
   Status dealloc_pd(uint32_t pd);
+  /// Registers [addr, addr+length) in PD `pd`. Errc::invalid_argument for
+  /// a NULL address, a zero length, or a range not wholly mapped in this
+  /// process (platform::range_mapped). If the application unmaps the range
+  /// later while it is registered, a peer's WRITE into it fails as a remote
+  /// access error (counted in EndpointStats::rx_place_faults), never a
+  /// crash (platform::guarded_copy).
   Result<core::MemoryRegion> reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd);
   /// Errc::busy while an outstanding WR reads the region.
   Status dereg_mr(uint32_t lkey);
@@ -453,6 +459,15 @@ class Device {
   void set_event_sink(std::function<void(const core::Event&)> sink);
 
   DeviceStats stats();
+
+  /// Fuzzing and tests: hands `bytes` to the receive path as if a datagram
+  /// from `source` (address and UDP source port) had arrived on plane
+  /// `plane`'s socket, and on the engine the kernel would steer it to (the
+  /// low bits of its BTH destination QP): the same source, ICRC and port
+  /// checks, then the core. Errc::invalid_argument for a plane out of
+  /// range or more than 64 KiB. What the core then sends goes out on the
+  /// engine's next iteration as usual.
+  Status inject_datagram(uint32_t plane, const platform::SockAddr& source, std::span<const uint8_t> bytes);
 
  private:
   struct Plane {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "platform/memory_guard.hpp"
 #include "runtime/device_internal.hpp"
 
 namespace mrc::rt {
@@ -63,6 +64,9 @@ Status Device::dealloc_pd(uint32_t pd) {
 }
 
 Result<core::MemoryRegion> Device::reg_mr(const void* addr, size_t length, uint32_t access, uint32_t pd) {
+  // Real memory only: a NULL or unmapped range would be a fault in the
+  // engine on the first WRITE (one system call; platform/memory_guard.hpp).
+  if (!platform::range_mapped(addr, length)) return Errc::invalid_argument;
   std::lock_guard<std::mutex> o(objects_mu_);
   auto locks = lock_all_engines();
   auto first = engines_[0]->ep->reg_mr(reinterpret_cast<uint64_t>(addr), length, access, true, pd);

@@ -6,6 +6,8 @@
 #include "runtime/device.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "runtime/device_internal.hpp"
 #include "wire/icrc.hpp"
@@ -50,6 +52,28 @@ bool Device::receive_all(Engine& e) {
   if (engines_.size() > 1) forward_port_status(e);
   if (bytes > 0) data_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return any;
+}
+
+Status Device::inject_datagram(uint32_t plane, const platform::SockAddr& source, std::span<const uint8_t> bytes) {
+  if (plane >= planes_.size() || bytes.size() > 65536) return Errc::invalid_argument;
+  // As the reuseport program steers: by the destination QP's low bits
+  // (BTH bytes 5..7), engine 0 for anything too short to have one.
+  uint32_t qpn = 0;
+  if (bytes.size() >= 8) qpn = uint32_t{bytes[5]} << 16 | uint32_t{bytes[6]} << 8 | bytes[7];
+  Engine& e = engine_of(qpn);
+  std::vector<std::byte> copy(bytes.size());
+  if (!bytes.empty()) std::memcpy(copy.data(), bytes.data(), bytes.size());
+  platform::RxDatagram d;
+  d.data = copy;
+  d.source = source;
+  {
+    std::shared_lock<std::shared_mutex> peers(peers_mu_);
+    std::lock_guard g(e.mu);
+    handle_datagram(e, plane, d, clock_.now());
+  }
+  if (engines_.size() > 1) forward_port_status(e);
+  kick(e);
+  return {};
 }
 
 // Called without any lock held: it takes the other engines' mutexes one at

@@ -584,12 +584,18 @@ TEST(Floods, TheControlQueueNeverPassesItsCap) {
   EXPECT_EQ(p.b->stats().ctrl_shed, 1000u - Qp::kMaxCtrlNacks);
 }
 
-TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
-  Pair p;
+/// The headers of an EV probe request.
+wire::Headers ev_probe_request() {
   wire::Headers h;
   h.bth.opcode = static_cast<uint8_t>(wire::Opcode::endpoint_request);
   h.bth.dest_qp = kEndpointOpsQpn;
   h.erth.op = static_cast<uint8_t>(wire::EpWireOp::ev_probe);
+  return h;
+}
+
+TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
+  Pair p;
+  wire::Headers h = ev_probe_request();
   for (uint32_t i = 0; i < 100000; ++i) {
     h.bth.psn = i & 0xFFFF;
     p.inject(kHostB, 5000 + i, encode(h), 0, i);
@@ -604,6 +610,48 @@ TEST(Floods, EndpointRequestRepliesAreCappedAndRateLimited) {
   p.now = p.now + Duration::us(10);
   for (uint32_t i = 0; i < 100; ++i) p.inject(kHostB, 5000 + i, encode(h), 0, i);
   EXPECT_EQ(p.b->stats().ep_replies_shed - shed, 80u);
+}
+
+// Requests forged with a victim's address (reflection): the replies sent
+// to one source carry fewer bytes than its requests brought, beyond a
+// small burst and a slow refill, while another source that probes at a
+// normal rate is answered every time.
+TEST(Floods, RepliesToOneSourceNeverCarryMoreBytesThanItsRequests) {
+  Pair p;
+  const Bytes req = encode(ev_probe_request());
+  const ProtocolConfig pc = EndpointConfig{}.protocol;
+  constexpr uint64_t kVictim = 4242, kProber = 7777;
+  uint8_t hdr[wire::kMaxHeaderBytes];
+  uint64_t to_victim = 0, to_prober = 0, probes = 0;
+  const Time start = p.now;
+  auto drain = [&] {
+    for (;;) {
+      auto tx = p.b->poll_transmit(p.now, kAllPorts, hdr);
+      if (!tx.ok()) break;
+      if (tx->peer == kVictim) ++to_victim;
+      if (tx->peer == kProber) ++to_prober;
+    }
+  };
+  constexpr uint32_t kFlood = 20000;
+  for (uint32_t i = 0; i < kFlood; ++i) {
+    // 1 us apart: the endpoint-wide bucket (one per 500 ns) would answer all.
+    p.now = p.now + Duration::us(1);
+    p.inject(kHostB, kVictim, req, 0, i);
+    if (i % 2000 == 0) {
+      p.inject(kHostB, kProber, req, 0, i);
+      ++probes;
+    }
+    drain();
+  }
+  const uint64_t reply_bytes = wire::Bth::kSize + wire::Eeth::kSize;
+  const uint64_t req_bytes = req.size();
+  const uint64_t elapsed_ms = static_cast<uint64_t>((p.now - start).count_ps() / Duration::ms(1).count_ps());
+  EXPECT_LE(to_victim * reply_bytes,
+            kFlood * req_bytes + (pc.ep_reply_source_burst + elapsed_ms) * reply_bytes);
+  EXPECT_LT(to_victim, kFlood * 2 / 3);
+  EXPECT_GT(to_victim, kFlood / 2) << "the requests' own bytes still pay for most replies";
+  EXPECT_EQ(to_prober, probes) << "a source probing at a normal rate is always answered";
+  EXPECT_EQ(p.b->stats().ep_replies_shed_source, kFlood - to_victim);
 }
 
 // ------------------------------------------------------------- 7. keys and PDs

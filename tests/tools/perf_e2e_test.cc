@@ -4,7 +4,10 @@
 // multi-address loopback needs no configuration on Linux), checking exit
 // codes and the JSON reports. Skipped when the device cannot open here
 // (addresses or UDP ports in use).
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -261,6 +264,61 @@ TEST(PerfE2E, MismatchedFlagsFailOnBothSidesWithAClearMessage) {
   EXPECT_EQ(exit_code(pr.server), 1) << describe(pr);
   EXPECT_NE(slurp(pr.client.err).find("--size"), std::string::npos) << describe(pr);
   EXPECT_NE(slurp(pr.server.err).find("--size"), std::string::npos) << describe(pr);
+}
+
+/// Connects to 127.0.0.1:`port` (retrying while the server starts, up to
+/// 10 s) and returns the socket, or -1.
+int connect_loopback(int port) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) return fd;
+    ::close(fd);
+    std::this_thread::yield();
+  }
+  return -1;
+}
+
+// The exchange is unauthenticated: a client that sends garbage, says
+// nothing, or asks for more than a server allocates is refused with the
+// reason, and the one-shot server exits with code 1 at once (a silent
+// client holds it for kFirstMessageTimeoutS, not the 30 s exchange timeout).
+TEST(PerfE2E, AMisbehavingClientIsRefusedWithTheReason) {
+  {
+    const int port = tcp_port(5);
+    auto s = spawn(MRC_WRITE_BW, {"-p", std::to_string(port), "--planes", "127.0.73.1"}, "garbage_server");
+    const int fd = connect_loopback(port);
+    ASSERT_GE(fd, 0);
+    const char junk[] = "GET / HTTP/1.1\r\n\r\n";
+    ASSERT_GT(::send(fd, junk, sizeof junk - 1, MSG_NOSIGNAL), 0);
+    finish(s, std::chrono::steady_clock::now() + std::chrono::seconds(20));
+    ::close(fd);
+    EXPECT_EQ(exit_code(s), 1);
+    EXPECT_NE(slurp(s.err).find("bad magic"), std::string::npos) << slurp(s.err);
+  }
+  {
+    const int port = tcp_port(6);
+    auto s = spawn(MRC_WRITE_BW, {"-p", std::to_string(port), "--planes", "127.0.73.1"}, "silent_server");
+    const int fd = connect_loopback(port);
+    ASSERT_GE(fd, 0);
+    finish(s, std::chrono::steady_clock::now() + std::chrono::seconds(20));
+    ::close(fd);
+    EXPECT_EQ(exit_code(s), 1);
+    EXPECT_NE(slurp(s.err).find("within 5 s"), std::string::npos) << slurp(s.err);
+  }
+  {
+    const std::string port = std::to_string(tcp_port(7));
+    auto pr = run_pair(MRC_WRITE_BW, {"-p", port, "--planes", "127.0.73.1"},
+                       {"127.0.0.1", "-p", port, "-q", "300", "--planes", "127.0.73.2"}, "greedy", 20);
+    EXPECT_EQ(exit_code(pr.server), 1) << describe(pr);
+    EXPECT_EQ(exit_code(pr.client), 1) << describe(pr);
+    EXPECT_NE(slurp(pr.server.err).find("--qp"), std::string::npos) << describe(pr);
+    EXPECT_NE(slurp(pr.client.err).find("--qp"), std::string::npos) << describe(pr);
+  }
 }
 
 TEST(PerfE2E, NoServerIsAClearError) {

@@ -497,6 +497,29 @@ TEST(PerfMessages, GarbledFieldsAreRejected) {
   EXPECT_FALSE(decode_size_begin(sb));
 }
 
+TEST(PerfMessages, AServerRefusesWhatItWillNotAllocateForAClient) {
+  Options client;
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, std::vector<std::string>{"-s", "65536", "-q", "4", "h"}, client).run);
+  Params p = params_from(client);
+  EXPECT_EQ(check_peer_request(p), "");
+  // The review's request: 1,024 QPs x 2 GiB x depth 4,096 (decode_params accepts each field).
+  p.num_qps = 1024;
+  p.size = uint64_t{2} << 30;
+  p.tx_depth = 4096;
+  EXPECT_NE(check_peer_request(p).find("--qp"), std::string::npos) << check_peer_request(p);
+  p.num_qps = 8;
+  auto why = check_peer_request(p);
+  EXPECT_NE(why.find("MiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("--size"), std::string::npos) << why;
+  p.size = 65536;
+  p.num_qps = 256;
+  p.tx_depth = 16384;
+  why = check_peer_request(p);
+  EXPECT_NE(why.find("--tx-depth"), std::string::npos) << why;
+  p.tx_depth = 1024;
+  EXPECT_EQ(check_peer_request(p), "");
+}
+
 TEST(PerfMessages, CompatibilityAndAdoption) {
   Options server;
   ASSERT_TRUE(parse_command_line(Tool::write_bw, std::vector<std::string>{}, server).run);

@@ -309,6 +309,17 @@ Params params_from(const Options& o);
 /// shape; else why not (naming the flag). The server adopts the client's
 /// values for every shape flag it was not given explicitly.
 std::string check_compatible(const Options& server, const Params& client);
+/// What a server allocates for a client (the exchange is unauthenticated:
+/// anyone who reaches the TCP port can ask). Beyond these, and beyond the
+/// per-field ranges decode_params checks, a request is refused.
+inline constexpr uint32_t kMaxPeerQps = 256;
+inline constexpr uint64_t kMaxPeerMemoryBytes = uint64_t{8} << 30;   ///< buffers: QPs x 2 x largest message
+inline constexpr uint64_t kMaxPeerWorkRequests = 1u << 18;          ///< QPs x tx depth (CQ entries, WR slots)
+/// Seconds an accepted client has to send its parameters.
+inline constexpr double kFirstMessageTimeoutS = 5.0;
+/// Empty if a server may allocate what `client` asks for; else why not,
+/// naming the limit and the flag that exceeds it.
+std::string check_peer_request(const Params& client);
 /// Applies the client's shape to the server's options.
 void adopt(Options& server, const Params& client);
 

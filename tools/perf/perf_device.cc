@@ -665,8 +665,14 @@ void Session::establish() {
                 "************************************\n");
     std::fflush(stdout);
     ch = Channel::accept_one(o.port);
-    auto params = decode_params(ch.expect(MsgType::params, t));
+    // The exchange is unauthenticated: a client that says nothing, says
+    // nonsense or asks for too much is refused with the reason, and this
+    // one-shot server exits (code 1) as it does for a client whose flags
+    // differ, so that a script running it sees the failure instead of a
+    // server that waits on. A silent client holds it only kFirstMessageTimeoutS.
+    auto params = decode_params(ch.expect(MsgType::params, std::min(t, kFirstMessageTimeoutS)));
     if (!params) throw PerfError("exchange: " + params.error);
+    if (auto why = check_peer_request(*params.value); !why.empty()) throw PerfError("exchange: refused: " + why);
     if (auto why = check_compatible(o, *params.value); !why.empty()) throw PerfError(why);
     adopt(o, *params.value);
     if (planes.empty()) planes = {ch.local_address()};

@@ -377,6 +377,23 @@ std::string check_compatible(const Options& server, const Params& client) {
   return {};
 }
 
+std::string check_peer_request(const Params& client) {
+  if (client.num_qps > kMaxPeerQps)
+    return fmt::format("the client asks for {} QPs; a server accepts at most {} (--qp)", client.num_qps, kMaxPeerQps);
+  const uint64_t largest = client.all ? kAllMaxBytes : client.size;
+  const uint64_t memory = uint64_t{client.num_qps} * 2 * largest;
+  if (memory > kMaxPeerMemoryBytes)
+    return fmt::format("the client's buffers would take {} MiB ({} QPs x 2 x {} bytes); a server allocates at most {} "
+                       "MiB for a client (--qp, --size)",
+                       memory >> 20, client.num_qps, largest, kMaxPeerMemoryBytes >> 20);
+  const uint64_t wrs = uint64_t{client.num_qps} * client.tx_depth;
+  if (wrs > kMaxPeerWorkRequests)
+    return fmt::format("the client asks for {} outstanding WRs ({} QPs x tx depth {}); a server accepts at most {} "
+                       "(--qp, --tx-depth)",
+                       wrs, client.num_qps, client.tx_depth, kMaxPeerWorkRequests);
+  return {};
+}
+
 void adopt(Options& server, const Params& client) {
   server.verify = client.verify;
   server.all = client.all;

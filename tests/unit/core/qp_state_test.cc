@@ -597,7 +597,6 @@ TEST_F(QpStateTest, DestroyQp) {
   auto q = ep->create_qp(QpInit{});
   ASSERT_TRUE(q.ok());
   EXPECT_NE(*q, qpn);
-  EXPECT_EQ(*q & 0xFFFu, qpn & 0xFFFu) << "same slot";
   EXPECT_EQ(ep->qp(qpn), nullptr);
   EXPECT_EQ(ep->qp(*q)->state(), QpState::reset);
 }

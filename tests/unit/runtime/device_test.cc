@@ -702,5 +702,23 @@ TEST(Device, ABusyAddressIsReportedWithTheSocketError) {
   EXPECT_NE(why.find("127.0.16.5"), std::string::npos) << why;
 }
 
+// The fuzzing entry: an injected datagram meets the same checks as one
+// from a socket (source, ICRC), on the engine its QPN names.
+TEST(Device, InjectedDatagramsTakeTheReceivePathsChecks) {
+  Pair p(74);
+  ASSERT_TRUE(p.ok());
+  const std::vector<uint8_t> junk(64, 0x42);
+  platform::SockAddr peer = p.a.dev->plane_address(1);
+  peer.set_port(40008);
+  const DeviceStats before = p.b.dev->stats();
+  ASSERT_TRUE(p.b.dev->inject_datagram(1, peer, junk).ok());
+  platform::SockAddr stranger = *platform::SockAddr::parse("127.0.74.9:40000");
+  ASSERT_TRUE(p.b.dev->inject_datagram(0, stranger, junk).ok());
+  EXPECT_EQ(p.b.dev->inject_datagram(2, peer, junk).error(), Errc::invalid_argument);
+  const DeviceStats after = p.b.dev->stats();
+  EXPECT_EQ(after.rx_icrc_errors - before.rx_icrc_errors, 1u);
+  EXPECT_EQ(after.rx_unknown_source - before.rx_unknown_source, 1u);
+}
+
 }  // namespace
 }  // namespace mrc::rt
