@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <vector>
 
-#include "mrc/mrc.h"
-#include "mrc/mrc_soft.h"
+#include "mrc.h"
+#include "openmrc/mrc_soft.h"
 #include "soft_node.hpp"
 
 namespace {
