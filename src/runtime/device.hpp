@@ -165,7 +165,7 @@ struct DeviceConfig {
   /// above it (bulk data, and for 10 ms after) the engine threads take the
   /// packets and work in parallel with the application. 0: the engine
   /// threads always take them. 256 KiB (2.1 Gbit/s) is the measured choice
-  /// (docs/performance.md, stops 20 and 21).
+  /// (docs/performance.md, the blocking rows and `--channel-bulk -1`).
   uint64_t bulk_bytes_per_ms = 256 * 1024;
   /// Seed of the protocol's random choices (EV picks); 0 = from getrandom.
   uint64_t seed = 0;
