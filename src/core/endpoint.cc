@@ -618,10 +618,11 @@ uint16_t Endpoint::ep_timestamp(Time now) const {
 void Endpoint::run_adverts(Time now) {
   const ProtocolConfig& pc = cfg_.protocol;
   advert_next_ = Time::never();
+  const bool resend = pc.port_status_max_interval > Duration{};
   for (auto it = adverts_.begin(); it != adverts_.end();) {
     PortAdvert& a = it->second;
-    const bool resend = pc.port_status_max_interval > Duration{};
-    if (!peer_connected(it->first) || (!resend && a.sends >= pc.port_status_repeats)) {
+    // (Without re-sends an advert leaves right after its last send, below.)
+    if (!peer_connected(it->first)) {
       it = adverts_.erase(it);
       continue;
     }

@@ -221,7 +221,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     e->gso_stage.resize(kTxSlots * (wire::kMaxHeaderBytes + sizeof(TxSlot::bounce) + wire::kIcrcBytes));
     d->engines_.push_back(std::move(e));
   }
-  const uint32_t all = d->num_planes() >= 32 ? ~0u : (1u << d->num_planes()) - 1;
+  const uint32_t all = d->all_planes();
   d->port_up_.store(all);
   d->admin_up_.store(all);
   d->carrier_up_.store(all);
