@@ -293,6 +293,9 @@ struct mrc_soft_qp_stats {
   uint64_t losses_rule;       /**< packets declared lost by the SACK loss rule */
   uint64_t losses_timeout;    /**< packets declared lost by the ACK timeout */
   uint64_t spurious_losses;   /**< losses later proved wrong (the packet arrived) */
+  uint64_t ev_suspected;      /**< EVs taken out of service on a loss, pending a confirming probe */
+  uint64_t ev_retired;        /**< EVs that went ASSUMED_BAD (a probe confirmed the loss, or a timeout) */
+  uint64_t ev_resurrected;    /**< ASSUMED_BAD EVs put back after answered probes */
 };
 /**
  * Fills *stats with QP `qp`'s counters. Returns 0, or -EINVAL for a NULL

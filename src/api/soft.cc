@@ -453,6 +453,9 @@ MRC_EXPORT int mrc_soft_query_qp_stats(mrc_qp* qp, mrc_soft_qp_stats* stats) {
   stats->losses_rule = s.losses_rule;
   stats->losses_timeout = s.losses_timeout;
   stats->spurious_losses = s.spurious_losses;
+  stats->ev_suspected = info->path.suspected;
+  stats->ev_retired = info->path.retired;
+  stats->ev_resurrected = info->path.resurrected;
   return 0;
 }
 

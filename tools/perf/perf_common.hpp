@@ -523,6 +523,9 @@ struct TimelineReport {
   /// delivery, in ms, and when it began (seconds since the first post).
   double longest_stall_ms = 0;
   double longest_stall_at_s = 0;
+  /// The QPs' path policy over the size: EVs taken out of service on a
+  /// loss pending a confirming probe, retired (ASSUMED_BAD), put back.
+  uint64_t ev_suspected = 0, ev_retired = 0, ev_resurrected = 0;
 };
 
 /// "  0.500 s  1.234 Gb/s  plane0 0.617 Gb/s (151 pkts)  plane1 ..." (no newline).

@@ -251,7 +251,8 @@ void Timeline::begin(int64_t t0_ns) {
   t0_ = last_sample_ns_ = t0_ns;
   stall_.start(t0_ns);
   // Counters before the first post are not this size's.
-  last_bytes_ = watched_bytes_ = delivered();
+  at_begin_ = totals();
+  last_bytes_ = watched_bytes_ = at_begin_.bytes_delivered;
   std::vector<uint64_t> per(num_planes_);
   for (mrc_qp* qp : qps_) {
     if (mrc_soft_query_qp_plane_packets(qp, per.data(), static_cast<int>(num_planes_)) < 0) continue;
@@ -260,13 +261,17 @@ void Timeline::begin(int64_t t0_ns) {
   thread_ = std::thread([this] { run(); });
 }
 
-uint64_t Timeline::delivered() const {
-  uint64_t total = 0;
+mrc_soft_qp_stats Timeline::totals() const {
+  mrc_soft_qp_stats t{};
   for (mrc_qp* qp : qps_) {
     mrc_soft_qp_stats st{};
-    if (mrc_soft_query_qp_stats(qp, &st) == 0) total += st.bytes_delivered;
+    if (mrc_soft_query_qp_stats(qp, &st) != 0) continue;
+    t.bytes_delivered += st.bytes_delivered;
+    t.ev_suspected += st.ev_suspected;
+    t.ev_retired += st.ev_retired;
+    t.ev_resurrected += st.ev_resurrected;
   }
-  return total;
+  return t;
 }
 
 void Timeline::watch_delivery(int64_t t_ns) {
@@ -361,8 +366,14 @@ TimelineReport Timeline::finish(int64_t end_ns) {
   if (end_ns > last_sample_ns_) sample(end_ns);
   report_.longest_stall_ms = stall_.longest_ms();
   report_.longest_stall_at_s = stall_.longest_at_s();
-  std::printf("%s\n", fmt::format(" Longest stall: {:.0f} ms with no byte delivered (from {:.3f} s), {} EV events", report_.longest_stall_ms,
-                                   report_.longest_stall_at_s, report_.events.size())
+  const mrc_soft_qp_stats end = totals();
+  report_.ev_suspected = end.ev_suspected - at_begin_.ev_suspected;
+  report_.ev_retired = end.ev_retired - at_begin_.ev_retired;
+  report_.ev_resurrected = end.ev_resurrected - at_begin_.ev_resurrected;
+  std::printf("%s\n", fmt::format(" Longest stall: {:.0f} ms with no byte delivered (from {:.3f} s), {} EV events;"
+                                  " EVs {} suspected, {} retired, {} resurrected",
+                                  report_.longest_stall_ms, report_.longest_stall_at_s, report_.events.size(),
+                                  report_.ev_suspected, report_.ev_retired, report_.ev_resurrected)
                           .c_str());
   std::fflush(stdout);
   return report_;

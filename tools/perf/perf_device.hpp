@@ -159,8 +159,9 @@ class Timeline {
 
  private:
   void run();
-  /// Bytes the peer acknowledged over all QPs, since the QPs were created.
-  uint64_t delivered() const;
+  /// The QPs' counters summed (bytes_delivered: since they were created).
+  mrc_soft_qp_stats totals() const;
+  uint64_t delivered() const { return totals().bytes_delivered; }
   /// Feeds the stall meter: called every millisecond or so.
   void watch_delivery(int64_t t_ns);
   void sample(int64_t t_ns);
@@ -172,6 +173,7 @@ class Timeline {
   const mrcctl::CtlFile& ctl_;
   int64_t t0_ = 0;
   int64_t last_sample_ns_ = 0;
+  mrc_soft_qp_stats at_begin_{};  ///< totals() at begin()
   uint64_t last_bytes_ = 0;      ///< delivered() at the last sample
   uint64_t watched_bytes_ = 0;   ///< delivered() at the last watch_delivery
   std::vector<uint64_t> last_packets_;
