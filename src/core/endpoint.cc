@@ -519,6 +519,21 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
   return Errc::done;
 }
 
+void Endpoint::on_transmit_refused(Time now, const Transmit& tx, std::span<const uint8_t> hdr) {
+  if (tx.qpn == 0 || tx.tc == TrafficClass::control) return;
+  Qp* q = find_qp(tx.qpn);
+  if (!q) return;
+  // An MRC data header: BTH, METH, then the TSETH the record keeps.
+  hdr = hdr.first(std::min<size_t>(hdr.size(), tx.header_len));
+  if (hdr.size() < wire::Bth::kSize + wire::Meth::kSize + wire::Tseth::kSize) return;
+  const auto bth = wire::decode<wire::Bth>(hdr);
+  if (!bth || !bth->ts) return;
+  const auto ts = wire::decode<wire::Tseth>(hdr.subspan(wire::Bth::kSize + wire::Meth::kSize));
+  if (!ts) return;
+  q->on_send_refused(now, bth->psn, ts->timestamp);
+  refresh(*q);
+}
+
 // Inlined into poll_transmit's two loops (as a call, BM_CorePair measured
 // about 10 ns per packet slower).
 [[gnu::always_inline]] inline Endpoint::DataTurn Endpoint::data_turn(Time now, Qp* q, uint32_t port_mask,
@@ -530,6 +545,7 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
   const Qp::SendResult r = q->poll_data(now, port_mask, hdr, tx);
   q->flush_ev_events();
   if (r == Qp::SendResult::sent) {
+    tx.qpn = q->qpn();
     if (balance) {
       std::array<uint32_t, 32>& sent = peer_port_sent(*q);
       if (++sent[tx.port] >= (1u << 30)) {

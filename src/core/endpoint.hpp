@@ -247,6 +247,13 @@ class Endpoint {
   /// wire::kMaxHeaderBytes); the payload is described by the Transmit. Returns
   /// Errc::done when nothing can be sent on those ports now.
   Result<Transmit> poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr);
+  /// The packet `tx` (header bytes `hdr`, as poll_transmit wrote them) never
+  /// left this host: the driver's socket buffer or egress queue refused it
+  /// (EAGAIN, ENOBUFS). A QP's data packet is resent at once without
+  /// counting against its EV, and its congestion control takes the refusal
+  /// as congestion (as a trimmed packet); anything else is left to the
+  /// protocol's loss recovery. Call it before the next poll_transmit.
+  void on_transmit_refused(Time now, const Transmit& tx, std::span<const uint8_t> hdr);
   /// Earliest time handle_timeout() must be called, or Time::never().
   Time next_timeout() const;
   /// Runs every timer due at or before `now`.

@@ -51,6 +51,9 @@ enum class QpTimer : uint8_t { recovery, sack, pacing, count };
 
 class Qp {
  public:
+  /// Endpoint::on_transmit_refused for this QP's data packet of 24-bit PSN
+  /// `psn24` stamped `ts`.
+  void on_send_refused(Time now, uint32_t psn24, uint16_t ts);
   /// `stream` keys the QP's PRNG stream (its slot, so seeded runs do not
   /// depend on the random QPN).
   Qp(Endpoint& ep, uint32_t qpn, const QpInit& init, uint64_t stream);

@@ -18,7 +18,7 @@ namespace {
 // (below), only, if the peer acknowledged anything since, a reason to probe
 // it.
 // kLossProbe: resent as a tail loss probe, not known to be lost.
-enum LossCause : uint8_t { kLossNone, kLossRule, kLossTimeout, kLossNack, kLossFlight, kLossSilent, kLossProbe };
+enum LossCause : uint8_t { kLossNone, kLossRule, kLossTimeout, kLossNack, kLossFlight, kLossSilent, kLossProbe, kLossLocal };
 }
 
 uint64_t Qp::window_psns() const {
@@ -586,6 +586,30 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     fail(now, WcStatus::retry_exc_err, 0);
     return;
   }
+  rearm_recovery(now);
+}
+
+// The packet never left the host: the host's own queue is full, which is
+// congestion at the first hop, not the path. Resent at once (as a trimmed
+// packet would be, and congestion control hears of it the same way); its EV
+// keeps its standing. Only the transmission just built qualifies: the
+// record's stamp must be this header's.
+void Qp::on_send_refused(Time now, uint32_t psn24, uint16_t ts) {
+  if (state_ != QpState::rts || roce()) return;
+  const uint64_t psn = wire::unwrap_psn(snd_una_, psn24);
+  if (psn < snd_una_ || psn >= next_psn_ || acked_.test(psn)) return;
+  SendRecord& r = rec(psn);
+  if (r.state != PktState::inflight || r.ts != ts) return;
+  cc::NackInfo ni;
+  ni.now = now;
+  ni.nominal_bytes = r.nominal;
+  ni.code = wire::NackCode::trimmed;
+  ni.rtt_valid = false;
+  cc_->on_nack(ni);
+  r.state = PktState::lost;
+  r.loss_cause = kLossLocal;
+  rtx_q_.push_back(psn);
+  ++stats_.losses_local;
   rearm_recovery(now);
 }
 

@@ -121,6 +121,10 @@ struct QpStats {
   uint64_t losses_path_fifo = 0;       ///< ... of which by the per-path FIFO rule (ProtocolConfig::path_fifo_loss)
   uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
   uint64_t losses_nack = 0;            ///< retransmitted after a NACK
+  /// Data packets the local host refused to send (a full socket buffer or
+  /// egress queue: Endpoint::on_transmit_refused), resent without blaming
+  /// their EV and taken as congestion.
+  uint64_t losses_local = 0;
   uint64_t timeouts = 0;               ///< ACK-timeout events (retry counter steps)
   uint64_t tail_probes = 0;            ///< newest packet resent after a silent tail
   uint64_t stall_timeouts = 0;         ///< work queued but no usable path for a whole RTO
@@ -362,6 +366,9 @@ struct Transmit {
   uint16_t header_len = 0;   ///< bytes written to the header buffer
   const uint8_t* payload = nullptr;  ///< local payload address (never owned)
   uint32_t payload_len = 0;
+  /// The local QP whose data packet this is (0 for control packets), for
+  /// Endpoint::on_transmit_refused.
+  uint32_t qpn = 0;
   const Sge* gather = nullptr;       ///< the message's gather list (see above)
   uint16_t gather_count = 0;
   uint32_t gather_offset = 0;        ///< payload offset within the message

@@ -661,7 +661,9 @@ class Device {
   struct SendCount {
     uint64_t packets = 0, bytes = 0, refused = 0, errors = 0;
   };
-  SendCount send_frames(Engine& e, std::span<const uint16_t> order);
+  /// `refused` receives the slot of each frame the kernel refused (room
+  /// for order.size()); SendCount::refused counts them.
+  SendCount send_frames(Engine& e, std::span<const uint16_t> order, uint16_t* refused);
   void collect_events(Engine& e);
   void publish(std::vector<StagedCompletion>& staged, std::vector<core::Event>& events);
   void kick(Engine& e);

@@ -141,6 +141,15 @@ struct Device::TxBatch {
   std::array<Built, kTxSlots> built;
   size_t nb = 0, iov_used = 0, stage_used = 0;
   uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0, errors = 0, uring_submits = 0;
+  /// Slots the kernel refused (a full socket buffer): the core hears of
+  /// each (Endpoint::on_transmit_refused) once the batch is done.
+  std::array<uint16_t, kTxSlots> refused_slots;
+  size_t n_refused = 0;
+
+  void refuse(size_t d) {
+    refused += packets(d);
+    for (size_t k = built[d].first; k < built[d].end; ++k) refused_slots[n_refused++] = order[k];
+  }
 
   TxSlot& slot(size_t k) { return e.slots[order[k]]; }
   size_t packets(size_t d) const { return built[d].end - built[d].first; }
@@ -272,11 +281,18 @@ void Device::send_slots(Engine& e, size_t n) {
     build_datagram(b, i, j, total);
     i = j;
   }
-  // What was not taken is lost as if the network dropped it; the protocol
-  // recovers it.
+  // What the kernel refused never left: the core resends it without
+  // blaming its path, and takes it as congestion.
   if (b.several_sockets() && e.uring.live()) submit_uring(b);
   submit_sendmmsg(b);
   std::lock_guard g(e.mu);  // the counters are read under it
+  if (b.n_refused != 0) {
+    const Time now = clock_.now();
+    for (size_t k = 0; k < b.n_refused; ++k) {
+      const TxSlot& s = e.slots[b.refused_slots[k]];
+      e.ep->on_transmit_refused(now, s.tx, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len));
+    }
+  }
   e.st.tx_packets += b.sent_pkts;
   e.st.tx_bytes += b.sent_bytes;
   e.st.tx_datagrams += b.datagrams;
@@ -295,7 +311,8 @@ size_t Device::send_raw_frames(TxBatch& b, size_t n) {
                                                     [&](uint16_t k) { return b.e.slots[k].tx.wire_ev == nullptr; });
   const size_t plain = static_cast<size_t>(mid - b.order.begin());
   if (plain < n) {
-    const SendCount c = send_frames(b.e, std::span<const uint16_t>(mid, n - plain));
+    const SendCount c = send_frames(b.e, std::span<const uint16_t>(mid, n - plain), b.refused_slots.data() + b.n_refused);
+    b.n_refused += c.refused;
     b.sent_pkts += c.packets;
     b.sent_bytes += c.bytes;
     b.datagrams += c.packets;
@@ -374,7 +391,7 @@ void Device::submit_uring(TxBatch& b) {
   ++b.uring_submits;
   for (size_t d = 0; d < *r; ++d) {
     if (res[d] >= 0) count_sent(b, d);
-    else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) b.refused += b.packets(d);
+    else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) b.refuse(d);
     else {
       b.errors += b.packets(d);
       note_send_error(-res[d], b.packet_bytes(d), *b.dgs[d].dest);
@@ -400,14 +417,14 @@ void Device::submit_sendmmsg(TxBatch& b) {
       for (size_t k = d; k < d + *r; ++k) count_sent(b, k);
       d += *r;
       if (*r == 0) {
-        // A full socket buffer: the rest of the run waits for the protocol.
-        for (; d < run; ++d) b.refused += b.packets(d);
+        // A full socket buffer: the rest of the run goes back to the core.
+        for (; d < run; ++d) b.refuse(d);
       }
     }
   }
 }
 
-Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order) {
+Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order, uint16_t* refused) {
   constexpr size_t kSlices = 4;  // outer+inner+UDP headers, transport headers, payload, ICRC
   std::array<platform::TxDatagram, platform::UdpSocket::kMaxBatch> dgs;
   std::array<platform::IoSlice, platform::UdpSocket::kMaxBatch * kSlices> iov;
@@ -458,8 +475,9 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
       dgs[k].dest = &s.carrier;
       dgs[k].iov = std::span<const platform::IoSlice>(v, m);
     }
-    // Send what the kernel takes; a refused or failed frame is lost as if
-    // the network dropped it (the protocol recovers it).
+    // Send what the kernel takes; a failed frame is lost as if the network
+    // dropped it (the protocol recovers it), a refused one goes back to the
+    // core (send_slots).
     size_t done = 0;
     while (done < k) {
       auto r = e.raw.send_batch(std::span<const platform::TxDatagram>(dgs.data() + done, k - done));
@@ -484,7 +502,7 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
       c.packets += *r;
       done += *r;
     }
-    c.refused += k - done;
+    for (size_t d = done; d < k; ++d) refused[c.refused++] = order[i + d];
     i += k;
   }
   return c;

@@ -521,5 +521,31 @@ TEST(Controller, DeniedEvCarriesNoData) {
   EXPECT_EQ(f.ep(0).qp(qp.a)->path()->count(core::EvState::denied), 1u);
 }
 
+// The host's own egress refuses some packets (a full socket buffer or
+// queue: the driver reports it with on_transmit_refused). They are resent at
+// once and taken as congestion; no EV is suspected for them, and no loss
+// rule or timeout is needed to find them.
+TEST(LocalDrops, RefusedPacketsAreResentWithoutBlamingTheirEv) {
+  Fabric f(testing::small_fabric(7));
+  uint64_t n = 0;
+  f.refuse_send = [&n](int host, const core::Transmit& tx, Time) {
+    return host == 0 && tx.payload_len > 0 && ++n % 50 == 0;
+  };
+  const auto qp = f.connect(0, 1, testing::default_qp());
+  const auto res = harness::write_and_wait(f, qp, 0, 1, 16 << 20, at_ms(50));
+  ASSERT_TRUE(res.completed);
+  EXPECT_TRUE(res.data_ok);
+  const auto& st = f.ep(0).qp(qp.a)->stats();
+  const auto& ps = f.ep(0).qp(qp.a)->path()->stats();
+  std::printf("[ info ] refused %llu, resent as local %llu, rule %llu, timeout %llu, suspected %llu\n",
+              static_cast<unsigned long long>(f.stats().refused), static_cast<unsigned long long>(st.losses_local),
+              static_cast<unsigned long long>(st.losses_rule), static_cast<unsigned long long>(st.losses_timeout),
+              static_cast<unsigned long long>(ps.suspected));
+  EXPECT_GT(f.stats().refused, 50u);
+  EXPECT_EQ(st.losses_local, f.stats().refused);
+  EXPECT_EQ(st.losses_rule + st.losses_timeout, 0u);
+  EXPECT_EQ(ps.suspected + ps.retired, 0u);
+}
+
 }  // namespace
 }  // namespace mrc

@@ -186,9 +186,24 @@ void Fabric::try_send(int host, int port) {
   Time& busy = port_busy_[static_cast<size_t>(host)][static_cast<size_t>(port)];
   if (busy > now_) return;
   uint8_t hdr[wire::kMaxHeaderBytes];
-  auto tx = ep(host).poll_transmit(now_, 1u << port, std::span<uint8_t>(hdr, sizeof hdr));
-  if (!tx) return;
-  transmit(host, *tx, hdr);
+  for (int refused = 0;; ++refused) {
+    if (refused == 16) {
+      // The queue stays full for now: try again a microsecond later, as a
+      // driver does when its socket becomes writable.
+      busy = now_ + Duration::us(1);
+      push(Ev{busy, 0, Ev::port_free, host, port, 0, nullptr});
+      return;
+    }
+    auto tx = ep(host).poll_transmit(now_, 1u << port, std::span<uint8_t>(hdr, sizeof hdr));
+    if (!tx) return;
+    if (refuse_send && refuse_send(host, *tx, now_)) {
+      ++stats_.refused;
+      ep(host).on_transmit_refused(now_, *tx, std::span<const uint8_t>(hdr, tx->header_len));
+      continue;  // never left: the port is still free
+    }
+    transmit(host, *tx, hdr);
+    return;
+  }
 }
 
 void Fabric::transmit(int host, const core::Transmit& tx, const uint8_t* hdr) {

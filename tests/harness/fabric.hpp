@@ -110,6 +110,7 @@ struct Packet {
 
 struct FabricStats {
   uint64_t sent = 0;
+  uint64_t refused = 0;  ///< packets a host refused to send (Fabric::refuse_send)
   uint64_t delivered = 0;
   uint64_t dropped = 0;
   uint64_t trimmed = 0;
@@ -165,6 +166,10 @@ class Fabric {
 
   /// Called for every packet when it leaves a NIC port (before impairments).
   std::function<void(const Packet&, Time)> on_transmit;
+  /// Asked for every packet a host's NIC is about to send: true makes the
+  /// host refuse it (a full socket buffer or egress queue), reported to its
+  /// endpoint with Endpoint::on_transmit_refused; the port stays free.
+  std::function<bool(int host, const core::Transmit&, Time)> refuse_send;
 
   // ---- running
   /// Runs events until `t` (inclusive). Returns false if the run went idle
