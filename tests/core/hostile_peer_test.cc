@@ -292,21 +292,35 @@ TEST(HostilePortStatus, AStalledQpResumesWhenAPortReturns) {
 
 // ------------------------------------------------------------- 2. forged feedback
 
+/// A NACK UNEXP_EVENT to A's QP naming `psn`, echoing `ts`.
+Bytes fatal_nack(const Pair& p, uint32_t psn, uint16_t ts) {
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = psn;
+  h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
+  h.neth.nack_psn = psn;
+  h.neth.reflected_ts = ts;
+  return encode(h);
+}
+
+/// An AETH NAK (remote access error) to A's QP naming `psn`.
+Bytes fatal_nak(const Pair& p, uint32_t psn) {
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = psn;
+  h.aeth.syndrome = wire::aeth::kNakRemoteAccess;
+  return encode(h);
+}
+
+
 TEST(HostileFeedback, AForgedFatalNackForAnyPsnDoesNotFailTheQp) {
   Pair p;
   ASSERT_TRUE(p.write(1, 256 * 1024).ok());
   p.step();
   const uint64_t bad_before = p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack;
-  for (uint32_t psn : {0u, 0x100u, 0x101u, 0x140u, 0xFFFFFFu}) {
-    wire::Headers h;
-    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
-    h.bth.dest_qp = p.qa;
-    h.bth.psn = psn;
-    h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
-    h.neth.nack_psn = psn;
-    h.neth.reflected_ts = 0x1234;
-    p.inject(kHostA, kHostB, encode(h), 0);
-  }
+  for (uint32_t psn : {0u, 0x100u, 0x101u, 0x140u, 0xFFFFFFu}) p.inject(kHostA, kHostB, fatal_nack(p, psn, 0x1234), 0);
   EXPECT_EQ(p.qp_a().state(), QpState::rts);
   EXPECT_EQ(p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack, bad_before);
   EXPECT_EQ(p.a->stats().rx_nak_unconfirmed, 5u);
@@ -411,26 +425,6 @@ uint16_t stamp_of(const Pair& p, uint32_t psn) {
   }
   ADD_FAILURE() << "A sent no PSN " << psn;
   return 0;
-}
-
-Bytes fatal_nack(const Pair& p, uint32_t psn, uint16_t ts) {
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
-  h.bth.dest_qp = p.qa;
-  h.bth.psn = psn;
-  h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
-  h.neth.nack_psn = psn;
-  h.neth.reflected_ts = ts;
-  return encode(h);
-}
-
-Bytes fatal_nak(const Pair& p, uint32_t psn) {
-  wire::Headers h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
-  h.bth.dest_qp = p.qa;
-  h.bth.psn = psn;
-  h.aeth.syndrome = wire::aeth::kNakRemoteAccess;
-  return encode(h);
 }
 
 TEST(FatalNak, AnAethNakForAnOutstandingPsnIsNotBelieved) {

@@ -190,6 +190,16 @@ struct EndpointRxTest : ::testing::Test {
       }
   }
 
+  /// A WRITE_FIRST of 16 bytes at kFirstPsn: not last, so it must be a full MTU.
+  Bytes short_first() const {
+    Bytes b = write_only(kFirstPsn, region(), 16);
+    wire::Headers h = wire::parse(b)->h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_first);
+    h.reth.dma_length = 4 * kMtu;
+    EXPECT_TRUE(wire::encode(h, b).ok());
+    return b;
+  }
+
   /// One refusal of the packet `psn24` (stamp 0x0777, write_only's) went
   /// out: with ProtocolConfig::confirm_fatal a NACK UNEXP_EVENT echoing the
   /// PSN and stamp with the syndrome in NETH's vendor byte, else (the
@@ -321,12 +331,7 @@ TEST_F(EndpointRxReferenceTest, WrongRkeyAndShortMiddleAreAethNaks) {
   deliver(write_only(kFirstPsn, region(), 16, 0x11, mr.rkey ^ 1u));
   expect_counter("rx_access_errors");
   expect_nak(drain(), kFirstPsn, wire::aeth::kNakRemoteAccess);
-  Bytes b = write_only(kFirstPsn, region(), 16);
-  wire::Headers h = wire::parse(b)->h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_first);
-  h.reth.dma_length = 4 * kMtu;
-  ASSERT_TRUE(wire::encode(h, b).ok());
-  deliver(b);
+  deliver(short_first());
   expect_counter("rx_access_errors");
   expect_nak(drain(), kFirstPsn, wire::aeth::kNakInvalidRequest);
   expect_memory_untouched();
@@ -374,12 +379,7 @@ TEST_F(EndpointRxTest, PayloadLongerThanPathMtuIsRemoteAccessNak) {
 }
 
 TEST_F(EndpointRxTest, ShortMiddlePacketIsInvalidRequestNak) {
-  Bytes b = write_only(kFirstPsn, region(), 16);
-  wire::Headers h = wire::parse(b)->h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_first);  // not last: must be a full MTU
-  h.reth.dma_length = 4 * kMtu;
-  ASSERT_TRUE(wire::encode(h, b).ok());
-  deliver(b);
+  deliver(short_first());
   expect_counter("rx_access_errors");
   expect_nak(drain(), kFirstPsn, wire::aeth::kNakInvalidRequest);
   expect_memory_untouched();
