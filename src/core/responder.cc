@@ -3,6 +3,7 @@
 // generates SACK/NACK/ACK, delivers WRITE_WITH_IMM completions in order
 // (reference 3.5, 3.6, 3.7).
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "core/endpoint.hpp"
@@ -20,21 +21,24 @@ namespace {
 // fits `mr` (the packet's own range is already inside it): a WRITE whose
 // length the packets contradict, or which would run past the region, is
 // refused before any of its bytes are placed. Returns 0 if consistent, else
-// the AETH syndrome to refuse with.
+// the AETH syndrome to refuse with. `mtu` is a power of two (modify_qp
+// checks), so the arithmetic per MTU is shifts, not divisions: this runs
+// for every data packet.
 uint8_t check_dma_length(const wire::OpcodeInfo& info, uint64_t va, uint64_t len, uint64_t dma, uint64_t mtu,
                          const MemoryRegion& mr) {
   const uint64_t end = mr.addr + mr.length;
+  const int sh = std::countr_zero(mtu);
   if (info.first && info.last) return dma == len ? 0 : wire::aeth::kNakInvalidRequest;
   if (dma <= len || dma > mr.length) return dma <= len ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess;
   if (info.first) return dma <= end - va ? 0 : wire::aeth::kNakRemoteAccess;  // [va, va + dma) inside
   if (info.last) {
-    if ((dma - len) % mtu != 0) return wire::aeth::kNakInvalidRequest;
+    if (((dma - len) & (mtu - 1)) != 0) return wire::aeth::kNakInvalidRequest;
     return va + len - mr.addr >= dma ? 0 : wire::aeth::kNakRemoteAccess;  // va0 = va + len - dma >= addr
   }
   // MIDDLE: some k >= 1 with va0 = va - k*mtu >= addr, va0 + dma <= end, and
   // at least one byte of the operation after this packet (its LAST).
-  const uint64_t k_hi = std::min((va - mr.addr) / mtu, (dma - len - 1) / mtu);
-  const uint64_t k_lo = va + dma > end ? (va + dma - end + mtu - 1) / mtu : 0;
+  const uint64_t k_hi = std::min((va - mr.addr) >> sh, (dma - len - 1) >> sh);
+  const uint64_t k_lo = va + dma > end ? (va + dma - end + mtu - 1) >> sh : 0;
   return std::max<uint64_t>(k_lo, 1) <= k_hi ? 0 : wire::aeth::kNakRemoteAccess;
 }
 
