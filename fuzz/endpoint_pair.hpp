@@ -34,7 +34,8 @@
 //     re-arming at the same instant forever), and one input takes at most
 //     kMaxRounds deliveries and timer expiries (no packet storm);
 //  5. a fatal NACK (UNEXP_EVENT) or AETH NAK the fuzzer forges for a PSN the
-//     requester never sent does not fail the QP;
+//     requester never sent does not fail the QP, and (ProtocolConfig::
+//     confirm_fatal, the default) no AETH NAK fails it at all;
 //  6. every completion matches a posted WR, once; without injected, dropped
 //     or delayed packets every WR completes successfully.
 #pragma once
@@ -241,9 +242,13 @@ class EndpointPair {
     const std::optional<uint32_t> fatal_psn = dst == kRequester ? fatal_nack_psn(bytes) : std::nullopt;
     ep(dst).handle_datagram(now_, meta, bytes);
     // Invariant 5.
-    if (fatal_psn && before == core::QpState::rts && state(kRequester) == core::QpState::error)
+    if (fatal_psn && before == core::QpState::rts && state(kRequester) == core::QpState::error) {
       MRC_PAIR_CHECK(sent_psns_.count(*fatal_psn), "a forged fatal NACK/NAK for PSN 0x%06x, which the "
                      "requester never sent, failed its QP", *fatal_psn);
+      MRC_PAIR_CHECK(!ep(kRequester).config().protocol.confirm_fatal || bytes[0] != uint8_t(wire::Opcode::ack),
+                     "a forged AETH NAK for PSN 0x%06x failed the QP although fatal errors are confirmed",
+                     *fatal_psn);
+    }
     settle();
   }
 

@@ -404,7 +404,7 @@ MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->rx_unknown_source = s.rx_unknown_source;
   out->rx_malformed = s.core.rx_malformed + s.rx_short;
   out->rx_dropped = s.core.rx_unknown_qp + s.core.rx_wrong_peer + s.core.rx_bad_state + s.core.rx_psn_out_of_window +
-                    s.core.rx_bad_ack + s.core.rx_ep_refused;
+                    s.core.rx_bad_ack + s.core.rx_nak_unconfirmed + s.core.rx_ep_refused;
   out->rx_stale_acks = s.core.rx_stale_ack;
   out->rx_access_errors = s.core.rx_access_errors;
   out->retransmissions = s.retransmissions;

@@ -220,6 +220,28 @@ struct ProtocolConfig {
   /// the requests' bytes.
   uint32_t ep_reply_source_burst = 8;
   Duration ep_reply_source_interval = Duration::ms(1);
+  /// Fatal errors are confirmed before a QP fails (an OpenMRC deviation, in
+  /// the spirit of RFC 5961's challenge ACK; both ends of a connection must
+  /// agree on it). On:
+  ///  - a responder refuses a WRITE (bad rkey, PD, access, bounds,
+  ///    dma_length, a short MIDDLE, an unmapped region) with a NETH NACK
+  ///    UNEXP_EVENT that echoes the refused packet's PSN and TSETH stamp and
+  ///    carries the AETH syndrome (remote access error 0x62, invalid request
+  ///    0x61) in NETH's vendor byte, not with an AETH NAK, which has no room
+  ///    for the echo; a QP that failed on a fatal event of its own (WriteIMM
+  ///    overflow, no receive WQE) answers every later data packet with that
+  ///    NACK, so the requester's confirmation gets an answer;
+  ///  - a requester believes a fatal NACK only if it names an outstanding
+  ///    PSN and echoes its latest transmission's stamp, and fails the QP
+  ///    only when a NACK echoes a transmission sent after an earlier such
+  ///    NACK: the first one resends the packet (the challenge, with a fresh
+  ///    stamp) and the responder's answer to it confirms the error. An AETH
+  ///    NAK is never believed (dropped, counted in rx_nak_unconfirmed).
+  /// A forged fatal NACK thus costs one retransmission, not the connection;
+  /// a genuine error fails the WR two round trips after the refusal.
+  /// false = reference: a fatal AETH NAK or NACK UNEXP_EVENT naming an
+  /// outstanding PSN fails the QP at once (the NACK's echo must still match).
+  bool confirm_fatal = true;
   /// Destination flow control (reference 5.7): the responder's incast guard
   /// puts rcv_cwnd_pen on its SACKs (incast_guard.hpp). An interval of 0
   /// means one base_rtt.

@@ -96,6 +96,16 @@ struct EndpointStats {
   /// Feedback for PSNs already acknowledged (a late or reordered SACK/NACK):
   /// harmless, dropped.
   uint64_t rx_stale_ack = 0;
+  /// Fatal NAKs and NACKs not believed: an AETH NAK (remote access, invalid
+  /// request, remote operational error) or NACK UNEXP_EVENT that names no
+  /// outstanding PSN, whose echo is not the stamp of that PSN's latest
+  /// transmission, or (ProtocolConfig::confirm_fatal) an AETH NAK, which
+  /// carries no echo. Dropped before any state changes. A genuine refusal
+  /// of a packet resent before the refusal arrived lands here too (its echo
+  /// names the older copy; the resend's refusal follows), so a few are
+  /// normal around an application error; a count that grows on a healthy
+  /// connection is someone trying to kill it.
+  uint64_t rx_nak_unconfirmed = 0;
   /// Endpoint requests refused: a port-status update whose mask leaves no
   /// usable plane or denies the plane it arrived on (not answered), or one
   /// from a source with no connected QP here (answered, not applied).

@@ -251,6 +251,7 @@ void Qp::reset_state() {
   tail_probe_psn_ = 0;
   oor_window_ = 0;
   peer_mpr_ = 0;
+  answer_fatal_ = false;
   sack_pending_ = probe_due_ = reverse_probe_due_ = false;
   rc_resend_ = rc_epsn_ = 0;
   rc_nak_sent_ = false;

@@ -179,6 +179,10 @@ class Qp {
   bool pace(Time now, uint32_t nominal);
   void complete_acked_messages();
   void on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome);
+  /// A refused WRITE's answer: an AETH NAK (reference), or with
+  /// ProtocolConfig::confirm_fatal a NACK UNEXP_EVENT echoing the packet's
+  /// PSN and stamp, the syndrome in NETH's vendor byte.
+  void push_refusal(const PendingCtrl& trigger, uint8_t syndrome);
   bool complete_recv_imm(uint32_t byte_len, uint32_t imm);
 
   // ---- requester ----
@@ -209,6 +213,8 @@ class Qp {
   void release_source(SendMsg& m);
   void set_payload(const SendMsg& m, uint64_t offset, uint32_t len, Transmit& tx) const;
   enum class PktState : uint8_t { inflight, lost, acked };
+  static constexpr uint8_t kChallengeQueued = 1;
+  static constexpr uint8_t kChallengeSent = 2;
   struct SendRecord {
     uint64_t tx_seq = 0;
     Time sent_at;
@@ -228,6 +234,11 @@ class Qp {
     /// a SACK echoing it proves that earlier copy arrived.
     uint16_t prev_ts = 0;
     uint8_t tx_count = 0;
+    /// Confirmation of a fatal NACK (ProtocolConfig::confirm_fatal): 0 none,
+    /// kChallengeQueued once one was believed (the packet is to be resent),
+    /// kChallengeSent once a transmission left after it: only a NACK echoing
+    /// such a transmission fails the QP.
+    uint8_t challenge = 0;
     PktState state = PktState::inflight;
     /// Low 16 bits of the PSN this record belongs to: below snd_una_ a slot
     /// may have been reused by a later PSN (the ring holds at most 32768,
@@ -279,6 +290,10 @@ class Qp {
   }
   void on_sack(Time now, const RxMeta& meta, const wire::Headers& h);
   void on_nack(Time now, const wire::Headers& h);
+  /// A believed fatal NACK for `psn` (outstanding, echo of its latest
+  /// transmission): fails the QP, or first resends the packet to confirm
+  /// (ProtocolConfig::confirm_fatal).
+  void on_fatal_nack(Time now, uint64_t psn, uint8_t syndrome);
   uint64_t take_rcvd_credit(const wire::Headers& h);
   void credit_rcvd_clock(Time now, const wire::Headers& h);
   void on_aeth(Time now, const wire::Headers& h);
@@ -434,6 +449,11 @@ class Qp {
   uint8_t last_rx_port_ = 0;
   uint8_t last_sack_port_ = 0;   ///< port the last SACK left on
   uint32_t wimm_stash_ = 0;
+  /// This QP failed on a fatal event of its own as a responder (WriteIMM
+  /// overflow, no receive WQE): with ProtocolConfig::confirm_fatal it
+  /// answers later data with NACK UNEXP_EVENT, confirming the error to a
+  /// requester that challenges it.
+  bool answer_fatal_ = false;
   Ring<RecvWr> recv_q_;
   bool sack_pending_ = false;
   PendingCtrl pending_sack_;

@@ -106,6 +106,7 @@ void Qp::build_data(Time now, SendMsg& m, uint64_t psn, uint32_t index, bool rtx
   r.ev = static_cast<int16_t>(ev);
   r.prev_ts = r.ts;
   r.ts = h.tseth.timestamp;
+  if (rtx && r.challenge == kChallengeQueued) r.challenge = kChallengeSent;
   ++r.tx_count;
   r.state = PktState::inflight;
   const bool was_empty = fifo_.empty();
@@ -535,26 +536,28 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
   }
   // A NACK, fatal or not, must name a PSN that is outstanding and echo the
   // timestamp of its latest transmission (the responder reflects TSETH
-  // unchanged in NETH), or it changes nothing.
+  // unchanged in NETH), or it changes nothing. A fatal one that fails this
+  // is counted apart: on a live connection it is an attempt to kill it.
+  const bool fatal = !wire::nack_is_retriable(code);
+  uint64_t& bad = fatal ? ep_.stats_.rx_nak_unconfirmed : ep_.stats_.rx_bad_ack;
+  uint64_t& stale = fatal ? ep_.stats_.rx_nak_unconfirmed : ep_.stats_.rx_stale_ack;
   const uint64_t psn = wire::unwrap_psn(snd_una_, n.nack_psn);
   if (psn + window_psns() < snd_una_ || psn >= next_psn_) {
-    ++ep_.stats_.rx_bad_ack;
+    ++bad;
     return;
   }
   if (psn < snd_una_ || acked_.test(psn)) {
-    ++ep_.stats_.rx_stale_ack;
+    ++stale;
     return;
   }
   SendRecord& r = rec(psn);
   if (r.ts != n.reflected_ts) {
-    ++ep_.stats_.rx_stale_ack;  // names an older transmission (or a forger's guess)
+    ++stale;  // names an older transmission (or a forger's guess)
     return;
   }
   ++stats_.nacks_received;
-  if (!wire::nack_is_retriable(code)) {
-    // UNEXP_EVENT: fatal for the QP (remote operational error), charged to
-    // the WR that owns the PSN.
-    fail(now, WcStatus::rem_op_err, owner_of(psn));
+  if (fatal) {
+    on_fatal_nack(now, psn, n.vendor);
     return;
   }
   if (r.state != PktState::inflight) return;  // already being recovered
@@ -648,20 +651,61 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
   rearm_recovery(now);
 }
 
+namespace {
+// The completion status of a fatal remote error, from the AETH syndrome
+// (an AETH NAK's, or the one a confirming responder puts in NETH's vendor
+// byte; anything else, e.g. a plain UNEXP_EVENT, is an operational error).
+WcStatus fatal_status(uint8_t syndrome) {
+  if (syndrome == wire::aeth::kNakRemoteAccess) return WcStatus::rem_access_err;
+  if (syndrome == wire::aeth::kNakInvalidRequest) return WcStatus::rem_inv_req_err;
+  return WcStatus::rem_op_err;
+}
+}  // namespace
+
 void Qp::on_fatal_nak(Time now, uint64_t psn, uint8_t syndrome) {
   // An AETH NAK the requester cannot retry (access, invalid request, remote
   // operational error): the WR that owns the PSN fails, the rest flush.
   // It must name a PSN that is outstanding (AETH carries no timestamp, so
   // the PSN is all a forger has to guess: a 24-bit value inside the window).
+  // An MRC QP that confirms fatal errors believes none: its peer refuses
+  // with an echoing NACK instead (ProtocolConfig::confirm_fatal).
   const size_t failing = psn >= snd_una_ && psn < next_psn_ && !acked_.test(psn) ? owner_of(psn) : SIZE_MAX;
-  if (failing == SIZE_MAX) {
-    ++ep_.stats_.rx_bad_ack;  // a NAK for nothing outstanding: ignore (forged or stale)
+  if (failing == SIZE_MAX || (!roce() && ep_.cfg_.protocol.confirm_fatal)) {
+    ++ep_.stats_.rx_nak_unconfirmed;  // forged, stale, or unverifiable: ignore
     return;
   }
-  WcStatus st = WcStatus::rem_op_err;
-  if (syndrome == wire::aeth::kNakRemoteAccess) st = WcStatus::rem_access_err;
-  else if (syndrome == wire::aeth::kNakInvalidRequest) st = WcStatus::rem_inv_req_err;
-  fail(now, st, failing);
+  fail(now, fatal_status(syndrome), failing);
+}
+
+void Qp::on_fatal_nack(Time now, uint64_t psn, uint8_t syndrome) {
+  SendRecord& r = rec(psn);
+  if (!ep_.cfg_.protocol.confirm_fatal || r.challenge == kChallengeSent) {
+    // The echo names a transmission sent after an earlier believed NACK (or
+    // the reference mode believes the first): the peer confirmed.
+    fail(now, fatal_status(syndrome), owner_of(psn));
+    return;
+  }
+  if (r.challenge == kChallengeQueued) {
+    ++ep_.stats_.rx_stale_ack;  // a copy of the NACK already being confirmed
+    return;
+  }
+  // The challenge: resend the packet with a fresh stamp. The responder
+  // refuses it again and echoes that stamp, which an attacker who cannot
+  // see this transmission does not know; a forged NACK thus costs one
+  // retransmission. Not a loss: no retry counter step, no path or window
+  // verdict, only the packet's bytes leave the inflight count.
+  r.challenge = kChallengeQueued;
+  ++stats_.fatal_challenges;
+  if (r.state != PktState::inflight) return;  // already queued for a resend: that one confirms
+  cc::NackInfo ni;
+  ni.now = now;
+  ni.nominal_bytes = r.nominal;
+  ni.code = wire::NackCode::unexp_event;
+  cc_->on_nack(ni);
+  r.state = PktState::lost;
+  r.loss_cause = kLossNack;
+  rtx_q_.push_back(psn);
+  rearm_recovery(now);
 }
 
 // ----------------------------------------------------------------- loss recovery

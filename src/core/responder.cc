@@ -3,6 +3,7 @@
 // generates SACK/NACK/ACK, delivers WRITE_WITH_IMM completions in order
 // (reference 3.5, 3.6, 3.7).
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "core/endpoint.hpp"
@@ -11,14 +12,72 @@
 
 namespace mrc::core {
 
+namespace {
+
+// The WRITE a packet belongs to is [va0, va0 + dma_length), every packet but
+// the last a full MTU, so this packet's [va, va + len) sits k MTUs into it,
+// k = 0 for FIRST/ONLY, k >= 1 otherwise. Checks that RETH's dma_length
+// agrees with this packet's kind and length and that the whole operation
+// fits `mr` (the packet's own range is already inside it): a WRITE whose
+// length the packets contradict, or which would run past the region, is
+// refused before any of its bytes are placed. Returns 0 if consistent, else
+// the AETH syndrome to refuse with. `mtu` is a power of two (modify_qp
+// checks), so the arithmetic per MTU is shifts, not divisions: this runs
+// for every data packet.
+uint8_t check_dma_length(const wire::OpcodeInfo& info, uint64_t va, uint64_t len, uint64_t dma, uint64_t mtu,
+                         const MemoryRegion& mr) {
+  const uint64_t end = mr.addr + mr.length;
+  const int sh = std::countr_zero(mtu);
+  if (info.first && info.last) return dma == len ? 0 : wire::aeth::kNakInvalidRequest;
+  if (dma <= len || dma > mr.length) return dma <= len ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess;
+  if (info.first) return dma <= end - va ? 0 : wire::aeth::kNakRemoteAccess;  // [va, va + dma) inside
+  if (info.last) {
+    if (((dma - len) & (mtu - 1)) != 0) return wire::aeth::kNakInvalidRequest;
+    return va + len - mr.addr >= dma ? 0 : wire::aeth::kNakRemoteAccess;  // va0 = va + len - dma >= addr
+  }
+  // MIDDLE: some k >= 1 with va0 = va - k*mtu >= addr, va0 + dma <= end, and
+  // at least one byte of the operation after this packet (its LAST).
+  const uint64_t k_hi = std::min((va - mr.addr) >> sh, (dma - len - 1) >> sh);
+  const uint64_t k_lo = va + dma > end ? (va + dma - end + mtu - 1) >> sh : 0;
+  return std::max<uint64_t>(k_lo, 1) <= k_hi ? 0 : wire::aeth::kNakRemoteAccess;
+}
+
+}  // namespace
+
+void Qp::push_refusal(const PendingCtrl& trigger, uint8_t syndrome) {
+  PendingCtrl n = trigger;
+  n.syndrome = syndrome;
+  if (ep_.cfg_.protocol.confirm_fatal) {
+    n.kind = PendingCtrl::nack;
+    n.code = wire::NackCode::unexp_event;
+  } else {
+    n.kind = PendingCtrl::nak;
+  }
+  push_ctrl(n);
+}
+
 void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint8_t* payload) {
+  const wire::Headers& h = p.h;
+  const wire::OpcodeInfo& info = h.info();
   if (state_ != QpState::rtr && state_ != QpState::rts) {
     ++ep_.stats_.rx_bad_state;
     ++stats_.rx_rejected;
+    if (answer_fatal_ && state_ == QpState::error && ep_.cfg_.protocol.confirm_fatal) {
+      // Failed on an event of our own: the requester resends to confirm the
+      // NACK it got, and this is the answer (each echoes the packet it
+      // answers, as the first did; push_ctrl caps them).
+      PendingCtrl n;
+      n.kind = PendingCtrl::nack;
+      n.code = wire::NackCode::unexp_event;
+      n.port = meta.port;
+      n.entropy = meta.entropy;
+      n.psn = wire::unwrap_psn(rx_.base(), h.bth.psn);
+      n.ts = h.bth.ts ? h.tseth.timestamp : 0;
+      n.arrival = now;
+      push_ctrl(n);
+    }
     return;
   }
-  const wire::Headers& h = p.h;
-  const wire::OpcodeInfo& info = h.info();
   const uint64_t psn = wire::unwrap_psn(rx_.base(), h.bth.psn);
   last_rx_port_ = meta.port;
   // Receiving, but none of our own EVs confirmed for an interval (we send no
@@ -85,18 +144,19 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
   const MemoryRegion* mr =
       len <= mtu_ ? ep_.mrs_.check_remote_write(init_.pd, h.reth.rkey, h.reth.va, len) : nullptr;
   const bool short_middle = !info.last && len != mtu_;
-  // A refused WRITE: nothing placed, no state changed, an AETH NAK queued.
+  // A refused WRITE: nothing placed, no state changed, a refusal queued.
   auto refuse = [&](uint8_t syndrome) {
     ++ep_.stats_.rx_access_errors;
     ++stats_.access_errors;
     ++stats_.rx_rejected;
-    PendingCtrl n = trig;
-    n.kind = PendingCtrl::nak;
-    n.syndrome = syndrome;
-    push_ctrl(n);
+    push_refusal(trig, syndrome);
   };
   if (!mr || short_middle) {
     refuse(mr ? wire::aeth::kNakInvalidRequest : wire::aeth::kNakRemoteAccess);
+    return;
+  }
+  if (const uint8_t why = check_dma_length(info, h.reth.va, len, h.reth.dma_length, mtu_, *mr); why != 0) {
+    refuse(why);
     return;
   }
   if (info.imm && wimm_stash_ >= attr_.max_wimm_dest) {
@@ -109,6 +169,7 @@ void Qp::on_data(Time now, const RxMeta& meta, const wire::Parsed& p, const uint
     n.kind = PendingCtrl::nack;
     n.code = wire::NackCode::unexp_event;
     fail(now, WcStatus::rem_inv_req_err, SIZE_MAX);
+    answer_fatal_ = true;
     push_ctrl(n);  // after fail(), which empties the control queue
     return;
   }
@@ -220,6 +281,7 @@ void Qp::deliver_completions(Time now, uint64_t from, uint64_t to, const Pending
         n.kind = PendingCtrl::nack;
         n.code = wire::NackCode::unexp_event;
         fail(now, WcStatus::rem_op_err, SIZE_MAX);
+        answer_fatal_ = true;
         push_ctrl(n);
         return;
       }
@@ -335,6 +397,7 @@ void Qp::build_control(Time now, const PendingCtrl& c, uint8_t port, uint8_t* hd
       h.neth.dst_conn = static_cast<uint16_t>(attr_.dest_qpn);
       h.neth.nack_psn = wire::psn24(c.psn);
       h.neth.reflected_ts = c.ts;
+      h.neth.vendor = c.syndrome;  // a refused WRITE's AETH syndrome (confirm_fatal), else 0
       break;
     }
     case PendingCtrl::ack: {

@@ -130,6 +130,10 @@ struct QpStats {
   uint64_t stall_timeouts = 0;         ///< work queued but no usable path for a whole RTO
   uint64_t sacks_received = 0;
   uint64_t nacks_received = 0;
+  /// Requester: packets resent to confirm a fatal NACK before failing
+  /// (ProtocolConfig::confirm_fatal): one per believed NACK, of which a
+  /// forged one costs no more.
+  uint64_t fatal_challenges = 0;
   uint64_t spurious_losses = 0;        ///< declared lost, then SACKed before the retransmission left
   uint64_t data_packets_received = 0;
   uint64_t duplicates_received = 0;

@@ -368,6 +368,7 @@ DeviceStats Device::stats() {
     s.core.rx_place_faults += c.rx_place_faults;
     s.core.rx_bad_ack += c.rx_bad_ack;
     s.core.rx_stale_ack += c.rx_stale_ack;
+    s.core.rx_nak_unconfirmed += c.rx_nak_unconfirmed;
     s.core.rx_ep_refused += c.rx_ep_refused;
     s.core.port_status_sent += c.port_status_sent;
     s.core.port_status_answered += c.port_status_answered;

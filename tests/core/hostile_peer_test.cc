@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -291,23 +292,38 @@ TEST(HostilePortStatus, AStalledQpResumesWhenAPortReturns) {
 
 // ------------------------------------------------------------- 2. forged feedback
 
+/// A NACK UNEXP_EVENT to A's QP naming `psn`, echoing `ts`.
+Bytes fatal_nack(const Pair& p, uint32_t psn, uint16_t ts) {
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = psn;
+  h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
+  h.neth.nack_psn = psn;
+  h.neth.reflected_ts = ts;
+  return encode(h);
+}
+
+/// An AETH NAK (remote access error) to A's QP naming `psn`.
+Bytes fatal_nak(const Pair& p, uint32_t psn) {
+  wire::Headers h;
+  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::ack);
+  h.bth.dest_qp = p.qa;
+  h.bth.psn = psn;
+  h.aeth.syndrome = wire::aeth::kNakRemoteAccess;
+  return encode(h);
+}
+
+
 TEST(HostileFeedback, AForgedFatalNackForAnyPsnDoesNotFailTheQp) {
   Pair p;
   ASSERT_TRUE(p.write(1, 256 * 1024).ok());
   p.step();
   const uint64_t bad_before = p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack;
-  for (uint32_t psn : {0u, 0x100u, 0x101u, 0x140u, 0xFFFFFFu}) {
-    wire::Headers h;
-    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
-    h.bth.dest_qp = p.qa;
-    h.bth.psn = psn;
-    h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
-    h.neth.nack_psn = psn;
-    h.neth.reflected_ts = 0x1234;
-    p.inject(kHostA, kHostB, encode(h), 0);
-  }
+  for (uint32_t psn : {0u, 0x100u, 0x101u, 0x140u, 0xFFFFFFu}) p.inject(kHostA, kHostB, fatal_nack(p, psn, 0x1234), 0);
   EXPECT_EQ(p.qp_a().state(), QpState::rts);
-  EXPECT_EQ(p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack - bad_before, 5u);
+  EXPECT_EQ(p.a->stats().rx_bad_ack + p.a->stats().rx_stale_ack, bad_before);
+  EXPECT_EQ(p.a->stats().rx_nak_unconfirmed, 5u);
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(3)));
   EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
   EXPECT_TRUE(p.data_arrived(256 * 1024));
@@ -356,7 +372,7 @@ TEST(HostileFeedback, AForgedFatalNakForAPsnNotOutstandingIsIgnored) {
   h.aeth.syndrome = wire::aeth::kNakRemoteAccess;
   p.inject(kHostA, kHostB, encode(h), 0);
   EXPECT_EQ(p.qp_a().state(), QpState::rts);
-  EXPECT_EQ(p.a->stats().rx_bad_ack, 1u);
+  EXPECT_EQ(p.a->stats().rx_nak_unconfirmed, 1u);
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
   EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
 }
@@ -377,6 +393,218 @@ TEST(HostileFeedback, AGenuineFatalNackStillFailsTheQp) {
   ASSERT_TRUE(p.run_until([&] { return p.completed(9); }, Duration::ms(2)));
   EXPECT_EQ(p.send_completion(9)->status, WcStatus::rem_op_err);
   EXPECT_EQ(p.qp_a().state(), QpState::error);
+  // Confirmed first: the failed responder answered the resent packet.
+  EXPECT_GE(p.qp_a().stats().fatal_challenges, 1u);
+}
+
+// ------------------------------------------------------------- 2b. fatal NAKs and NACKs (issue 37, goal 1)
+
+/// The reference's behaviour: the first fatal NAK or NACK that names an
+/// outstanding PSN (and, for a NACK, echoes its stamp) fails the QP.
+EndpointConfig reference_fatal() {
+  EndpointConfig c;
+  c.protocol.confirm_fatal = false;
+  return c;
+}
+
+/// A WRITE of 64 KiB whose packets all left A and none reached B (or none
+/// of B's answers reached A): every PSN from 0x100 is outstanding.
+void outstanding_write(Pair& p, bool drop_data) {
+  p.filter = [drop_data](const Sent& s) { return s.from != (drop_data ? kHostA : kHostB); };
+  ASSERT_TRUE(p.write(1, 64 * 1024).ok());
+  p.step();
+  p.filter = nullptr;
+}
+
+/// The TSETH stamp of A's latest data packet with this PSN.
+uint16_t stamp_of(const Pair& p, uint32_t psn) {
+  for (auto it = p.log.rbegin(); it != p.log.rend(); ++it) {
+    if (it->from != kHostA) continue;
+    auto q = wire::parse(it->bytes);
+    if (q.ok() && q->h.info().data && q->h.bth.psn == psn) return q->h.tseth.timestamp;
+  }
+  ADD_FAILURE() << "A sent no PSN " << psn;
+  return 0;
+}
+
+TEST(FatalNak, AnAethNakForAnOutstandingPsnIsNotBelieved) {
+  // AETH has no room for a timestamp echo: knowing the QPN and one PSN in
+  // flight was enough to kill the connection.
+  Pair p;
+  outstanding_write(p, false);
+  p.inject(kHostA, kHostB, fatal_nak(p, 0x100));
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  EXPECT_EQ(p.a->stats().rx_nak_unconfirmed, 1u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(64 * 1024));
+
+  Pair r(25, 7, reference_fatal());
+  outstanding_write(r, false);
+  r.inject(kHostA, kHostB, fatal_nak(r, 0x100));
+  EXPECT_EQ(r.qp_a().state(), QpState::error) << "the reference believes it";
+}
+
+TEST(FatalNak, ANackEchoingAnObservedStampCostsOneRetransmissionNotTheQp) {
+  // An observer saw PSN 0x100 leave with its stamp and forges the fatal
+  // NACK for it: the requester resends the packet to confirm, the
+  // responder places it, and nothing fails.
+  Pair p;
+  outstanding_write(p, false);
+  const uint64_t resent = p.qp_a().stats().retransmissions;
+  p.inject(kHostA, kHostB, fatal_nack(p, 0x100, stamp_of(p, 0x100)));
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  EXPECT_EQ(p.qp_a().stats().fatal_challenges, 1u);
+  // A copy of the same NACK is not a second challenge.
+  p.inject(kHostA, kHostB, fatal_nack(p, 0x100, stamp_of(p, 0x100)));
+  EXPECT_EQ(p.qp_a().stats().fatal_challenges, 1u);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(64 * 1024));
+  EXPECT_GE(p.qp_a().stats().retransmissions - resent, 1u);
+
+  Pair r(25, 7, reference_fatal());
+  outstanding_write(r, false);
+  r.inject(kHostA, kHostB, fatal_nack(r, 0x100, stamp_of(r, 0x100)));
+  EXPECT_EQ(r.qp_a().state(), QpState::error) << "the reference believes it";
+}
+
+/// WRITE_ONLY headers from A to B's region with this PSN and stamp, and a
+/// wrong rkey.
+Bytes bad_key_write(const Pair& p, uint32_t psn, uint16_t ts) {
+  wire::Headers h = p.write_to_b();
+  h.bth.psn = psn;
+  h.tseth.timestamp = ts;
+  h.reth.rkey = p.dst_mr.rkey ^ 0x5A5A;
+  h.reth.dma_length = 64;
+  Bytes b = encode(h);
+  b.resize(b.size() + 64, 0xEE);
+  return b;
+}
+
+TEST(FatalNak, ASpoofedBadKeyWriteDoesNotMakeTheResponderEndTheConnection) {
+  // A blind spoofer with the QPN and a PSN A has in flight (none of A's
+  // packets reached B yet) sends B a WRITE with a wrong rkey from A's
+  // address. B refuses it and answers A, echoing the spoofer's stamp,
+  // which A never sent: dropped.
+  Pair p;
+  outstanding_write(p, true);
+  p.inject(kHostB, kHostA, bad_key_write(p, 0x100, 0x4321));
+  EXPECT_EQ(p.qp_b().stats().access_errors, 1u);
+  p.step();
+  EXPECT_EQ(p.a->stats().rx_nak_unconfirmed, 1u);
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  EXPECT_EQ(p.qp_b().state(), QpState::rts);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(64 * 1024));
+
+  // The reference's responder answers with an AETH NAK, which kills A.
+  Pair r(25, 7, reference_fatal());
+  outstanding_write(r, true);
+  r.inject(kHostB, kHostA, bad_key_write(r, 0x100, 0x4321));
+  r.step();
+  EXPECT_EQ(r.qp_a().state(), QpState::error);
+}
+
+TEST(FatalNak, ASpoofedBadKeyWriteWithAnObservedStampCostsOneRetransmission) {
+  // The same from an observer who copies the stamp of A's packet (which
+  // has not reached B): A believes B's refusal, resends to confirm, and B
+  // places the real packet.
+  Pair p;
+  outstanding_write(p, true);
+  p.inject(kHostB, kHostA, bad_key_write(p, 0x100, stamp_of(p, 0x100)));
+  p.step();
+  EXPECT_EQ(p.qp_a().stats().fatal_challenges, 1u);
+  EXPECT_EQ(p.qp_a().state(), QpState::rts);
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
+  EXPECT_TRUE(p.data_arrived(64 * 1024));
+  EXPECT_EQ(p.qp_b().state(), QpState::rts);
+}
+
+TEST(FatalNak, AGenuineAccessErrorIsConfirmedAndReportedWithinAFewRoundTrips) {
+  Pair p;
+  SendWr wr;
+  wr.wr_id = 3;
+  wr.local_addr = p.src_mr.addr;
+  wr.lkey = p.src_mr.lkey;
+  wr.length = 4 * kMtu;
+  wr.remote_addr = p.dst_mr.addr + p.dst_mr.length - kMtu;  // runs past the region's end
+  wr.rkey = p.dst_mr.rkey;
+  ASSERT_TRUE(p.a->post_send(p.now, p.qa, wr).ok());
+  // Each step is a round trip here (zero delay): the refusal, the
+  // challenge and its refusal take a few.
+  ASSERT_TRUE(p.run_until([&] { return p.completed(3); }, Duration::us(10)));
+  EXPECT_EQ(p.send_completion(3)->status, WcStatus::rem_access_err);
+  EXPECT_EQ(p.qp_a().state(), QpState::error);
+  EXPECT_GE(p.qp_a().stats().fatal_challenges, 1u);  // one per refused packet at most
+  EXPECT_EQ(p.qp_b().state(), QpState::rts) << "the responder stays up";
+  EXPECT_EQ(std::count(p.dst.begin(), p.dst.end(), 0), static_cast<ptrdiff_t>(p.dst.size()));
+
+  // A wrong rkey, reported as such.
+  Pair q;
+  wr.remote_addr = q.dst_mr.addr;
+  wr.rkey = q.dst_mr.rkey + 1;
+  wr.local_addr = q.src_mr.addr;
+  wr.lkey = q.src_mr.lkey;
+  ASSERT_TRUE(q.a->post_send(q.now, q.qa, wr).ok());
+  ASSERT_TRUE(q.run_until([&] { return q.completed(3); }, Duration::us(10)));
+  EXPECT_EQ(q.send_completion(3)->status, WcStatus::rem_access_err);
+}
+
+// ------------------------------------------------------------- 2c. dma_length
+
+/// A WRITE packet to B's region with PSN `psn`: opcode, VA offset, payload
+/// length and RETH dma_length as given; payload bytes 0xD7.
+Bytes write_packet(const Pair& p, wire::Opcode op, uint32_t psn, uint64_t offset, uint32_t len, uint32_t dma) {
+  wire::Headers h = p.write_to_b();
+  h.bth.opcode = static_cast<uint8_t>(op);
+  h.bth.psn = psn;
+  h.reth.va = p.dst_mr.addr + offset;
+  h.reth.dma_length = dma;
+  Bytes b = encode(h);
+  b.resize(b.size() + len, 0xD7);
+  return b;
+}
+
+TEST(DmaLength, AWriteWhosePacketsContradictItsLengthOrLeaveTheRegionIsRefused) {
+  Pair p;
+  const uint64_t size = p.dst_mr.length;
+  struct Case {
+    wire::Opcode op;
+    uint64_t offset;
+    uint32_t len, dma;
+    const char* what;
+  };
+  const Case bad[] = {
+      {wire::Opcode::write_only, 0, 64, 128, "ONLY longer than its payload"},
+      {wire::Opcode::write_only, 0, 64, 32, "ONLY shorter than its payload"},
+      {wire::Opcode::write_first, size - 4 * kMtu, kMtu, 8 * kMtu, "FIRST of a WRITE past the region's end"},
+      {wire::Opcode::write_first, 0, kMtu, kMtu, "FIRST of a one-packet WRITE"},
+      {wire::Opcode::write_first, 0, kMtu, uint32_t(size + 1), "FIRST of a WRITE larger than the region"},
+      {wire::Opcode::write_last, 0, 100, 100 + kMtu, "LAST of a WRITE that starts before the region"},
+      {wire::Opcode::write_last, kMtu, 100, 100 + kMtu / 2, "LAST whose WRITE is no whole number of MTUs before it"},
+      {wire::Opcode::write_middle, 0, kMtu, 3 * kMtu, "MIDDLE at the region's start"},
+      {wire::Opcode::write_middle, size - kMtu, kMtu, 3 * kMtu, "MIDDLE at the region's end"},
+      {wire::Opcode::write_middle, kMtu, kMtu, 2 * kMtu, "MIDDLE of a two-packet WRITE"},
+  };
+  uint32_t psn = 0x100 + 10;
+  for (const Case& c : bad) {
+    // Refused as an access error, or (a payload longer than the whole
+    // WRITE) already by the parser as malformed.
+    const uint64_t before = p.qp_b().stats().access_errors + p.b->stats().rx_malformed;
+    p.inject(kHostB, kHostA, write_packet(p, c.op, psn++, c.offset, c.len, c.dma));
+    EXPECT_EQ(p.qp_b().stats().access_errors + p.b->stats().rx_malformed - before, 1u) << c.what;
+  }
+  EXPECT_EQ(std::count(p.dst.begin(), p.dst.end(), 0xD7), 0) << "not one byte placed";
+  EXPECT_EQ(p.qp_b().state(), QpState::rts);
+  // Consistent packets of a three-packet WRITE are placed, whichever comes first.
+  p.inject(kHostB, kHostA, write_packet(p, wire::Opcode::write_middle, psn + 1, kMtu, kMtu, 2 * kMtu + 100));
+  p.inject(kHostB, kHostA, write_packet(p, wire::Opcode::write_last, psn + 2, 2 * kMtu, 100, 2 * kMtu + 100));
+  p.inject(kHostB, kHostA, write_packet(p, wire::Opcode::write_first, psn, 0, kMtu, 2 * kMtu + 100));
+  EXPECT_EQ(p.qp_b().stats().access_errors + p.b->stats().rx_malformed, std::size(bad));
+  EXPECT_EQ(std::count(p.dst.begin(), p.dst.end(), 0xD7), static_cast<ptrdiff_t>(2 * kMtu + 100));
 }
 
 // ------------------------------------------------------------- 3. probe answers
@@ -702,7 +930,7 @@ TEST(Keys, AQpAcceptsOnlyItsOwnProtectionDomainsKeys) {
   ASSERT_TRUE(p.run_until([&] { return p.completed(5); }, Duration::ms(1)));
   EXPECT_EQ(p.send_completion(5)->status, WcStatus::rem_access_err);
   EXPECT_EQ(other, Bytes(4096, 0xEE)) << "not one byte written";
-  EXPECT_EQ(p.qp_b().stats().access_errors, 1u);
+  EXPECT_EQ(p.qp_b().stats().access_errors, 2u);  // the WRITE, and A's resend confirming the refusal
   // The PD is busy while its region exists, and unknown PDs are refused.
   EXPECT_EQ(p.b->dealloc_pd(pd).error(), Errc::busy);
   EXPECT_EQ(p.b->reg_mr(0x1000, 16, access::kRemoteWrite, false, pd + 100).error(), Errc::not_found);

@@ -190,13 +190,35 @@ struct EndpointRxTest : ::testing::Test {
       }
   }
 
+  /// A WRITE_FIRST of 16 bytes at kFirstPsn: not last, so it must be a full MTU.
+  Bytes short_first() const {
+    Bytes b = write_only(kFirstPsn, region(), 16);
+    wire::Headers h = wire::parse(b)->h;
+    h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_first);
+    h.reth.dma_length = 4 * kMtu;
+    EXPECT_TRUE(wire::encode(h, b).ok());
+    return b;
+  }
+
+  /// One refusal of the packet `psn24` (stamp 0x0777, write_only's) went
+  /// out: with ProtocolConfig::confirm_fatal a NACK UNEXP_EVENT echoing the
+  /// PSN and stamp with the syndrome in NETH's vendor byte, else (the
+  /// reference) an AETH NAK.
   void expect_nak(const std::vector<Sent>& s, uint32_t psn24, uint8_t syndrome) const {
     ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].p.h.bth.psn, psn24 & wire::kPsnMask);
+    EXPECT_EQ(s[0].tx.port, 1);  // the port the packet arrived on
+    if (cfg.protocol.confirm_fatal) {
+      EXPECT_EQ(s[0].p.h.bth.opcode, 0xDD);
+      EXPECT_EQ(s[0].p.h.neth.reason, static_cast<uint8_t>(wire::NackCode::unexp_event));
+      EXPECT_EQ(s[0].p.h.neth.vendor, syndrome);
+      EXPECT_EQ(s[0].p.h.neth.nack_psn, psn24 & wire::kPsnMask);
+      EXPECT_EQ(s[0].p.h.neth.reflected_ts, 0x0777);
+      return;
+    }
     EXPECT_EQ(s[0].p.h.bth.opcode, 0xD1);
     EXPECT_EQ(s[0].p.h.aeth.syndrome, syndrome);
     EXPECT_TRUE(wire::aeth::is_nak(s[0].p.h.aeth.syndrome));
-    EXPECT_EQ(s[0].p.h.bth.psn, psn24 & wire::kPsnMask);
-    EXPECT_EQ(s[0].tx.port, 1);  // the port the packet arrived on
   }
 
   std::vector<uint8_t> hdr_ = std::vector<uint8_t>(64);
@@ -301,6 +323,20 @@ TEST_F(EndpointRxTest, WrongRkeyIsRemoteAccessNak) {
   EXPECT_EQ(ep->qp(qpn)->stats().data_packets_received, 0u);
 }
 
+struct EndpointRxReferenceTest : EndpointRxTest {
+  EndpointRxReferenceTest() { cfg.protocol.confirm_fatal = false; }
+};
+
+TEST_F(EndpointRxReferenceTest, WrongRkeyAndShortMiddleAreAethNaks) {
+  deliver(write_only(kFirstPsn, region(), 16, 0x11, mr.rkey ^ 1u));
+  expect_counter("rx_access_errors");
+  expect_nak(drain(), kFirstPsn, wire::aeth::kNakRemoteAccess);
+  deliver(short_first());
+  expect_counter("rx_access_errors");
+  expect_nak(drain(), kFirstPsn, wire::aeth::kNakInvalidRequest);
+  expect_memory_untouched();
+}
+
 TEST_F(EndpointRxTest, AddressBelowRegionIsRemoteAccessNak) {
   deliver(write_only(kFirstPsn, region() - 1, 16));
   expect_counter("rx_access_errors");
@@ -343,12 +379,7 @@ TEST_F(EndpointRxTest, PayloadLongerThanPathMtuIsRemoteAccessNak) {
 }
 
 TEST_F(EndpointRxTest, ShortMiddlePacketIsInvalidRequestNak) {
-  Bytes b = write_only(kFirstPsn, region(), 16);
-  wire::Headers h = wire::parse(b)->h;
-  h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_first);  // not last: must be a full MTU
-  h.reth.dma_length = 4 * kMtu;
-  ASSERT_TRUE(wire::encode(h, b).ok());
-  deliver(b);
+  deliver(short_first());
   expect_counter("rx_access_errors");
   expect_nak(drain(), kFirstPsn, wire::aeth::kNakInvalidRequest);
   expect_memory_untouched();
