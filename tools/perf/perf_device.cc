@@ -164,7 +164,7 @@ void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f) {
   if (ev == f.ev_profiles.end()) return;
   const auto fm = std::find_if(f.formats.begin(), f.formats.end(),
                                [&](const mrcctl::FormatSpec& x) { return x.id == ev->format; });
-  if (fm == f.formats.end() || fm->mode != MRC_CTL_EV_FMT_SRV6) return;
+  if (fm == f.formats.end() || fm->mode != mrcctl::kFmtSrv6) return;
   std::vector<mrc::core::ctl::Field> fields;
   for (const mrcctl::FieldSpec& x : ev->fields) fields.push_back({x.width, x.init, x.min, x.max, x.mask});
   const uint32_t bits = mrc::core::ctl::compact_bits(fields);
@@ -195,7 +195,7 @@ void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f) {
 
 // ------------------------------------------------------------------ EV events and the timeline
 
-EvEventQueue::EvEventQueue(mrc_context* ctx) {
+EvEventQueue::EvEventQueue(mrc_context* ctx) : ctx_(ctx) {
   cq_ = mrc_ctl_create_ev_event_cq(ctx, 4096, nullptr, nullptr, 0);
   if (cq_ == nullptr) throw PerfError(fmt::format("mrc_ctl_create_ev_event_cq: {}", err_text(errno)));
 }
@@ -212,6 +212,16 @@ void EvEventQueue::poll(std::vector<mrc_ctl_ev_event>& out) {
     out.insert(out.end(), ev, ev + n);
     if (n < 64) return;
   }
+}
+
+uint32_t EvEventQueue::state_of(uint64_t profile, const mrc_ctl_ev& ev) {
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  q.ev_op.query_ev_state.ev = ev;
+  uint32_t state = MRC_CTL_EV_UNKNOWN;
+  if (mrc_ctl_query_ev_profile(ctx_, profile, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0)
+    std::memcpy(&state, &q.ev_op.query_ev_state.state, sizeof state);
+  return state;
 }
 
 namespace {
@@ -292,14 +302,18 @@ void Timeline::drain_events(int64_t t_ns) {
     r.t_s = static_cast<double>(t_ns - t0_) / 1e9;
     r.profile = e.profile_id;
     r.plane = e.ev.port > 0 ? e.ev.port - 1u : 0u;
-    uint32_t bits = 64;
+    // An EXPLICIT profile's EV is its UDP source port (a host-order
+    // uint32_t, mrc_ctl.h); an SRv6 one its address, whose last 8 bytes
+    // (the uSIDs) are shown.
+    uint32_t port_ev;
+    std::memcpy(&port_ev, e.ev.val, sizeof port_ev);
+    r.ev = port_ev;
     for (const auto& spec : ctl_.ev_profiles)
-      if (spec.id == e.profile_id && mrcctl::compact_bits(spec.fields) != 0)
-        bits = std::min<uint32_t>(64, mrcctl::compact_bits(spec.fields));
-    r.ev = mrcctl::decode_compact(e.ev.val, bits);
-    uint32_t state = 0;
-    std::memcpy(&state, &e.state, sizeof state);
-    r.state = ev_state_word(state);
+      if (spec.id == e.profile_id && spec.mode == MRC_CTL_EV_MODE_SRV6_GENERATED) {
+        r.ev = 0;
+        for (size_t i = 8; i < 16; ++i) r.ev = r.ev << 8 | e.ev.val[i];
+      }
+    r.state = ev_state_word(events_->state_of(e.profile_id, e.ev));
     r.dropped = e.drop_count;
     std::printf("%s\n", format_ev_event(r).c_str());
     std::fflush(stdout);

@@ -129,8 +129,13 @@ class EvEventQueue {
   EvEventQueue& operator=(const EvEventQueue&) = delete;
   /// Moves the pending events into `out` (non-blocking).
   void poll(std::vector<mrc_ctl_ev_event>& out);
+  /// The current state (enum mrc_ctl_ev_state) of EV `ev` of EV profile
+  /// `profile`, MRC_CTL_EV_UNKNOWN if the query fails: OCP's events name
+  /// the EV, not the state it reached.
+  uint32_t state_of(uint64_t profile, const mrc_ctl_ev& ev);
 
  private:
+  mrc_context* ctx_ = nullptr;
   mrc_cq* cq_ = nullptr;
 };
 
@@ -142,8 +147,8 @@ class EvEventQueue {
 class Timeline {
  public:
   /// `qps` and `events` (may be NULL) outlive the Timeline. `ctl` (the
-  /// --ctl file) gives each profile's compact EV width, so events show the
-  /// EV as the file writes it; EVs of other profiles show their first 8 bytes.
+  /// --ctl file) tells SRv6 profiles apart: their events show the last 8
+  /// bytes of the EV's address (the uSIDs); others the UDP source port.
   Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
            const mrcctl::CtlFile& ctl);
   ~Timeline();
