@@ -25,10 +25,15 @@
 
 namespace mrc::perf {
 
-/// A software device with one context and one PD.
+/// A software device with one context and one PD, found and opened
+/// through ibverbs (ibv_get_device_list, ibv_open_device, ibv_alloc_pd) as
+/// any OCP application does.
 class Device {
  public:
-  /// Opens the device on `planes`; throws PerfError with the errno and what to do.
+  /// Opens device -d NAME of the library's configuration file or, without
+  /// -d, the device the flags describe on `planes` (a configuration the
+  /// library reads for this call); throws PerfError with the errno and what
+  /// to do.
   Device(const Options& o, const std::vector<std::string>& planes);
   ~Device();
   Device(const Device&) = delete;
@@ -51,6 +56,8 @@ class Device {
   void apply_ctl(const std::string& path, const mrcctl::CtlFile& f);
 
  private:
+  static std::string open_error(const Options& o, const std::vector<std::string>& planes, int err);
+
   ibv_context* dev_ = nullptr;
   mrc_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
