@@ -234,6 +234,9 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   g.srv6_use_srh = 1;
   EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_SRV6_SRH), EINVAL);
   EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, 1 << 10), EINVAL) << "an unknown mask bit";
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 0, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL) << "id 0 is the default";
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 17, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL) << "ids are 1..16";
+  EXPECT_EQ(mrc_ctl_query_ev_profile(ctx, 17, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL);
   EXPECT_EQ(exp_offline(ctx, 1, 9), E2BIG) << "more than the device's 8 EVs per profile";
   ASSERT_EQ(exp_offline(ctx, 1, 2), 0);
   mrc_ctl_ev arr[2];
@@ -306,6 +309,8 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   c.cc_algorithm = "reno";
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM), EINVAL);
   c.cc_algorithm = "uet-1.0-nscc";
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | (1 << 4)), EINVAL) << "an unknown mask bit";
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 17, &c, MRC_CTL_CC_PROFILE_STATE), EINVAL) << "ids are 1..16";
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM), 0);
   c.profile_state = MRC_CTL_PROFILE_ONLINE;
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), EINVAL) << "needs CONFIG";
