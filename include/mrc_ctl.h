@@ -299,8 +299,9 @@ enum mrc_ctl_ev_state {
  *  (the device's own EVs), EXPLICIT (an array the controller fills, each
  *  EV one of its port's source ports: ev_port_base + (port - 1) x
  *  evs_per_plane + i) and, on a MRC_SOFT_EV_SRV6 device, SRV6_GENERATED
- *  (an array of addresses it generates from an SRV6_GENERATED format);
- *  the others are EINVAL. */
+ *  (an array of addresses it generates from an SRV6_GENERATED format) and
+ *  SRV6_COMP_EXPLICIT (an array the controller fills with compressed EVs,
+ *  expanded through srv6_comp; see there); the others are EINVAL. */
 enum mrc_ctl_ev_mode {
   MRC_CTL_EV_MODE_AUTO = 0,
   MRC_CTL_EV_MODE_EXPLICIT = 1,
@@ -342,9 +343,15 @@ struct mrc_ctl_ev_profile_attr {
   int ev_event_mask;                             /**< EVENT_MASK: MRC_CTL_EV_GOOD / _ASSUMED_BAD bits */
   uint64_t ev_fmt_profile_id;                    /**< FMT_ID: the format of a generated mode */
   uint8_t srv6_use_srh;                          /**< SRV6_SRH: 0 (the software device sends no SRH) */
-  /** SRV6_COMP: vendor data. The software device reads the fixed prefix of
-   *  an SRV6_GENERATED format's EVs from it (the first fixed_field_width
-   *  bits, most significant first: e.g. the locator). */
+  /** SRV6_COMP: vendor data. SRV6_GENERATED: the fixed prefix of the
+   *  format's EVs (the first fixed_field_width bits, most significant
+   *  first: e.g. the locator). SRV6_COMP_EXPLICIT: bytes 0-15 an address
+   *  template and bytes 16-31 a mask; a compressed EV (the value, a
+   *  host-order uint32_t of at most 16 bits, popcount(mask) wide) puts its
+   *  bits, most significant first, into the mask's set bits, most
+   *  significant first, over the template (reference 4.2's expansion):
+   *  the address it is sent to. Needs FMT_ID (an SRV6_GENERATED format,
+   *  whose field widths cut the address; their bounds are not used). */
   uint8_t srv6_comp[MRC_CTL_EV_MAX_BYTES];
   struct {
     enum mrc_ctl_ev_op op;                       /**< EV_OP: which member below */

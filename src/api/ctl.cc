@@ -338,25 +338,52 @@ std::vector<ctl::Field> generated_fields(const FmtShape& f, const std::array<uin
   return out;
 }
 
+// The core's EV fields of an SRV6_COMP_EXPLICIT profile (OpenMRC's
+// compression, reference 4.2): `comp` holds a 128-bit address template and
+// then a 128-bit mask; a compressed EV's bits, most significant first, go
+// into the mask's set bits, most significant first, over the template.
+// Cut into the format's pieces (`widths`), that is one field per piece.
+std::vector<ctl::Field> compressed_fields(const std::vector<uint32_t>& widths, const std::array<uint8_t, 32>& comp) {
+  std::vector<ctl::Field> out;
+  uint32_t bit = 0;
+  for (uint32_t w : widths) {
+    ctl::Field f{w, 0, 0, 0, 0};
+    for (uint32_t i = 0; i < w; ++i, ++bit) {
+      const bool t = bit < 128 && (comp[bit / 8] >> (7 - bit % 8) & 1u);
+      const bool m = bit < 128 && (comp[16 + bit / 8] >> (7 - bit % 8) & 1u);
+      f.init_val = f.init_val << 1 | (t && !m);
+      f.mask = f.mask << 1 | m;
+    }
+    f.max_val = (uint64_t{1} << std::popcount(f.mask)) - 1;
+    out.push_back(f);
+  }
+  return out;
+}
+
 bool is_unpopulated(const mrc_ctl_ev& e) {
   return e.port == 0 && std::all_of(std::begin(e.val), std::end(e.val), [](uint8_t b) { return b == 0; });
 }
 
-// An OCP EV of an EXPLICIT profile (a host-order uint32_t, the UDP source
-// port) as the core's compact EV. False for a value the device cannot send.
-bool explicit_from_c(const mrc_ctl_ev& e, ctl::CtlEv* out) {
+// An OCP EV held as a value (a host-order uint32_t of at most `bits`
+// bits: the UDP source port of an EXPLICIT profile, the compressed EV of an
+// SRV6_COMP_EXPLICIT one) as the core's compact EV. False for a value wider.
+bool explicit_from_c(const mrc_ctl_ev& e, ctl::CtlEv* out, uint32_t bits = 16) {
   *out = ctl::CtlEv{};
   if (is_unpopulated(e)) return true;
   uint32_t v;
   std::memcpy(&v, e.val, sizeof v);
-  if (v > 0xFFFF || !std::all_of(e.val + 4, std::end(e.val), [](uint8_t b) { return b == 0; })) return false;
-  out->value = ctl::compact_from_uint(v, 16);
+  if ((bits < 32 && v >> bits) || !std::all_of(e.val + 4, std::end(e.val), [](uint8_t b) { return b == 0; }))
+    return false;
+  out->value = ctl::compact_from_uint(v, bits);
   out->port = e.port;
   return true;
 }
 
-// The core's entry of EV profile `shape` as OCP's EV: the UDP source port
-// (EXPLICIT) or the generated address (SRV6_GENERATED).
+// Bits of the compact EV of a profile whose EVs are values.
+uint32_t value_bits(const EvShape& shape) { return ctl::compact_bits(shape.fields); }
+
+// The core's entry of EV profile `shape` as OCP's EV: the generated
+// address (SRV6_GENERATED) or the value (EXPLICIT, SRV6_COMP_EXPLICIT).
 mrc_ctl_ev ev_to_c(const EvShape& shape, const ctl::CtlEv& e) {
   mrc_ctl_ev r{};
   if (!e.populated()) return r;
@@ -365,19 +392,19 @@ mrc_ctl_ev ev_to_c(const EvShape& shape, const ctl::CtlEv& e) {
     auto w = ctl::expand(shape.widths, shape.fields, e.value);
     if (w) std::copy_n(w->bytes.begin(), 16, r.val);
   } else {
-    const auto v = static_cast<uint32_t>(ctl::compact_to_uint(e.value, 16));
+    const auto v = static_cast<uint32_t>(ctl::compact_to_uint(e.value, value_bits(shape)));
     std::memcpy(r.val, &v, sizeof v);
   }
   return r;
 }
 
-// OCP's EV as the core's entry of EV profile `id`: converted (EXPLICIT),
+// OCP's EV as the core's entry of EV profile `id`: converted (a value),
 // or found in the generated array by its address and port. nullopt with
 // the errno to return.
 Result<ctl::CtlEv> ev_from_c(const ctl::Controller& c, uint64_t id, const EvShape& shape, const mrc_ctl_ev& e) {
   ctl::CtlEv r;
   if (shape.mode != MRC_CTL_EV_MODE_SRV6_GENERATED) {
-    if (!explicit_from_c(e, &r)) return Errc::invalid_argument;
+    if (!explicit_from_c(e, &r, value_bits(shape))) return Errc::invalid_argument;
     return r;
   }
   if (is_unpopulated(e)) return r;
@@ -399,6 +426,8 @@ uint32_t ev_mode_to_core(uint32_t m, const rt::Device& d) {
     case MRC_CTL_EV_MODE_EXPLICIT: return ctl::ev_mode::kExp;
     case MRC_CTL_EV_MODE_SRV6_GENERATED:
       return d.config().ev_mode == rt::EvWire::srv6 ? ctl::ev_mode::kGen : UINT32_MAX;
+    case MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT:
+      return d.config().ev_mode == rt::EvWire::srv6 ? ctl::ev_mode::kExp : UINT32_MAX;
     default: return UINT32_MAX;
   }
 }
@@ -465,7 +494,8 @@ int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int ap
         if (f == dev.fmt_shapes.end() || f->second.mode != MRC_CTL_EV_FMT_MODE_SRV6_GENERATED) return EINVAL;
         a.fmt_id = next.fmt_id;
         next.widths = core_widths(f->second);
-        next.fields = generated_fields(f->second, next.comp);
+        next.fields = next.mode == MRC_CTL_EV_MODE_SRV6_GENERATED ? generated_fields(f->second, next.comp)
+                                                                  : compressed_fields(next.widths, next.comp);
       }
       a.fields = next.fields;
     }
@@ -478,7 +508,7 @@ int ev_call(mrc_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int ap
         auto cur = ev_from_c(c, id, next, o.replace_ev.cur_ev);
         if (!cur) return to_errno(cur.error());
         if (next.mode == MRC_CTL_EV_MODE_SRV6_GENERATED) return EINVAL;  // generated arrays are the device's
-        if (!explicit_from_c(o.replace_ev.new_ev, &e.ev_new)) return EINVAL;
+        if (!explicit_from_c(o.replace_ev.new_ev, &e.ev_new, value_bits(next))) return EINVAL;
         e.ev = *cur;
         e.state = ctl::ev_state::kGood;
         e.flags = o.replace_ev.all_copies ? ctl::kEvOpAllCopies : 0;
@@ -724,7 +754,7 @@ namespace {
 uint32_t opt_attr_of(const SoftDevice& d) {
   uint32_t o = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EV_PROBE |
                MRC_CTL_OPT_CAP_EV_EXPLICIT;
-  if (d.rt->config().ev_mode == rt::EvWire::srv6) o |= MRC_CTL_OPT_CAP_SRV6_GENERATED;
+  if (d.rt->config().ev_mode == rt::EvWire::srv6) o |= MRC_CTL_OPT_CAP_SRV6_GENERATED | MRC_CTL_OPT_CAP_SRV6_COMP_EXPLICIT;
   return o;
 }
 uint64_t port_mask_of(const SoftDevice& d) { return ((uint64_t{1} << d.rt->num_planes()) - 1) << 1; }
@@ -791,6 +821,7 @@ MRC_EXPORT int mrc_ctl_query_device_ex(ibv_context* ibv_ctx, mrc_context* ctx, m
   if (l.fmt_mode_mask & ctl::fmt_mode::kSrv6) attr->ev.ev_fmt_mode_mask |= 1u << MRC_CTL_EV_FMT_MODE_SRV6_GENERATED;
   for (uint32_t bit : {ctl::ev_mode::kAuto, ctl::ev_mode::kExp, ctl::ev_mode::kGen})
     if (l.ev_mode_mask & bit) attr->ev.ev_mode_mask |= 1u << api::ev_mode_from_core(bit);
+  if (l.ev_mode_mask & ctl::ev_mode::kGen) attr->ev.ev_mode_mask |= 1u << MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT;
   attr->ev.ev_op_max_entries = 0;  // no cap
   attr->cc.cc_max_profiles = l.max_cc_profiles;
   attr->cc.algorithms = api::kAlgorithms;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../unit/runtime/srv6_netns.hpp"
+#include "api/objects.hpp"
 #include "mrc.h"
 #include "mrc_ctl.h"
 #include "openmrc/mrc_soft.h"
@@ -163,6 +164,67 @@ TEST(CtlSrv6, AGeneratedArrayHoldsTheFormatsAddresses) {
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(n.ctx, 2, &f, kFmtConfigure), -E2BIG) << "144 bits in a 128-bit address";
   f.ev_fmt_op.modify_fmt_fields = {wide, 2, 0};
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(n.ctx, 2, &f, kFmtConfigure), 0) << "128 bits fit";
+  n.close();
+}
+
+// SRV6_COMP_EXPLICIT: the controller names each EV by its compressed
+// value, which srv6_comp's template and mask expand into the carrier.
+TEST(CtlSrv6, ACompressedExplicitProfileExpandsItsEvsThroughTheTemplate) {
+  Node n;
+  n.open("::1", MRC_SOFT_EV_SRV6, 24804);
+  if (!n.dev) GTEST_SKIP() << "no SRv6 device here (its raw socket needs CAP_NET_RAW)";
+  mrc_ctl_attr d{};
+  ASSERT_EQ(mrc_ctl_query_device(n.dev, &d), 0);
+  EXPECT_NE(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_COMP_EXPLICIT, 0u);
+  ASSERT_EQ(make_srv6_format(n.ctx), 0);
+  // Template fc00:0:0:d0::, mask 0x0003 on the first uSID: two compact bits.
+  mrc_ctl_ev_profile_attr p{};
+  p.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  p.ev_mode = MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT;
+  p.ev_fmt_profile_id = 1;
+  p.ev_count = 2;
+  p.srv6_comp[0] = 0xfc;
+  p.srv6_comp[7] = 0xd0;
+  p.srv6_comp[16 + 5] = 0x03;
+  constexpr int kConfigure = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+                             MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_SRV6_COMP;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &p, kConfigure), 0);
+  auto value = [](uint32_t v) {
+    mrc_ctl_ev e{};
+    std::memcpy(e.val, &v, sizeof v);
+    e.port = 1;
+    return e;
+  };
+  mrc_ctl_ev_profile_attr r{};
+  r.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+  r.ev_op.replace_ev = {mrc_ctl_ev{}, value(4), 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &r, MRC_CTL_EV_PROFILE_EV_OP), EINVAL) << "3 bits in a 2-bit EV";
+  for (uint32_t v : {1u, 2u}) {
+    r.ev_op.replace_ev = {mrc_ctl_ev{}, value(v), 0};
+    ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &r, MRC_CTL_EV_PROFILE_EV_OP), 0) << v;
+  }
+  mrc_ctl_ev evs[2]{};
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  q.ev_op.query_ev_array.ev = evs;
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(0, std::memcmp(evs[0].val, value(1).val, sizeof evs[0].val));
+  EXPECT_EQ(0, std::memcmp(evs[1].val, value(2).val, sizeof evs[1].val));
+  // The carriers QPs use: fc00:0:1:d0:: and fc00:0:2:d0::.
+  mrc_ctl_ev_profile_attr on{};
+  on.profile_state = MRC_CTL_PROFILE_ONLINE;
+  on.ev_min_active = 1;
+  on.ev_event_mask = MRC_CTL_EV_GOOD;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &on,
+                                      MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
+                                          MRC_CTL_EV_PROFILE_EVENT_MASK),
+            0);
+  const auto wire = n.ctx->dev->ctl->wire_evs(1);
+  ASSERT_EQ(wire.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const uint8_t want[16] = {0xfc, 0, 0, 0, 0, static_cast<uint8_t>(i + 1), 0, 0xd0};
+    EXPECT_EQ(0, std::memcmp(wire[i].bytes.data(), want, 16)) << i;
+  }
   n.close();
 }
 

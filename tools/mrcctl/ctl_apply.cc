@@ -63,6 +63,23 @@ bool ocp_format(const CtlFile& file, const FormatSpec& f, std::vector<mrc_ctl_ev
   return true;
 }
 
+// An "exp" profile over an SRv6 format as SRV6_COMP_EXPLICIT's srv6_comp:
+// each field's init and mask, right-aligned in its format field, laid end
+// to end into a 128-bit template and a 128-bit mask.
+bool ocp_template(const FormatSpec& fm, const EvProfileSpec& p, uint8_t (&comp)[MRC_CTL_EV_MAX_BYTES], std::string& why) {
+  std::fill(std::begin(comp), std::end(comp), uint8_t{0});
+  uint32_t bit = 0;
+  for (size_t i = 0; i < fm.widths.size(); ++i) {
+    const FieldSpec x = i < p.fields.size() ? p.fields[i] : FieldSpec{};
+    for (uint32_t b = fm.widths[i]; b-- > 0; ++bit) {
+      if (bit >= 128) return fail(why, fmt::format("ev_profile {}: format {} is wider than an address", p.id, fm.id));
+      if (x.init >> b & 1u) comp[bit / 8] |= static_cast<uint8_t>(0x80u >> (bit % 8));
+      if (x.mask >> b & 1u) comp[16 + bit / 8] |= static_cast<uint8_t>(0x80u >> (bit % 8));
+    }
+  }
+  return true;
+}
+
 // The prefix of a "gen" profile (its leading fields without mask bits,
 // each right-aligned in its format field) as SRV6_COMP bytes.
 void ocp_prefix(const CtlFile& file, const EvProfileSpec& p, uint8_t (&comp)[MRC_CTL_EV_MAX_BYTES]) {
@@ -114,10 +131,16 @@ bool apply_ctl_file(mrc_context* ctx, const CtlFile& f, std::string& why, Applie
       mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_SRV6_COMP;
       ocp_prefix(f, s, a.srv6_comp);
     }
-    if (s.mode == MRC_CTL_EV_MODE_EXPLICIT) {
+    const auto fm = std::find_if(f.formats.begin(), f.formats.end(), [&](const FormatSpec& x) { return x.id == s.format; });
+    if (s.mode == MRC_CTL_EV_MODE_EXPLICIT && fm != f.formats.end() && fm->mode == kFmtSrv6) {
+      // An "exp" profile of SRv6 carriers: OpenMRC's SRV6_COMP_EXPLICIT, its
+      // fields as an address template and mask (srv6_comp), its EVs compact.
+      a.ev_mode = MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT;
+      mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_SRV6_COMP;
+      if (!ocp_template(*fm, s, a.srv6_comp, why)) return false;
+    } else if (s.mode == MRC_CTL_EV_MODE_EXPLICIT) {
       // OCP's EXPLICIT EVs are wire values (the UDP source port): the
       // file's compact EVs are those only through one full-width field.
-      const auto fm = std::find_if(f.formats.begin(), f.formats.end(), [&](const FormatSpec& x) { return x.id == s.format; });
       const bool identity = fm != f.formats.end() && fm->mode != kFmtSrv6 && fm->widths.size() == 1 &&
                             s.fields.size() == 1 && s.fields[0].init == 0 && s.fields[0].width == fm->widths[0] &&
                             s.fields[0].mask == (uint64_t{1} << fm->widths[0]) - 1;

@@ -352,7 +352,9 @@ class Ctl {
     const bool srv6 = a.ev_mode == MRC_CTL_EV_MODE_SRV6_GENERATED;
     json j{{"id", id},
            {"state", state_name(a.profile_state)},
-           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXPLICIT ? "exp" : "gen"},
+           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO              ? "auto"
+                    : a.ev_mode == MRC_CTL_EV_MODE_SRV6_GENERATED ? "gen"
+                                                                  : "exp"},
            {"format", a.ev_fmt_profile_id},
            {"count", a.ev_count},
            {"min_active", a.ev_min_active}};
