@@ -5,12 +5,15 @@
  * One privileged controller per node configures what applications' QPs
  * use (they name profiles by id, learned out of band).
  *
+ * Names, types, values, layouts and return conventions are those of the
+ * OCP companion repository's mrc_ctl.h (docs/ocp-compatibility.md lists
+ * each item); OpenMRC's additions are marked (OpenMRC).
+ *
  * Status in OpenMRC (software device): every call works --
  * mrc_ctl_query_version, mrc_ctl_query_device(_ex), the ports, the EV
- * format, EV and CC profile calls (state machines, field and EV
- * operations, queries), the EV event CQ and the endpoint operations (EV
- * probes and port-status updates); the limits of the software device are
- * given with each call.
+ * format, EV and CC profile calls (state machines, EV operations,
+ * queries), the EV event CQ, EV probes and port-status updates; the limits
+ * of the software device are given with each call.
  *
  * Profiles. Ids are 1..16 for each kind (ev_max_fmt_profiles etc.); id 0
  * names the device's default profile, which a QP uses when it names none,
@@ -18,10 +21,9 @@
  * -> ONLINE -> OFFLINE -> INIT. A modify call applies the attributes its
  * mask names; a transition's requirements may be met in the same call or
  * an earlier one. Errors, one rule each:
- *   EINVAL  unknown mask bits (incl. the VENDOR bits: no vendor attributes),
- *           a value out of range, no such transition (INIT -> ONLINE,
- *           ONLINE -> INIT), a CUR_STATE that is not current, unmet
- *           requirements, EV_OP together with EV_FIELDS_OP, NULL arrays;
+ *   EINVAL  unknown mask bits, a value out of range, no such transition
+ *           (INIT -> ONLINE, ONLINE -> INIT), a CUR_STATE that is not
+ *           current, unmet requirements, NULL arrays;
  *   EPERM   an attribute or operation the current state does not allow
  *           (anything but going OFFLINE in INIT; MODE, FMT_ID, COUNT,
  *           MIN_ACTIVE, EVENT_MASK, REPLACE_EV, MODIFY_FIELDS, ALGORITHM,
@@ -30,16 +32,16 @@
  *           it; an EV or CC profile leaving ONLINE while a QP holds it (a
  *           QP holds the profiles it names from INIT until RESET/destroy);
  *   E2BIG   a query array too small (its count is set to the count
- *           needed); a field set wider than the mode or ev_max_width, more
- *           than 16 fields; an EV count above ev_max_count_profile or the
- *           free EVs (ev_free_count);
+ *           needed); a format wider than its mode allows, more than 16
+ *           fields; an EV count above ev_max_count_profile or the free EVs
+ *           (ev_free_count);
  *   ENOENT  an EV operation names an EV the array does not hold.
  * The software device puts the EV in the UDP source port and sends each EV
  * from a socket bound at open (source port ev_port_base + (port - 1) x
- * evs_per_plane + i): formats are UDP or STEV of at most 16 bits, EV modes
- * AUTO or EXPLICIT (a generated array would have no sockets), and an EXPLICIT profile goes
- * ONLINE only if each EV's expanded value is one of its port's source
- * ports (else EINVAL). ONLINE installs the profile for QPs created after.
+ * evs_per_plane + i): EV modes AUTO or EXPLICIT (a generated array would
+ * have no sockets) and, on an SRv6 device, SRV6_GENERATED; an EXPLICIT
+ * profile goes ONLINE only if each EV is one of its port's source ports
+ * (else EINVAL). ONLINE installs the profile for QPs created after.
  * Returns: 0 or a positive errno value, as OCP's header gives them, but the
  * EV format profile calls, which return a negative one (-EINVAL) as OCP's
  * do, and mrc_ctl_poll_ev_event (a count, or a negative errno).
@@ -82,21 +84,13 @@ enum mrc_ctl_attr_opt {
   MRC_CTL_OPT_CAP_SRV6_SRH = 1 << 12,
 };
 
-/** EV format modes (fmt profile): OpenMRC's, one bit each (OCP's revision
- *  names GENERATED 1 and SRV6_GENERATED 2; see docs/ocp-compatibility.md). */
-enum mrc_ctl_ev_fmt_mode { MRC_CTL_EV_FMT_STEV = 1u << 0, MRC_CTL_EV_FMT_SRV6 = 1u << 1, MRC_CTL_EV_FMT_UDP = 1u << 2 };
-/** EV modes (EV profile), OCP's values. The software device takes AUTO
- *  (the device's own EVs), EXPLICIT (an array the controller fills) and,
- *  on a MRC_SOFT_EV_SRV6 device, SRV6_GENERATED (an array it generates
- *  from the fields of an SRv6 format profile); the others are EINVAL. */
-enum mrc_ctl_ev_mode {
-  MRC_CTL_EV_MODE_AUTO = 0,
-  MRC_CTL_EV_MODE_EXPLICIT = 1,
-  MRC_CTL_EV_MODE_GENERATED = 2,
-  MRC_CTL_EV_MODE_SRV6_EXPLICIT = 3,
-  MRC_CTL_EV_MODE_SRV6_GENERATED = 4,
-  MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT = 5,
-  MRC_CTL_EV_MODE_SRV6_COMP_GENERATED = 6,
+/** EV format modes (the format profile's ev_fmt_mode), OCP's values.
+ *  GENERATED describes EVs carried in the UDP source port (and, on a
+ *  MRC_SOFT_EV_STEV device, the flow label); SRV6_GENERATED describes an
+ *  SRv6 destination address (a MRC_SOFT_EV_SRV6 device only, else EINVAL). */
+enum mrc_ctl_ev_fmt_mode {
+  MRC_CTL_EV_FMT_MODE_GENERATED = 1,
+  MRC_CTL_EV_FMT_MODE_SRV6_GENERATED = 2,
 };
 
 /** What the controller may configure, OCP's layout (mrc_ctl_query_device). */
@@ -130,7 +124,7 @@ struct mrc_ctl_device_attr {
     uint32_t ev_max_count_profile;
     uint32_t ev_count_align;
     uint32_t ev_max_width;          /**< valid consecutive bits of an EV */
-    uint32_t ev_fmt_mode_mask;      /**< enum mrc_ctl_ev_fmt_mode bits */
+    uint32_t ev_fmt_mode_mask;      /**< bit 1 << m for each enum mrc_ctl_ev_fmt_mode m the device takes */
     uint32_t ev_mode_mask;          /**< bit 1 << m for each enum mrc_ctl_ev_mode m the device takes */
     uint32_t ev_op_max_entries;     /**< 0 = no cap */
   } ev;
@@ -200,20 +194,12 @@ enum mrc_ctl_profile_state {
   MRC_CTL_PROFILE_ONLINE = 2,
 };
 
-/** One field of an EV format or EV profile. */
-struct mrc_ctl_ev_field {
-  uint32_t width;     /**< bits */
-  uint64_t init_val;
-  uint64_t min_val;
-  uint64_t max_val;
-  uint64_t mask;
-};
+/* ---- EV format profiles (6.3.3) */
 
-enum mrc_ctl_fields_op { MRC_CTL_MODIFY_FIELDS = 0, MRC_CTL_QUERY_FIELDS = 1 };
-struct mrc_ctl_fields_op_attr {
-  enum mrc_ctl_fields_op op;
-  struct mrc_ctl_ev_field *fields;
-  uint32_t count;     /**< in: array size; out: fields (E2BIG with the needed count) */
+/** What an EV format profile call does with its fields (ev_fmt_op.op). */
+enum mrc_ctl_ev_fmt_op {
+  MRC_CTL_EV_FMT_OP_MODIFY_FIELDS = 0,
+  MRC_CTL_EV_FMT_OP_QUERY_FIELDS = 1,
 };
 
 enum mrc_ctl_ev_fmt_profile_attr_mask {
@@ -222,36 +208,77 @@ enum mrc_ctl_ev_fmt_profile_attr_mask {
   MRC_CTL_EV_FMT_PROFILE_MODE = 1 << 2,
   MRC_CTL_EV_FMT_PROFILE_OP = 1 << 3,
 };
-/** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_CTL_EV_FMT_VENDOR (1u << 31)
-struct mrc_ctl_ev_fmt_profile_attr {
-  enum mrc_ctl_profile_state state;
-  enum mrc_ctl_profile_state cur_state;
-  uint32_t mode;      /**< one enum mrc_ctl_ev_fmt_mode bit */
-  struct mrc_ctl_fields_op_attr fields_op;
-  uint8_t vendor_cfg[128];
+
+/** One generated field of an EV format: `width` bits (1..64) holding a
+ *  value in [min_val, max_val] (max_val < 2^width). A field whose min_val
+ *  equals max_val is constant. */
+struct mrc_ctl_ev_fmt_field {
+  uint8_t width;
+  uint8_t min_val;
+  uint8_t max_val;
 };
-/** EV format profile `id` (reference 6.3.3): 0, or a negative errno (OCP's
- *  convention for the format calls: -EINVAL, -EPERM, -EBUSY, -E2BIG, as
- *  the rules below and at the top). INIT -> OFFLINE needs MODE;
- *  OFFLINE -> ONLINE needs the fields (OP with MODIFY_FIELDS: widths 1..64,
- *  only `width` is read). OFFLINE permits everything; ONLINE only -> OFFLINE
- *  and OP with QUERY_FIELDS (fills fields_op.fields, count = fields; E2BIG
- *  with the count needed). `attr` stays owned by the caller. */
-int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
-                                  int mask);
-/** Fills what `mask` names: state and cur_state, mode, and with OP
- *  (QUERY_FIELDS only, else -EINVAL) the fields (-E2BIG with the count
- *  needed). An unconfigured id reads as INIT. 0, or a negative errno. */
-int mrc_ctl_query_ev_fmt_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_profile_attr *attr,
-                                 int mask);
+
+/** EV format profile attributes. A generated EV is, from its most
+ *  significant bit: a fixed prefix of fixed_field_width bits, then each
+ *  field in order (the remaining bits of an SRv6 address are zero). */
+struct mrc_ctl_ev_fmt_profile_attr {
+  enum mrc_ctl_profile_state profile_state;      /**< STATE: the state to move to */
+  enum mrc_ctl_profile_state cur_profile_state;  /**< CUR_STATE: asserted (modify), current (query) */
+  enum mrc_ctl_ev_fmt_mode ev_fmt_mode;          /**< MODE */
+  struct {
+    enum mrc_ctl_ev_fmt_op op;                   /**< OP: which member below */
+    union {
+      struct {
+        struct mrc_ctl_ev_fmt_field *fmt_fields; /**< fmt_field_count fields, read during the call */
+        int fmt_field_count;                     /**< 1..16 */
+        int fixed_field_width;                   /**< bits of the fixed prefix, >= 0 */
+      } modify_fmt_fields;
+      struct {
+        struct mrc_ctl_ev_fmt_field *fmt_fields; /**< room for fmt_field_count fields, filled */
+        int fmt_field_count;
+        int *cur_fmt_field_count;                /**< set to the profile's field count (also on -E2BIG) */
+        int *fixed_field_width;                  /**< set to the prefix width (may be NULL) */
+      } query_fmt_fields;
+    };
+  } ev_fmt_op;
+};
+
+/** EV format profile `id` (1..ev_max_fmt_profiles; reference 6.3.3): 0, or
+ *  a negative errno, OCP's convention for the format calls.
+ *  INIT -> OFFLINE needs MODE; OFFLINE -> ONLINE needs the fields (OP with
+ *  MODIFY_FIELDS, in this call or an earlier one). OFFLINE permits
+ *  everything; ONLINE only -> OFFLINE and OP with QUERY_FIELDS. Limits: the
+ *  prefix plus the fields at most 16 bits with GENERATED (the UDP source
+ *  port; -E2BIG beyond) and 128 with SRV6_GENERATED (no SRH segment).
+ *  Errors: -EINVAL (a NULL or bad argument, unknown mask bits, an unknown
+ *  mode or op, a field of width 0 or above 64, min_val > max_val, max_val
+ *  not within width, a negative prefix, no such transition, unmet
+ *  requirements); -EPERM (an attribute the current state does not allow);
+ *  -EBUSY (leaving ONLINE while an ONLINE EV profile uses the format);
+ *  -E2BIG (more than 16 fields, or wider than the mode allows; a query
+ *  array too small). `attr` stays owned by the caller. */
+int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *mrc_ctx, uint64_t ev_fmt_profile_id,
+                                  struct mrc_ctl_ev_fmt_profile_attr *attr, int attr_mask);
+/** Fills what `attr_mask` names: both states, the mode, and with OP
+ *  (QUERY_FIELDS only, else -EINVAL) the fields, *cur_fmt_field_count and
+ *  *fixed_field_width (-E2BIG, with *cur_fmt_field_count set, when
+ *  fmt_field_count is too small). An id never configured reads as INIT.
+ *  0, or a negative errno. */
+int mrc_ctl_query_ev_fmt_profile(struct mrc_context *mrc_ctx, uint64_t ev_fmt_profile_id,
+                                 struct mrc_ctl_ev_fmt_profile_attr *attr, int attr_mask);
+
+/* ---- EVs */
 
 /** Bytes of an EV value: an SRv6 EV's address (16) and, with an SRH, its
  *  segment (16); other EVs use the first 4. */
 #define MRC_CTL_EV_MAX_BYTES 32
+/** An EV value. SRv6: the first 16 bytes are the IPv6 destination address
+ *  (network order). Otherwise the first 4 bytes hold the EV as a host-order
+ *  uint32_t (read and write it with memcpy); on the software device it is
+ *  the UDP source port, 0..65535. The other bytes are zero. */
 typedef uint8_t mrc_ctl_ev_t[MRC_CTL_EV_MAX_BYTES];
 
-/** An EV: up to 256 bits (expanded through the format profile) and a 1-based port. */
+/** An EV and the 1-based port it leaves from. */
 struct mrc_ctl_ev {
   mrc_ctl_ev_t val;
   uint8_t port;       /**< 0 with an all-zero value = UNPOPULATED */
@@ -265,28 +292,34 @@ enum mrc_ctl_ev_state {
 };
 /** Bit 31 (a macro: ISO C enumerators must fit an int). */
 #define MRC_CTL_EV_UNKNOWN (1u << 31)
+
+/* ---- EV profiles (6.3.4) */
+
+/** EV modes (EV profile), OCP's values. The software device takes AUTO
+ *  (the device's own EVs), EXPLICIT (an array the controller fills, each
+ *  EV one of its port's source ports: ev_port_base + (port - 1) x
+ *  evs_per_plane + i) and, on a MRC_SOFT_EV_SRV6 device, SRV6_GENERATED
+ *  (an array of addresses it generates from an SRV6_GENERATED format) and
+ *  SRV6_COMP_EXPLICIT (an array the controller fills with compressed EVs,
+ *  expanded through srv6_comp; see there); the others are EINVAL. */
+enum mrc_ctl_ev_mode {
+  MRC_CTL_EV_MODE_AUTO = 0,
+  MRC_CTL_EV_MODE_EXPLICIT = 1,
+  MRC_CTL_EV_MODE_GENERATED = 2,
+  MRC_CTL_EV_MODE_SRV6_EXPLICIT = 3,
+  MRC_CTL_EV_MODE_SRV6_GENERATED = 4,
+  MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT = 5,
+  MRC_CTL_EV_MODE_SRV6_COMP_GENERATED = 6,
+};
+
+/** The operation of an EV profile call (ev_op.op). */
 enum mrc_ctl_ev_op {
   MRC_CTL_EV_OP_REPLACE_EV = 0,
   MRC_CTL_EV_OP_MODIFY_EV_STATE = 1,
   MRC_CTL_EV_OP_QUERY_EV_STATE = 2,
   MRC_CTL_EV_OP_QUERY_EV_ARRAY = 3,
 };
-enum mrc_ctl_ev_op_flags { MRC_CTL_EV_OP_ALL_COPIES = 1u << 0 };
-struct mrc_ctl_ev_op_entry {
-  struct mrc_ctl_ev ev;
-  struct mrc_ctl_ev ev_new;        /**< REPLACE_EV */
-  enum mrc_ctl_ev_state state;
-  uint32_t flags;                  /**< enum mrc_ctl_ev_op_flags */
-};
-struct mrc_ctl_ev_op_attr {
-  enum mrc_ctl_ev_op op;
-  struct mrc_ctl_ev_op_entry *entries;
-  uint32_t entry_count;            /**< in: entries; out: processed (E2BIG with the needed count) */
-};
 
-/** OCP's bits; SRV6_SRH and SRV6_COMP are EINVAL (no SRH segment, no
- *  compressed modes); EV_FIELDS_OP is OpenMRC's (the EV profile's fields,
- *  which OCP's revision keeps in the format profile alone). */
 enum mrc_ctl_ev_profile_attr_mask {
   MRC_CTL_EV_PROFILE_STATE = 1 << 0,
   MRC_CTL_EV_PROFILE_CUR_STATE = 1 << 1,
@@ -298,157 +331,233 @@ enum mrc_ctl_ev_profile_attr_mask {
   MRC_CTL_EV_PROFILE_FMT_ID = 1 << 7,
   MRC_CTL_EV_PROFILE_SRV6_SRH = 1 << 8,
   MRC_CTL_EV_PROFILE_SRV6_COMP = 1 << 9,
-  MRC_CTL_EV_PROFILE_EV_FIELDS_OP = 1 << 16,
 };
-/** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_CTL_EV_PROFILE_VENDOR (1u << 31)
-struct mrc_ctl_ev_profile_attr {
-  enum mrc_ctl_profile_state state;
-  enum mrc_ctl_profile_state cur_state;
-  uint32_t ev_mode;                /**< an enum mrc_ctl_ev_mode value */
-  uint64_t ev_fmt_profile_id;
-  uint32_t ev_count;
-  uint32_t ev_min_active;
-  uint32_t ev_event_mask;          /**< GOOD / ASSUMED_BAD state bits */
-  struct mrc_ctl_ev_op_attr ev_op;
-  struct mrc_ctl_fields_op_attr ev_fields_op;
-  uint8_t vendor_cfg[128];
-};
-/** EV profile `id` (reference 6.3.4): 0 or a positive errno, as OCP's
- *  EV profile calls. INIT -> OFFLINE needs MODE and, for EXPLICIT and
- *  SRV6_GENERATED, FMT_ID (a format profile not in INIT), COUNT and EV_FIELDS_OP with
- *  MODIFY_FIELDS (each field: width <= 32 and no wider than its format
- *  field, init_val and mask inside the width, min_val <= max_val <=
- *  2^popcount(mask) - 1); the EXPLICIT array then holds COUNT UNPOPULATED
- *  entries. OFFLINE -> ONLINE needs MIN_ACTIVE (<= ev_count), EVENT_MASK
- *  (GOOD / ASSUMED_BAD bits), the format ONLINE and every entry replaced.
- *  EV_OP: REPLACE_EV (ev -> ev_new in state GOOD or DENIED, 0 = GOOD; one
- *  occurrence, every one with MRC_CTL_EV_OP_ALL_COPIES), MODIFY_EV_STATE
- *  (GOOD or DENIED: a DENIED EV carries no data on any QP using the
- *  profile), QUERY_EV_STATE, QUERY_EV_ARRAY (E2BIG with the count needed;
- *  UNPOPULATED entries read MRC_CTL_EV_UNKNOWN). Entries run in
- *  order and stop at the first failure: ev_op.entry_count returns how many
- *  were done, those stay done, and the call's transition does not happen.
- *  ONLINE permits only -> OFFLINE, MODIFY/QUERY_EV_STATE, QUERY_EV_ARRAY
- *  and QUERY_FIELDS. Compact EVs are bit strings from bit 7 of value[0];
- *  expansion follows reference 4.2. */
-int mrc_ctl_modify_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
-                              int mask);
-/** Fills what `mask` names (ev_count is the aligned array size); EV_OP only
- *  QUERY_EV_STATE / QUERY_EV_ARRAY and EV_FIELDS_OP only QUERY_FIELDS
- *  (EINVAL otherwise). */
-int mrc_ctl_query_ev_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_profile_attr *attr,
-                             int mask);
 
-/** NSCC configuration (reference 5.5); times in nanoseconds; 0 = derived
- *  from the QP's links (reference 5.5). min_cwnd_bytes and mss_bytes must
- *  be 0 in the software device (the floor and segment are the path MTU). */
-struct mrc_ctl_nscc_config {
-  uint32_t base_rtt_ns;
-  uint32_t target_qdelay_ns;
-  uint32_t max_cwnd_bytes;
-  uint32_t min_cwnd_bytes;
-  uint32_t mss_bytes;
+/** EV profile attributes. */
+struct mrc_ctl_ev_profile_attr {
+  enum mrc_ctl_profile_state profile_state;      /**< STATE: the state to move to */
+  enum mrc_ctl_profile_state cur_profile_state;  /**< CUR_STATE: asserted (modify), current (query) */
+  enum mrc_ctl_ev_mode ev_mode;                  /**< MODE */
+  uint32_t ev_count;                             /**< COUNT: EVs in the array (query: the aligned size) */
+  uint32_t ev_min_active;                        /**< MIN_ACTIVE: <= ev_count */
+  int ev_event_mask;                             /**< EVENT_MASK: MRC_CTL_EV_GOOD / _ASSUMED_BAD bits */
+  uint64_t ev_fmt_profile_id;                    /**< FMT_ID: the format of a generated mode */
+  uint8_t srv6_use_srh;                          /**< SRV6_SRH: 0 (the software device sends no SRH) */
+  /** SRV6_COMP: vendor data. SRV6_GENERATED: the fixed prefix of the
+   *  format's EVs (the first fixed_field_width bits, most significant
+   *  first: e.g. the locator). SRV6_COMP_EXPLICIT: bytes 0-15 an address
+   *  template and bytes 16-31 a mask; a compressed EV (the value, a
+   *  host-order uint32_t of at most 16 bits, popcount(mask) wide) puts its
+   *  bits, most significant first, into the mask's set bits, most
+   *  significant first, over the template (reference 4.2's expansion):
+   *  the address it is sent to. Needs FMT_ID (an SRV6_GENERATED format,
+   *  whose field widths cut the address; their bounds are not used). */
+  uint8_t srv6_comp[MRC_CTL_EV_MAX_BYTES];
+  struct {
+    enum mrc_ctl_ev_op op;                       /**< EV_OP: which member below */
+    union {
+      struct {
+        struct mrc_ctl_ev cur_ev;                /**< the entry to replace (UNPOPULATED: an empty one) */
+        struct mrc_ctl_ev new_ev;                /**< its replacement, GOOD */
+        int all_copies;                          /**< non-zero: every entry equal to cur_ev */
+      } replace_ev;
+      struct {
+        struct mrc_ctl_ev ev;
+        enum mrc_ctl_ev_state state;             /**< MRC_CTL_EV_GOOD or MRC_CTL_EV_DENIED */
+      } modify_ev_state;
+      struct {
+        struct mrc_ctl_ev ev;
+        enum mrc_ctl_ev_state state;             /**< out */
+      } query_ev_state;
+      struct {
+        struct mrc_ctl_ev *ev;                   /**< room for ev_count entries (query COUNT first), filled */
+      } query_ev_array;
+    };
+  } ev_op;
 };
+
+/** EV profile `id` (1..ev_max_profiles; reference 6.3.4): 0 or a positive
+ *  errno, as OCP's EV profile calls. INIT -> OFFLINE needs MODE and, for
+ *  EXPLICIT, COUNT (the array then holds COUNT UNPOPULATED entries), for
+ *  SRV6_GENERATED, COUNT and FMT_ID (an SRV6_GENERATED format not in INIT;
+ *  the device generates COUNT distinct addresses, each field within its
+ *  bounds, ports assigned in turn) and SRV6_COMP when the format has a
+ *  prefix. OFFLINE -> ONLINE needs MIN_ACTIVE, EVENT_MASK, the format
+ *  ONLINE and, for EXPLICIT, every entry replaced. OFFLINE permits
+ *  everything (a new MODE, COUNT, FMT_ID or SRV6_COMP rebuilds the array);
+ *  ONLINE permits only -> OFFLINE, MODIFY_EV_STATE (GOOD or DENIED: a
+ *  DENIED EV carries no data on any QP using the profile) and the queries.
+ *  The call's attributes apply before its EV_OP; EV_OP with MODE, FMT_ID
+ *  or SRV6_COMP is EINVAL. ONLINE installs the profile for QPs created
+ *  after; a QP names it in mrc_qp_attr.profile.ev_profile_id.
+ *  Errors: EINVAL (NULL, unknown mask bits, an unsupported mode, a value
+ *  out of range, srv6_use_srh non-zero, no such transition, unmet
+ *  requirements, an EXPLICIT EV the device cannot send from); EPERM (an
+ *  attribute the current state does not allow); EBUSY (leaving ONLINE
+ *  while a QP uses it); E2BIG (COUNT above ev_max_count_profile or the
+ *  free EVs); ENOENT (the EV named is not in the array). */
+int mrc_ctl_modify_ev_profile(struct mrc_context *mrc_ctx, uint64_t ev_profile_id,
+                              struct mrc_ctl_ev_profile_attr *attr, int attr_mask);
+/** Fills what `attr_mask` names; EV_OP only QUERY_EV_STATE and
+ *  QUERY_EV_ARRAY (EINVAL otherwise). QUERY_EV_ARRAY writes ev_count
+ *  entries: UNPOPULATED ones as MRC_CTL_EV_UNPOPULATED. 0 or a positive
+ *  errno. */
+int mrc_ctl_query_ev_profile(struct mrc_context *mrc_ctx, uint64_t ev_profile_id,
+                             struct mrc_ctl_ev_profile_attr *attr, int attr_mask);
+
+/* ---- CC profiles (6.3.5) */
+
 enum mrc_ctl_cc_profile_attr_mask {
   MRC_CTL_CC_PROFILE_STATE = 1 << 0,
   MRC_CTL_CC_PROFILE_CUR_STATE = 1 << 1,
   MRC_CTL_CC_PROFILE_ALGORITHM = 1 << 2,
   MRC_CTL_CC_PROFILE_CONFIG = 1 << 3,
 };
-/** Bit 31 (a macro: ISO C enumerators must fit an int). */
-#define MRC_CTL_CC_PROFILE_VENDOR (1u << 31)
+
+/** CC profile attributes. */
 struct mrc_ctl_cc_profile_attr {
-  enum mrc_ctl_profile_state state;
-  enum mrc_ctl_profile_state cur_state;
-  const char *algorithm;           /**< a name from the device list; NULL disables CC */
-  const void *config;              /**< e.g. const struct mrc_ctl_nscc_config * */
-  uint8_t vendor_cfg[128];
+  enum mrc_ctl_profile_state profile_state;      /**< STATE */
+  enum mrc_ctl_profile_state cur_profile_state;  /**< CUR_STATE */
+  /** ALGORITHM: a name of mrc_ctl_attr.cc.cc_algorithms ("uet-1.0-nscc"),
+   *  or NULL: no congestion control (a fixed window). */
+  const char *cc_algorithm;
+  /** CONFIG: the algorithm's configuration, for "uet-1.0-nscc" a const
+   *  struct mrc_ctl_cc_nscc_cfg * (copied during the call). */
+  const void *cc_config;
 };
-/** CC profile `id` (reference 6.3.5). INIT -> OFFLINE needs ALGORITHM
- *  ("uet-1.0-nscc", or NULL: no congestion control); OFFLINE -> ONLINE
- *  needs CONFIG (a const struct mrc_ctl_nscc_config *, copied) unless CC is
- *  disabled; CONFIG without an algorithm is EINVAL. ONLINE permits only
- *  -> OFFLINE. A QP names it in mrc_qp_attr.profile.cc_profile_id. */
-int mrc_ctl_modify_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
-                              int mask);
-/** Fills what `mask` names. `algorithm` points to a library string;
- *  `config` to the library's copy of the last CONFIG (NULL if none), valid
+
+/** NSCC configuration (reference 5; UET 1.0 NSCC). A zero field takes the
+ *  default derived from the QP's links (reference 5.5). Every field is
+ *  honoured by the software device. */
+struct mrc_ctl_cc_nscc_cfg {
+  uint8_t disable_qa;                /**< non-zero: never run quick adapt */
+  uint32_t adjust_bytes_threshold;   /**< bytes acknowledged between window updates */
+  uint32_t adjust_period_threshold;  /**< ns between window updates */
+  uint32_t base_rtt;                 /**< ns: unloaded RTT of the longest path */
+  float eta;                         /**< bytes added per adjust period */
+  float fi;                          /**< fair increase, bytes per RTT */
+  float fi_scale;                    /**< fast increase per acknowledged byte */
+  float gamma;                       /**< multiplicative-decrease gain, (0, 1] */
+  float max_md_jump;                 /**< largest decrease as a fraction of the window, (0, 1) */
+  uint32_t max_cwnd;                 /**< bytes: window ceiling and initial window */
+  uint8_t qa_gate;                   /**< quick adapt acts below max_cwnd >> qa_gate (<= 63) */
+  uint32_t qa_threshold;             /**< ns of queueing delay that also triggers quick adapt */
+  uint32_t target_delay;             /**< ns: target queueing delay */
+};
+
+/** CC profile `id` (1..cc_max_profiles; reference 6.3.5): 0 or a positive
+ *  errno. INIT -> OFFLINE needs ALGORITHM; OFFLINE -> ONLINE needs CONFIG
+ *  unless CC is disabled (cc_algorithm NULL). ONLINE permits only ->
+ *  OFFLINE. A QP names it in mrc_qp_attr.profile.cc_profile_id.
+ *  Errors: EINVAL (NULL, unknown mask bits, an unknown algorithm, CONFIG
+ *  NULL or without an algorithm, a configuration NSCC cannot run -- a
+ *  gamma outside (0, 1], a max_md_jump outside (0, 1), a negative or
+ *  non-finite float, qa_gate above 63 -- no such transition, unmet
+ *  requirements); EPERM (an attribute the current state does not allow);
+ *  EBUSY (leaving ONLINE while a QP uses it). */
+int mrc_ctl_modify_cc_profile(struct mrc_context *mrc_ctx, uint64_t cc_profile_id,
+                              struct mrc_ctl_cc_profile_attr *attr, int attr_mask);
+/** Fills what `attr_mask` names. cc_algorithm points to a library string;
+ *  cc_config to the library's copy of the last CONFIG (NULL if none), valid
  *  until the profile is next modified or the device is closed. */
-int mrc_ctl_query_cc_profile(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_cc_profile_attr *attr,
-                             int mask);
+int mrc_ctl_query_cc_profile(struct mrc_context *mrc_ctx, uint64_t cc_profile_id,
+                             struct mrc_ctl_cc_profile_attr *attr, int attr_mask);
 
 /* ------------------------------------------------------------------ EV events (6.3.6) */
 
+/** One EV event: an EV of profile `profile_id` changed to a state the
+ *  profile's ev_event_mask selects (query its state with QUERY_EV_STATE). */
 struct mrc_ctl_ev_event {
   uint64_t profile_id;
   struct mrc_ctl_ev ev;
+  /** Events lost before this one because the CQ was full (exact:
+   *  MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT). */
   uint32_t drop_count;
-  enum mrc_ctl_ev_state state;
 };
 /** The controller's CQ of EV events, holding up to `cqe` events: one event
  *  per state change of an EV of an ONLINE EV profile that the profile's
  *  ev_event_mask selects (a QP's path manager found it ASSUMED_BAD or GOOD
  *  again; the controller set a DENIED EV GOOD). No overrun: events that
- *  find it full are lost and counted exactly; the next event that fits
- *  carries the count in drop_count (MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT).
- *  One per device: NULL with errno EBUSY if it exists, EINVAL for bad
- *  arguments. `channel` (may be NULL) works as for mrc_create_cq: after
- *  mrc_req_notify_cq the next event makes it readable. Destroy with
- *  mrc_destroy_cq; mrc_poll_cq on it is EINVAL. */
-struct mrc_cq *mrc_ctl_create_ev_event_cq(struct mrc_context *ctx, int cqe, void *cq_context,
+ *  find it full are lost and counted. One per device: NULL with errno
+ *  EBUSY if it exists, EINVAL for bad arguments. `channel` (may be NULL)
+ *  works as for mrc_create_cq: after mrc_req_notify_cq the next event makes
+ *  it readable. Destroy with mrc_destroy_cq; mrc_poll_cq on it is EINVAL. */
+struct mrc_cq *mrc_ctl_create_ev_event_cq(struct mrc_context *mrc_ctx, int cqe, void *cq_context,
                                           struct mrc_comp_channel *channel, int comp_vector);
-/** Moves up to `num_events` events, oldest first, into `events`. Returns
+/** Moves up to `num_entries` events, oldest first, into `ev_event`. Returns
  *  the number written (>= 0) or -EINVAL (not an EV event CQ, bad args). */
-int mrc_ctl_poll_ev_event(struct mrc_cq *cq, int num_events, struct mrc_ctl_ev_event *events);
+int mrc_ctl_poll_ev_event(struct mrc_cq *ev_cq, int num_entries, struct mrc_ctl_ev_event *ev_event);
 
-/* ------------------------------------------------------------------ endpoint operations (6.3.7) */
+/* ------------------------------------------------------------------ EV probes (6.3.7) */
 
-/** API numbering (differs from the wire's ERTH op codes, reference 6.4). */
-enum mrc_ctl_ep_op_type { MRC_CTL_EP_OP_EV_PROBE = 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE = 1 };
-struct mrc_ctl_ep_req {
-  uint16_t req_id;                 /**< unique among outstanding requests */
-  union ibv_gid sgid;              /**< all zero, or the GID of req_ev.port */
-  union ibv_gid dgid;              /**< the destination device (any of its GIDs) */
-  uint32_t ev_fmt_mode;            /**< MRC_CTL_EV_FMT_UDP or _STEV; _SRV6 on a MRC_SOFT_EV_SRV6 device (req_ev = the destination address) */
-  struct mrc_ctl_ev req_ev;        /**< the wire EV and the 1-based port it leaves on */
-  struct {
-    uint32_t port_status;          /**< PORT_STATUS_UPDATE: bit N = port N (1-based) up */
-  } port_status_update;
+/** SRv6 probe parameters: with srv6_enable, req_ev's value is the whole
+ *  SRv6 destination address (locator and uSID stack, uncompressed). */
+struct mrc_ctl_srv6_probe {
+  uint8_t srv6_enable;     /**< a MRC_SOFT_EV_SRV6 device only (else EINVAL) */
+  uint8_t srv6_use_srh;    /**< must be 0: no SRH segment (ENOTSUP) */
 };
-struct mrc_ctl_ep_rsp {
-  uint16_t req_id;
-  uint8_t port;                    /**< port the response arrived on (1-based) */
-  uint64_t rtt_ns;                 /**< request sent -> answer received, in ns */
-  int adj_svc_time;                /**< 1 if rtt_ns excludes the responder's service time */
+
+/** One EV probe: does this EV path reach that device, and how long is the
+ *  round trip? */
+struct mrc_ctl_ev_probe_req {
+  uint16_t probe_id;       /**< unique among the batch and the probes still outstanding */
+  union ibv_gid sgid;      /**< all zero, or the GID of req_ev.port */
+  union ibv_gid dgid;      /**< the destination device (any of its GIDs) */
+  struct mrc_ctl_srv6_probe srv6;
+  struct mrc_ctl_ev req_ev; /**< the EV and the 1-based port the probe leaves from */
+  /** The EV of the response: all zero (the responder's choice). MRC's wire
+   *  carries no response EV, so another value is ENOTSUP. */
+  mrc_ctl_ev_t rsp_ev;
 };
-/** Endpoint operations (reference 6.3.7): sends `n_reqs` requests of one
- *  kind -- EV probes (does this EV path reach that device, and how long is
- *  the round trip?) or port-status updates (tell that device which of our
- *  ports are up; it stops or resumes sending into the others at once) --
- *  then blocks until every one is answered or rsp_timeout_ns has passed.
- *  rsps (room for n_reqs) receives one entry per answer, in arrival order;
- *  *n_rsp says how many. Returns 0 when all were answered, ETIMEDOUT when
- *  not (the answered ones are in rsps; an answer arriving after the call
- *  returned is dropped: nothing is buffered across calls).
- *  Software device: the wire EV is the UDP source port, value[0..1] big
- *  endian with the other bytes zero, and must be one of the port's EV
- *  source ports (ev_port_base + (port - 1) x evs_per_plane + i): the
- *  request leaves from that socket, so a probe measures exactly that
- *  path. rtt_ns is wall-clock time through both devices' engines and the
- *  kernel; adj_svc_time is always 0 (no service time is subtracted).
- *  req_tc (a DSCP, 0..63) is checked and not applied. Calls on one device
- *  run one at a time. rsp_timeout_ns is capped at one hour.
- *  Errors: EINVAL (NULL pointers, an unknown op type, req_tc > 63, more
- *  than 1024 requests, a req_id twice in the batch, an ev_fmt_mode, port,
- *  EV or sgid the device cannot send from, a dgid of another address
- *  family, port_status bits for ports the device does not have) -- nothing
- *  is sent then; EAGAIN (a req_id is still outstanding from an earlier call
- *  that gave up on it: wait for its timeout or use another id);
- *  ETIMEDOUT (above). */
-int mrc_ctl_ep_batch_send_wait(struct mrc_context *ctx, uint8_t req_tc, enum mrc_ctl_ep_op_type op_type,
-                               const struct mrc_ctl_ep_req *reqs, uint32_t n_reqs, uint64_t rsp_timeout_ns,
-                               struct mrc_ctl_ep_rsp *rsps, uint32_t *n_rsp);
+
+/** One answer. */
+struct mrc_ctl_ev_probe_rsp {
+  uint16_t probe_id;
+  unsigned int rtt;        /**< ns, request sent -> answer received */
+  uint8_t adj_svc_time;    /**< 1 if rtt excludes the responder's service time (the software device: 0) */
+};
+
+/** Sends `num_req` EV probes, then blocks until each is answered or
+ *  rsp_timeout ns have passed. rsp (room for num_req) receives one entry
+ *  per answer, in arrival order; *num_rsp says how many. Returns 0 when
+ *  all were answered, ETIMEDOUT when not (the answered ones are in rsp; an
+ *  answer arriving after the call returned is dropped: nothing is buffered
+ *  across calls).
+ *  Software device: a probe leaves from the socket of its EV (a UDP source
+ *  port of req_ev.port, see enum mrc_ctl_ev_mode) or, with srv6_enable,
+ *  encapsulated to its address, so it measures exactly that path. rtt is
+ *  wall-clock time through both devices' engines and the kernel. req_tc
+ *  (a DSCP, 0..63) is checked and not applied. Calls on one device run one
+ *  at a time.
+ *  Errors: EINVAL (NULL pointers, num_req < 0 or above 1024, req_tc > 63,
+ *  a probe_id twice in the batch, a port, EV or sgid the device cannot
+ *  send from, a dgid of no known peer) -- nothing is sent then; ENOTSUP (a
+ *  response EV or an SRH asked for); EAGAIN (a probe_id is still
+ *  outstanding from an earlier call that gave up on it: wait for its
+ *  timeout or use another id); ETIMEDOUT (above). */
+int mrc_ctl_probe_ev(struct mrc_context *mrc_ctx, uint8_t req_tc, struct mrc_ctl_ev_probe_req *req, int num_req,
+                     uint32_t rsp_timeout, struct mrc_ctl_ev_probe_rsp *rsp, int *num_rsp);
+
+/* ------------------------------------------------------------------ port-status updates (OpenMRC) */
+
+/** One port-status update (reference 4.7): tells the device at `dgid`
+ *  which of our ports are up, so it stops or resumes sending into the
+ *  others at once. */
+struct mrc_ctl_port_status_req {
+  uint16_t req_id;          /**< shares the id space of mrc_ctl_probe_ev's probe_id */
+  union ibv_gid sgid;       /**< all zero, or the GID of req_ev.port */
+  union ibv_gid dgid;
+  struct mrc_ctl_ev req_ev; /**< the EV and port the update leaves from, as a probe's */
+  uint32_t port_status;     /**< bit N = port N (1-based) up */
+};
+/** Sends `num_req` port-status updates and waits for their answers, as
+ *  mrc_ctl_probe_ev does (answers in rsp, probe_id = req_id, rtt as a
+ *  probe's), with its errors, plus EINVAL for port_status bits of ports
+ *  the device does not have. The device sends these by itself when a
+ *  port changes (mrc_ctl_modify_port); this call is for a controller that
+ *  tells peers itself. */
+int mrc_ctl_port_status_update(struct mrc_context *mrc_ctx, uint8_t req_tc, const struct mrc_ctl_port_status_req *req,
+                               int num_req, uint32_t rsp_timeout, struct mrc_ctl_ev_probe_rsp *rsp, int *num_rsp);
 
 #ifdef __cplusplus
 }

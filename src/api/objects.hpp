@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -37,6 +38,24 @@ namespace mrc::api {
 /// none to reach it at its GID on every plane.
 using PeerPlanes = std::function<std::vector<platform::SockAddr>(const platform::SockAddr& gid)>;
 
+/// An EV format profile as OCP's API configured it (api/ctl.cc): the
+/// core keeps only the field widths.
+struct FmtShape {
+  uint32_t mode = 0;                          ///< enum mrc_ctl_ev_fmt_mode, 0 before MODE
+  std::vector<mrc_ctl_ev_fmt_field> fields;
+  uint32_t fixed_width = 0;                   ///< bits of the fixed prefix
+};
+
+/// An EV profile as OCP's API configured it, and what its EVs expand
+/// through in the core (the format's widths and the EV fields).
+struct EvShape {
+  uint32_t mode = 0;                          ///< enum mrc_ctl_ev_mode
+  uint64_t fmt_id = 0;                        ///< FMT_ID as given
+  std::array<uint8_t, 32> comp{};             ///< SRV6_COMP as given (the prefix's value)
+  std::vector<uint32_t> widths;
+  std::vector<core::ctl::Field> fields;
+};
+
 struct SoftDevice {
   ibv_context ibv{};               ///< what applications hold (first member)
   ibv_device ibv_dev{};
@@ -59,8 +78,12 @@ struct SoftDevice {
   std::unique_ptr<core::ctl::Controller> ctl;     ///< guarded by ctl_mu
   mrc_cq* ev_cq = nullptr;                        ///< the EV event CQ, if created (ctl_mu)
   /// NSCC configurations a CC profile query points to (ctl_mu).
-  std::unordered_map<uint64_t, mrc_ctl_nscc_config> cc_configs;
-  /// mrc_ctl_ep_batch_send_wait: one call at a time per device (ep_call_mu,
+  std::unordered_map<uint64_t, mrc_ctl_cc_nscc_cfg> cc_configs;
+  /// What the C API knows of each configured format and EV profile beyond
+  /// the core's model (ctl_mu): api/ctl.cc translates OCP's attributes.
+  std::unordered_map<uint64_t, FmtShape> fmt_shapes;
+  std::unordered_map<uint64_t, EvShape> ev_shapes;
+  /// mrc_ctl_probe_ev, mrc_ctl_port_status_update: one call at a time per device (ep_call_mu,
   /// held for the whole call); the engine thread hands it the answers
   /// through route_event (ep_wait.mu, taken with no other lock held).
   std::mutex ep_call_mu;
@@ -70,7 +93,7 @@ struct SoftDevice {
     bool active = false;
     bool port_status = false;
     std::vector<uint16_t> pending;     ///< request ids not answered yet
-    std::vector<mrc_ctl_ep_rsp> rsps;  ///< answers in arrival order
+    std::vector<mrc_ctl_ev_probe_rsp> rsps;  ///< answers in arrival order
   } ep_wait;
 };
 

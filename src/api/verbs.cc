@@ -25,13 +25,16 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -73,6 +76,10 @@ struct SoftSpec {
   mrc_soft_ev_mode ev_mode = MRC_SOFT_EV_UDP;
   PeerRule rule = PeerRule::offset;
   std::map<std::string, std::vector<std::string>> peers;  ///< GID address -> plane addresses
+  /// The other mrc_soft_device_attr fields the file gives (plane_addrs,
+  /// udp_port, ev_mode and pcap_path are set from the fields above at open).
+  mrc_soft_device_attr attr{};
+  std::string pcap;
 };
 
 /// A listed device: the ibv_device a program sees, and what opening it does.
@@ -141,14 +148,77 @@ bool string_array(const toml::node* n, const std::string& where, std::vector<std
   return true;
 }
 
+/// The [[device]] keys that set one mrc_soft_device_attr field of the same
+/// name (openmrc/mrc_soft.h documents each): an integer in [lo, hi], or a
+/// boolean for the 0/1 fields.
+struct AttrKey {
+  const char* key;
+  int64_t lo, hi;
+  bool boolean;
+  void (*set)(mrc_soft_device_attr&, int64_t);
+};
+constexpr AttrKey kAttrKeys[] = {
+    {"ev_port_base", 1, 65535, false, [](mrc_soft_device_attr& a, int64_t v) { a.ev_port_base = static_cast<uint16_t>(v); }},
+    {"evs_per_plane", 1, 1024, false, [](mrc_soft_device_attr& a, int64_t v) { a.evs_per_plane = static_cast<uint32_t>(v); }},
+    {"burst", 1, 64, false, [](mrc_soft_device_attr& a, int64_t v) { a.burst = static_cast<uint32_t>(v); }},
+    {"num_engines", 1, 64, false, [](mrc_soft_device_attr& a, int64_t v) { a.num_engines = static_cast<uint32_t>(v); }},
+    {"busy_poll", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.busy_poll = static_cast<int>(v); }},
+    {"engines_only", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.engines_only = static_cast<int>(v); }},
+    {"seed", 0, INT64_MAX, false, [](mrc_soft_device_attr& a, int64_t v) { a.seed = static_cast<uint64_t>(v); }},
+    {"socket_buffer_bytes", 0, UINT32_MAX, false,
+     [](mrc_soft_device_attr& a, int64_t v) { a.socket_buffer_bytes = static_cast<uint32_t>(v); }},
+    {"no_carrier_watch", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.no_carrier_watch = static_cast<int>(v); }},
+    {"dscp_control", 0, 63, false, [](mrc_soft_device_attr& a, int64_t v) { a.dscp_control = static_cast<int>(v); }},
+    {"raw_send", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.raw_send = static_cast<int>(v); }},
+    {"no_io_uring", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.no_io_uring = static_cast<int>(v); }},
+    {"channel_bulk_bytes_per_ms", -1, INT64_MAX, false,
+     [](mrc_soft_device_attr& a, int64_t v) { a.channel_bulk_bytes_per_ms = v; }},
+    {"link_rate_bps", 0, INT64_MAX, false,
+     [](mrc_soft_device_attr& a, int64_t v) { a.link_rate_bps = static_cast<uint64_t>(v); }},
+    {"no_ecn", 0, 1, true, [](mrc_soft_device_attr& a, int64_t v) { a.no_ecn = static_cast<int>(v); }},
+};
+
 bool parse_device(const toml::table& t, size_t index, SoftSpec* s, std::string* why) {
   const std::string at = "device[" + std::to_string(index) + "]";
   for (const auto& [k, v] : t) {
     const std::string_view key = k.str();
+    const bool attr_key = std::any_of(std::begin(kAttrKeys), std::end(kAttrKeys),
+                                      [&](const AttrKey& a) { return key == a.key; });
     if (key != "name" && key != "planes" && key != "udp_port" && key != "ev_mode" && key != "peer_rule" &&
-        key != "peer")
+        key != "peer" && key != "transport" && key != "pcap_path" && !attr_key)
       return fail(why, at + "." + std::string(key) +
-                           ": unknown key (known: name, planes, udp_port, ev_mode, peer_rule, peer)");
+                           ": unknown key (known: name, planes, udp_port, ev_mode, peer_rule, peer, transport, "
+                           "pcap_path and the other fields of mrc_soft_device_attr: ev_port_base, evs_per_plane, "
+                           "burst, num_engines, busy_poll, engines_only, seed, socket_buffer_bytes, "
+                           "no_carrier_watch, dscp_control, raw_send, no_io_uring, channel_bulk_bytes_per_ms, "
+                           "link_rate_bps (\"none\": never pace), no_ecn)");
+  }
+  for (const AttrKey& k : kAttrKeys) {
+    const toml::node* p = t.get(k.key);
+    if (!p) continue;
+    if (std::string_view(k.key) == "link_rate_bps" && p->value<std::string>() == "none") {
+      s->attr.link_rate_bps = UINT64_MAX;
+      continue;
+    }
+    std::optional<int64_t> v = k.boolean && p->is_boolean() ? std::optional<int64_t>(*p->value<bool>())
+                                                             : (k.boolean ? std::nullopt : p->value<int64_t>());
+    if (!v || *v < k.lo || *v > k.hi)
+      return fail(why, at + "." + k.key +
+                           (k.boolean ? std::string(": must be true or false")
+                                      : ": must be an integer in " + std::to_string(k.lo) + ".." + std::to_string(k.hi)) +
+                           " (openmrc/mrc_soft.h, mrc_soft_device_attr." + k.key + ")");
+    k.set(s->attr, *v);
+  }
+  if (const toml::node* p = t.get("transport")) {
+    auto v = p->value<std::string>();
+    if (v && *v == "mrc") s->attr.transport = MRC_SOFT_TRANSPORT_MRC;
+    else if (v && *v == "roce_rc") s->attr.transport = MRC_SOFT_TRANSPORT_ROCE_RC;
+    else return fail(why, at + ".transport: must be \"mrc\" (the default) or \"roce_rc\"");
+  }
+  if (const toml::node* p = t.get("pcap_path")) {
+    auto v = p->value<std::string>();
+    if (!v || v->empty()) return fail(why, at + ".pcap_path: give the capture file's path");
+    s->pcap = *v;
   }
   auto name = t["name"].value<std::string>();
   if (!name || name->empty() || name->size() >= sizeof(ibv_device{}.name))
@@ -433,11 +503,12 @@ MRC_EXPORT ibv_context* ibv_open_device(ibv_device* device) try {
   }
   std::vector<const char*> planes;
   for (const auto& p : spec.planes) planes.push_back(p.c_str());
-  mrc_soft_device_attr a{};
+  mrc_soft_device_attr a = spec.attr;
   a.plane_addrs = planes.data();
   a.num_planes = static_cast<int>(planes.size());
   a.udp_port = spec.udp_port;
   a.ev_mode = spec.ev_mode;
+  a.pcap_path = spec.pcap.empty() ? nullptr : spec.pcap.c_str();
   ibv_context* ctx = mrc_soft_open_device(&a);  // errno set on failure
   if (!ctx) return nullptr;
   SoftDevice* d = soft_device(ctx);

@@ -1094,11 +1094,10 @@ TEST(Api, ControllerPortCallsAndArgumentChecks) {
   mrc_ctl_ev_profile_attr ep{};
   EXPECT_EQ(mrc_ctl_modify_ev_profile(a.ctx, 1, &ep, MRC_CTL_EV_PROFILE_STATE), 0) << "INIT -> INIT changes nothing";
   EXPECT_EQ(mrc_ctl_modify_ev_profile(nullptr, 1, &ep, 0), EINVAL);
-  mrc_ctl_ep_rsp rsp{};
-  uint32_t n_rsp = 7;
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, nullptr, 0, 1000, &rsp, &n_rsp), 0)
-      << "an empty batch is answered at once";
-  EXPECT_EQ(n_rsp, 0u);
+  mrc_ctl_ev_probe_rsp rsp{};
+  int n_rsp = 7;
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, nullptr, 0, 1000, &rsp, &n_rsp), 0) << "an empty batch is answered at once";
+  EXPECT_EQ(n_rsp, 0);
   mrc_ctl_port_attr pa{};
   ASSERT_EQ(mrc_ctl_query_port(a.ctx, 1, &pa), 0);
   EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);

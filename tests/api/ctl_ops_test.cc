@@ -254,16 +254,21 @@ TEST(CtlPorts, EveryEngineOfAPeerLearnsThePortStatus) {
 
 namespace ep {
 
-mrc_ctl_ep_req request(uint16_t id, const Node& from, const ibv_gid& dgid, uint8_t port, uint16_t ev) {
-  mrc_ctl_ep_req r{};
-  r.req_id = id;
+mrc_ctl_ev_probe_req request(uint16_t id, const Node& from, const ibv_gid& dgid, uint8_t port, uint16_t ev) {
+  mrc_ctl_ev_probe_req r{};
+  r.probe_id = id;
   r.sgid = from.gid(port - 1);
   r.dgid = dgid;
-  r.ev_fmt_mode = MRC_CTL_EV_FMT_UDP;
-  r.req_ev.val[0] = static_cast<uint8_t>(ev >> 8);
-  r.req_ev.val[1] = static_cast<uint8_t>(ev);
+  const uint32_t v = ev;  // the UDP source port, a host-order uint32_t
+  std::memcpy(r.req_ev.val, &v, sizeof v);
   r.req_ev.port = port;
   return r;
+}
+
+mrc_ctl_port_status_req update(uint16_t id, const Node& from, const ibv_gid& dgid, uint8_t port, uint16_t ev,
+                               uint32_t port_status) {
+  const mrc_ctl_ev_probe_req p = request(id, from, dgid, port, ev);
+  return mrc_ctl_port_status_req{id, p.sgid, p.dgid, p.req_ev, port_status};
 }
 
 /// EV i of port `port` (1-based): its source port.
@@ -276,36 +281,33 @@ TEST(CtlEpOps, ProbesToALivePeerReturnPlausibleRtts) {
   a.open({"127.0.6.11", "127.0.6.12"});
   b.open({"127.0.6.13", "127.0.6.14"});
   declare_peers(a, b, 2);  // a device answers only sources it knows
-  std::vector<mrc_ctl_ep_req> reqs;
+  std::vector<mrc_ctl_ev_probe_req> reqs;
   for (uint8_t port = 1; port <= 2; ++port)
     for (uint32_t i = 0; i < kEvsPerPlane; ++i)
       reqs.push_back(ep::request(static_cast<uint16_t>(100 + reqs.size()), a, b.gid(0), port, ep::ev_of(port, i)));
-  std::vector<mrc_ctl_ep_rsp> rsps(reqs.size());
-  uint32_t n = 0;
+  std::vector<mrc_ctl_ev_probe_rsp> rsps(reqs.size());
+  int n = 0;
   const auto t0 = Clock::now();
-  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(),
-                                       static_cast<uint32_t>(reqs.size()), 2'000'000'000ull, rsps.data(), &n),
+  ASSERT_EQ(mrc_ctl_probe_ev(a.ctx, 0, reqs.data(), static_cast<int>(reqs.size()), 2'000'000'000u, rsps.data(), &n),
             0);
   const uint64_t wall_ns =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-  ASSERT_EQ(n, reqs.size());
+  ASSERT_EQ(n, static_cast<int>(reqs.size()));
   std::vector<bool> seen(reqs.size());
-  for (uint32_t i = 0; i < n; ++i) {
-    const size_t k = rsps[i].req_id - 100u;
+  for (int i = 0; i < n; ++i) {
+    const size_t k = rsps[i].probe_id - 100u;
     ASSERT_LT(k, reqs.size());
     EXPECT_FALSE(seen[k]) << "answered twice";
     seen[k] = true;
-    EXPECT_EQ(rsps[i].port, reqs[k].req_ev.port) << "the answer comes back on the plane probed";
-    EXPECT_GT(rsps[i].rtt_ns, 0u);
-    EXPECT_LE(rsps[i].rtt_ns, wall_ns) << "an RTT longer than the call itself";
+    EXPECT_GT(rsps[i].rtt, 0u);
+    EXPECT_LE(rsps[i].rtt, wall_ns) << "an RTT longer than the call itself";
     EXPECT_EQ(rsps[i].adj_svc_time, 0);
   }
   EXPECT_EQ(b.rt().stats().core.ep_requests, reqs.size());
   // The ids are free again: the same batch works twice.
-  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(),
-                                       static_cast<uint32_t>(reqs.size()), 2'000'000'000ull, rsps.data(), &n),
+  ASSERT_EQ(mrc_ctl_probe_ev(a.ctx, 0, reqs.data(), static_cast<int>(reqs.size()), 2'000'000'000u, rsps.data(), &n),
             0);
-  EXPECT_EQ(n, reqs.size());
+  EXPECT_EQ(n, static_cast<int>(reqs.size()));
   a.close();
   b.close();
 }
@@ -318,54 +320,53 @@ TEST(CtlEpOps, ProbesNobodyAnswersTimeOutWithTheAnsweredOnesReported) {
   // B's port 2 is down: whatever arrives on that plane is dropped.
   mrc_ctl_port_attr pa = admin(MRC_CTL_PORT_ADMIN_DISABLED);
   ASSERT_EQ(mrc_ctl_modify_port(b.ctx, 2, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
-  mrc_ctl_ep_req reqs[4] = {ep::request(1, a, b.gid(0), 1, ep::ev_of(1, 0)), ep::request(2, a, b.gid(0), 2, ep::ev_of(2, 0)),
+  mrc_ctl_ev_probe_req reqs[4] = {ep::request(1, a, b.gid(0), 1, ep::ev_of(1, 0)), ep::request(2, a, b.gid(0), 2, ep::ev_of(2, 0)),
                             ep::request(3, a, b.gid(0), 1, ep::ev_of(1, 3)), ep::request(4, a, b.gid(0), 2, ep::ev_of(2, 1))};
-  mrc_ctl_ep_rsp rsps[4]{};
-  uint32_t n = 99;
+  mrc_ctl_ev_probe_rsp rsps[4]{};
+  int n = 99;
   const auto t0 = Clock::now();
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs, 4, 50'000'000ull, rsps, &n), ETIMEDOUT);
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, reqs, 4, 50'000'000u, rsps, &n), ETIMEDOUT);
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(50)) << "it waits the whole timeout";
-  ASSERT_EQ(n, 2u);
-  std::vector<uint16_t> ids = {rsps[0].req_id, rsps[1].req_id};
+  ASSERT_EQ(n, 2);
+  std::vector<uint16_t> ids = {rsps[0].probe_id, rsps[1].probe_id};
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<uint16_t>{1, 3})) << "the port-1 probes are answered";
 
   // A destination where no device listens.
   ibv_gid nobody;
   ASSERT_EQ(mrc_soft_str_to_gid("127.0.6.99", &nobody), 0);
-  mrc_ctl_ep_req lost = ep::request(9, a, nobody, 1, ep::ev_of(1, 2));
+  mrc_ctl_ev_probe_req lost = ep::request(9, a, nobody, 1, ep::ev_of(1, 2));
   n = 99;
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &lost, 1, 20'000'000ull, rsps, &n), ETIMEDOUT);
-  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &lost, 1, 20'000'000u, rsps, &n), ETIMEDOUT);
+  EXPECT_EQ(n, 0);
 
   // Requests the device cannot send: refused before anything is sent.
   const uint64_t sent = b.rt().stats().core.ep_requests;
-  mrc_ctl_ep_req bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(2, 0));
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL)
-      << "an EV of another port";
+  mrc_ctl_ev_probe_req bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(2, 0));
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), EINVAL) << "an EV of another port";
   bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
   bad.req_ev.val[5] = 1;
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL)
-      << "EV bits beyond the source port";
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), EINVAL) << "EV bits beyond the value";
   bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
-  bad.ev_fmt_mode = MRC_CTL_EV_FMT_SRV6;
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL);
+  bad.srv6.srv6_enable = 1;
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), EINVAL) << "not an SRv6 device";
+  bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
+  bad.srv6.srv6_use_srh = 1;
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), ENOTSUP) << "no SRH segment";
+  bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
+  bad.rsp_ev[3] = 1;
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), ENOTSUP) << "MRC carries no response EV";
   bad = ep::request(5, a, b.gid(0), 1, ep::ev_of(1, 0));
   bad.sgid = a.gid(1);
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1'000'000, rsps, &n), EINVAL)
-      << "an sgid of another port";
-  mrc_ctl_ep_req twice[2] = {ep::request(6, a, b.gid(0), 1, ep::ev_of(1, 0)), ep::request(6, a, b.gid(0), 1, ep::ev_of(1, 1))};
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, twice, 2, 1'000'000, rsps, &n), EINVAL);
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 64, MRC_CTL_EP_OP_EV_PROBE, twice, 1, 1'000'000, rsps, &n), EINVAL)
-      << "req_tc is a DSCP";
-  const uint32_t bad_op = 2;
-  mrc_ctl_ep_op_type op;
-  std::memcpy(&op, &bad_op, sizeof op);
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, op, twice, 1, 1'000'000, rsps, &n), EINVAL);
-  mrc_ctl_ep_req psu = ep::request(7, a, b.gid(0), 1, ep::ev_of(1, 0));
-  psu.port_status_update.port_status = 1u << 3;  // port 3: A has two
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE, &psu, 1, 1'000'000, rsps, &n),
-            EINVAL);
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &bad, 1, 1'000'000, rsps, &n), EINVAL) << "an sgid of another port";
+  mrc_ctl_ev_probe_req twice[2] = {ep::request(6, a, b.gid(0), 1, ep::ev_of(1, 0)),
+                                   ep::request(6, a, b.gid(0), 1, ep::ev_of(1, 1))};
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, twice, 2, 1'000'000, rsps, &n), EINVAL);
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 64, twice, 1, 1'000'000, rsps, &n), EINVAL) << "req_tc is a DSCP";
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, twice, -1, 1'000'000, rsps, &n), EINVAL);
+  EXPECT_EQ(mrc_ctl_probe_ev(a.ctx, 0, twice, 1, 1'000'000, rsps, nullptr), EINVAL);
+  mrc_ctl_port_status_req psu = ep::update(7, a, b.gid(0), 1, ep::ev_of(1, 0), 1u << 3);  // port 3: A has two
+  EXPECT_EQ(mrc_ctl_port_status_update(a.ctx, 0, &psu, 1, 1'000'000, rsps, &n), EINVAL);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(b.rt().stats().core.ep_requests, sent) << "a refused batch sends nothing";
   a.close();
@@ -385,25 +386,21 @@ TEST(CtlEpOps, APortStatusUpdateIsAnsweredAndMovesThePeerOffThePlane) {
   write_and_wait(b, qb, a, 0, kBytes, 1);
   ASSERT_GT(b.sent_on(qb, 1), 0u);
 
-  mrc_ctl_ep_req psu = ep::request(40, a, b.gid(0), 1, ep::ev_of(1, 1));
-  psu.port_status_update.port_status = 1u << 1;  // only port 1 up
-  mrc_ctl_ep_rsp rsp{};
-  uint32_t n = 0;
-  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE, &psu, 1, 2'000'000'000ull, &rsp, &n),
-            0);
-  ASSERT_EQ(n, 1u);
-  EXPECT_EQ(rsp.req_id, 40);
-  EXPECT_EQ(rsp.port, 1);
-  EXPECT_GT(rsp.rtt_ns, 0u);
+  mrc_ctl_port_status_req psu = ep::update(40, a, b.gid(0), 1, ep::ev_of(1, 1), 1u << 1);  // only port 1 up
+  mrc_ctl_ev_probe_rsp rsp{};
+  int n = 0;
+  ASSERT_EQ(mrc_ctl_port_status_update(a.ctx, 0, &psu, 1, 2'000'000'000u, &rsp, &n), 0);
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(rsp.probe_id, 40);
+  EXPECT_GT(rsp.rtt, 0u);
   // B applied it before answering: from now on it avoids plane 1 (port 2).
   const uint64_t b1 = b.sent_on(qb, 1);
   write_and_wait(b, qb, a, 0, kBytes, 2);
   EXPECT_EQ(b.sent_on(qb, 1), b1) << "B kept sending into the plane A reported down";
 
   psu.req_id = 41;
-  psu.port_status_update.port_status = 0b110;  // both up
-  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE, &psu, 1, 2'000'000'000ull, &rsp, &n),
-            0);
+  psu.port_status = 0b110;  // both up
+  ASSERT_EQ(mrc_ctl_port_status_update(a.ctx, 0, &psu, 1, 2'000'000'000u, &rsp, &n), 0);
   write_and_wait(b, qb, a, 0, kBytes, 3);
   EXPECT_GT(b.sent_on(qb, 1), b1) << "B uses the plane again";
   a.close();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../unit/runtime/srv6_netns.hpp"
+#include "api/objects.hpp"
 #include "mrc.h"
 #include "mrc_ctl.h"
 #include "openmrc/mrc_soft.h"
@@ -57,46 +58,37 @@ struct Node : mrc::test_support::SoftNode {
 
 using mrc::test_support::to_rts;
 
-// Format profile 1: SRv6, locator (32) + two uSIDs (16 + 16); the rest of
-// the address is zero (end of carrier).
+// Format profile 1: SRV6_GENERATED, a 32-bit prefix (the locator) and two
+// uSIDs (16 + 16); the rest of the address is zero (end of carrier).
 int make_srv6_format(mrc_context* ctx) {
-  mrc_ctl_ev_field widths[3] = {{32, 0, 0, 0, 0}, {16, 0, 0, 0, 0}, {16, 0, 0, 0, 0}};
+  mrc_ctl_ev_fmt_field fields[2] = {{16, 1, 2}, {16, 0xd0, 0xd0}};
   mrc_ctl_ev_fmt_profile_attr f{};
-  f.state = MRC_CTL_PROFILE_OFFLINE;
-  f.mode = MRC_CTL_EV_FMT_SRV6;
-  f.fields_op.op = MRC_CTL_MODIFY_FIELDS;
-  f.fields_op.fields = widths;
-  f.fields_op.count = 3;
-  if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure))
-    return rc;
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_SRV6_GENERATED;
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.modify_fmt_fields = {fields, 2, 32};
+  if (int rc = mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure)) return rc;
   f = mrc_ctl_ev_fmt_profile_attr{};
-  f.state = MRC_CTL_PROFILE_ONLINE;
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
   return mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE);
 }
 
-// EV profile 1, GEN over format 1: locator fc00:0000 (fixed), first uSID
-// 0x0001 or 0x0002 (two compact bits into mask 0x0003, values 1..2), second
-// uSID 0x00d0 (fixed: the decapsulating one). Two EVs, so both paths.
+// EV profile 1, SRV6_GENERATED over format 1: locator fc00:0000 (the
+// prefix, from srv6_comp), first uSID 0x0001 or 0x0002, second uSID 0x00d0
+// (the decapsulating one). Two EVs, so both paths.
 int make_gen_profile(mrc_context* ctx, mrc_ctl_profile_state to) {
-  mrc_ctl_ev_field fields[3] = {
-      {32, 0xfc000000, 0, 0, 0},
-      {16, 0, 1, 2, 0x0003},
-      {16, 0x00d0, 0, 0, 0},
-  };
   mrc_ctl_ev_profile_attr p{};
-  p.state = to;
+  p.profile_state = to;
   p.ev_mode = MRC_CTL_EV_MODE_SRV6_GENERATED;
   p.ev_fmt_profile_id = 1;
   p.ev_count = 2;
   p.ev_min_active = 1;
   p.ev_event_mask = MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD;
-  p.ev_fields_op.op = MRC_CTL_MODIFY_FIELDS;
-  p.ev_fields_op.fields = fields;
-  p.ev_fields_op.count = 3;
+  p.srv6_comp[0] = 0xfc;
   return mrc_ctl_modify_ev_profile(ctx, 1, &p,
                                    MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
                                        MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
-                                       MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
+                                       MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_SRV6_COMP);
 }
 
 TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
@@ -105,10 +97,134 @@ TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
   mrc_ctl_device_attr d{};
   int supported = 0;
   ASSERT_EQ(mrc_ctl_query_device_ex(n.dev, nullptr, &d, &supported), 0);
-  EXPECT_EQ(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
+  EXPECT_EQ(d.ev.ev_fmt_mode_mask & (1u << MRC_CTL_EV_FMT_MODE_SRV6_GENERATED), 0u);
   EXPECT_EQ(d.ev.ev_mode_mask & (1u << MRC_CTL_EV_MODE_SRV6_GENERATED), 0u);
   EXPECT_EQ(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_GENERATED, 0u);
   EXPECT_NE(make_srv6_format(n.ctx), 0);
+  n.close();
+}
+
+// The generated array as OCP's API shows it (no network needed: nothing is
+// sent): addresses built from the format's prefix and fields.
+TEST(CtlSrv6, AGeneratedArrayHoldsTheFormatsAddresses) {
+  Node n;
+  n.open("::1", MRC_SOFT_EV_SRV6, 24803);
+  if (!n.dev) GTEST_SKIP() << "no SRv6 device here (its raw socket needs CAP_NET_RAW)";
+  ASSERT_EQ(make_srv6_format(n.ctx), 0);
+  mrc_ctl_ev_fmt_profile_attr f{};
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  EXPECT_EQ(make_gen_profile(n.ctx, MRC_CTL_PROFILE_OFFLINE), 0);
+  mrc_ctl_ev_profile_attr srh{};
+  srh.srv6_use_srh = 1;
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &srh, MRC_CTL_EV_PROFILE_SRV6_SRH), EINVAL) << "no SRH segment";
+  mrc_ctl_ev_profile_attr q{};
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q,
+                                     MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_SRV6_COMP |
+                                         MRC_CTL_EV_PROFILE_COUNT),
+            0);
+  EXPECT_EQ(q.ev_mode, MRC_CTL_EV_MODE_SRV6_GENERATED);
+  EXPECT_EQ(q.ev_fmt_profile_id, 1u);
+  EXPECT_EQ(q.srv6_comp[0], 0xfc);
+  EXPECT_EQ(q.ev_count, 2u);
+  mrc_ctl_ev evs[2]{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  q.ev_op.query_ev_array.ev = evs;
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  for (const mrc_ctl_ev& e : evs) {
+    const uint8_t head[8] = {0xfc, 0, 0, 0, 0, e.val[5], 0, 0xd0};
+    EXPECT_EQ(0, std::memcmp(e.val, head, 8)) << "fc00:0:" << int(e.val[5]) << ":d0:: expected";
+    EXPECT_TRUE(e.val[5] == 1 || e.val[5] == 2) << int(e.val[5]);
+    EXPECT_EQ(e.port, 1);
+  }
+  EXPECT_NE(evs[0].val[5], evs[1].val[5]);
+  // An address names its EV: a state change reaches it; one not in the
+  // array is ENOENT.
+  q.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+  q.ev_op.modify_ev_state.ev = evs[1];
+  q.ev_op.modify_ev_state.state = MRC_CTL_EV_DENIED;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  q.ev_op.query_ev_state.ev = evs[1];
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(q.ev_op.query_ev_state.state, MRC_CTL_EV_DENIED);
+  q.ev_op.query_ev_state.ev = evs[0];
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(q.ev_op.query_ev_state.state, MRC_CTL_EV_GOOD);
+  q.ev_op.query_ev_state.ev.val[5] = 3;
+  EXPECT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), ENOENT);
+  // A generated array is the device's: REPLACE_EV is refused.
+  q.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+  q.ev_op.replace_ev = {evs[0], evs[1], 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), EINVAL);
+  // The format's fields bound what the prefix and fields may hold.
+  mrc_ctl_ev_fmt_field wide[2] = {{64, 0, 1}, {64, 0, 1}};
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_SRV6_GENERATED;
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.modify_fmt_fields = {wide, 2, 16};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(n.ctx, 2, &f, kFmtConfigure), -E2BIG) << "144 bits in a 128-bit address";
+  f.ev_fmt_op.modify_fmt_fields = {wide, 2, 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(n.ctx, 2, &f, kFmtConfigure), 0) << "128 bits fit";
+  n.close();
+}
+
+// SRV6_COMP_EXPLICIT: the controller names each EV by its compressed
+// value, which srv6_comp's template and mask expand into the carrier.
+TEST(CtlSrv6, ACompressedExplicitProfileExpandsItsEvsThroughTheTemplate) {
+  Node n;
+  n.open("::1", MRC_SOFT_EV_SRV6, 24804);
+  if (!n.dev) GTEST_SKIP() << "no SRv6 device here (its raw socket needs CAP_NET_RAW)";
+  mrc_ctl_attr d{};
+  ASSERT_EQ(mrc_ctl_query_device(n.dev, &d), 0);
+  EXPECT_NE(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_COMP_EXPLICIT, 0u);
+  ASSERT_EQ(make_srv6_format(n.ctx), 0);
+  // Template fc00:0:0:d0::, mask 0x0003 on the first uSID: two compact bits.
+  mrc_ctl_ev_profile_attr p{};
+  p.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  p.ev_mode = MRC_CTL_EV_MODE_SRV6_COMP_EXPLICIT;
+  p.ev_fmt_profile_id = 1;
+  p.ev_count = 2;
+  p.srv6_comp[0] = 0xfc;
+  p.srv6_comp[7] = 0xd0;
+  p.srv6_comp[16 + 5] = 0x03;
+  constexpr int kConfigure = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+                             MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_SRV6_COMP;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &p, kConfigure), 0);
+  auto value = [](uint32_t v) {
+    mrc_ctl_ev e{};
+    std::memcpy(e.val, &v, sizeof v);
+    e.port = 1;
+    return e;
+  };
+  mrc_ctl_ev_profile_attr r{};
+  r.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+  r.ev_op.replace_ev = {mrc_ctl_ev{}, value(4), 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &r, MRC_CTL_EV_PROFILE_EV_OP), EINVAL) << "3 bits in a 2-bit EV";
+  for (uint32_t v : {1u, 2u}) {
+    r.ev_op.replace_ev = {mrc_ctl_ev{}, value(v), 0};
+    ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &r, MRC_CTL_EV_PROFILE_EV_OP), 0) << v;
+  }
+  mrc_ctl_ev evs[2]{};
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  q.ev_op.query_ev_array.ev = evs;
+  ASSERT_EQ(mrc_ctl_query_ev_profile(n.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(0, std::memcmp(evs[0].val, value(1).val, sizeof evs[0].val));
+  EXPECT_EQ(0, std::memcmp(evs[1].val, value(2).val, sizeof evs[1].val));
+  // The carriers QPs use: fc00:0:1:d0:: and fc00:0:2:d0::.
+  mrc_ctl_ev_profile_attr on{};
+  on.profile_state = MRC_CTL_PROFILE_ONLINE;
+  on.ev_min_active = 1;
+  on.ev_event_mask = MRC_CTL_EV_GOOD;
+  ASSERT_EQ(mrc_ctl_modify_ev_profile(n.ctx, 1, &on,
+                                      MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
+                                          MRC_CTL_EV_PROFILE_EVENT_MASK),
+            0);
+  const auto wire = n.ctx->dev->ctl->wire_evs(1);
+  ASSERT_EQ(wire.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const uint8_t want[16] = {0xfc, 0, 0, 0, 0, static_cast<uint8_t>(i + 1), 0, 0xd0};
+    EXPECT_EQ(0, std::memcmp(wire[i].bytes.data(), want, 16)) << i;
+  }
   n.close();
 }
 
@@ -123,26 +239,36 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   mrc_ctl_device_attr d{};
   int supported = 0;
   ASSERT_EQ(mrc_ctl_query_device_ex(a.dev, nullptr, &d, &supported), 0);
-  EXPECT_NE(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_SRV6, 0u);
+  EXPECT_NE(d.ev.ev_fmt_mode_mask & (1u << MRC_CTL_EV_FMT_MODE_SRV6_GENERATED), 0u);
   EXPECT_NE(d.ev.ev_mode_mask & (1u << MRC_CTL_EV_MODE_SRV6_GENERATED), 0u);
   EXPECT_NE(d.opt_attr & MRC_CTL_OPT_CAP_SRV6_GENERATED, 0u);
   ASSERT_EQ(make_srv6_format(a.ctx), 0);
   ASSERT_EQ(make_gen_profile(a.ctx, MRC_CTL_PROFILE_OFFLINE), 0);
 
-  // The generated array: two distinct compact EVs within [1, 2].
-  mrc_ctl_ev_op_entry entries[4]{};
+  // The generated array: the two addresses fc00:0:1:d0:: and fc00:0:2:d0::.
+  mrc_ctl_ev evs[2]{};
   mrc_ctl_ev_profile_attr q{};
   q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
-  q.ev_op.entries = entries;
-  q.ev_op.entry_count = 4;
+  q.ev_op.query_ev_array.ev = evs;
   ASSERT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
-  ASSERT_EQ(q.ev_op.entry_count, 2u);
-  const uint8_t v0 = entries[0].ev.val[0] >> 6, v1 = entries[1].ev.val[0] >> 6;
-  EXPECT_NE(v0, v1);
-  EXPECT_TRUE(v0 >= 1 && v0 <= 2 && v1 >= 1 && v1 <= 2) << int(v0) << " " << int(v1);
+  for (const mrc_ctl_ev& e : evs) {
+    const uint8_t head[8] = {0xfc, 0, 0, 0, 0, e.val[5], 0, 0xd0};
+    EXPECT_EQ(0, std::memcmp(e.val, head, 8));
+    EXPECT_TRUE(e.val[5] == 1 || e.val[5] == 2) << int(e.val[5]);
+    EXPECT_EQ(e.port, 1);
+  }
+  EXPECT_NE(evs[0].val[5], evs[1].val[5]);
+  // An address names its EV: its state reads GOOD; one not in the array is ENOENT.
+  mrc_ctl_ev_profile_attr qs{};
+  qs.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  qs.ev_op.query_ev_state.ev = evs[1];
+  ASSERT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &qs, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(qs.ev_op.query_ev_state.state, MRC_CTL_EV_GOOD);
+  qs.ev_op.query_ev_state.ev.val[5] = 3;
+  EXPECT_EQ(mrc_ctl_query_ev_profile(a.ctx, 1, &qs, MRC_CTL_EV_PROFILE_EV_OP), ENOENT);
 
   mrc_ctl_ev_profile_attr on{};
-  on.state = MRC_CTL_PROFILE_ONLINE;
+  on.profile_state = MRC_CTL_PROFILE_ONLINE;
   ASSERT_EQ(mrc_ctl_modify_ev_profile(a.ctx, 1, &on, MRC_CTL_EV_PROFILE_STATE), 0);
 
   ASSERT_TRUE(in_netns(net.a(), [&] { a.resources(); }));
@@ -181,27 +307,26 @@ TEST(CtlSrv6, GeneratedSrv6ProfileSpraysOverEveryCarrierAndProbesNameTheirPath) 
   EXPECT_GE(c[0] + c[1], 256u);
 
   // An SRv6 probe names its whole path: one goes out through uSID 0x0002.
-  mrc_ctl_ep_req r{};
-  r.req_id = 41;
+  mrc_ctl_ev_probe_req r{};
+  r.probe_id = 41;
   r.dgid = gb;
-  r.ev_fmt_mode = MRC_CTL_EV_FMT_SRV6;
+  r.srv6.srv6_enable = 1;
   const auto carrier = mrc::test_support::srv6_test_carrier(0x0002);
   std::copy(carrier.begin(), carrier.end(), r.req_ev.val);
   r.req_ev.port = 1;
-  mrc_ctl_ep_rsp rsp{};
-  uint32_t n_rsp = 0;
+  mrc_ctl_ev_probe_rsp rsp{};
+  int n_rsp = 0;
   const uint64_t before = c[1];
-  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(a.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, 2'000'000'000ull, &rsp, &n_rsp), 0);
-  ASSERT_EQ(n_rsp, 1u);
-  EXPECT_EQ(rsp.req_id, 41);
-  EXPECT_EQ(rsp.port, 1);
-  EXPECT_GT(rsp.rtt_ns, 0u);
+  ASSERT_EQ(mrc_ctl_probe_ev(a.ctx, 0, &r, 1, 2'000'000'000u, &rsp, &n_rsp), 0);
+  ASSERT_EQ(n_rsp, 1);
+  EXPECT_EQ(rsp.probe_id, 41);
+  EXPECT_GT(rsp.rtt, 0u);
   c = net.counters();
   EXPECT_EQ(c[1], before + 1) << "the probe did not take its carrier";
   EXPECT_EQ(c[2], 0u) << "plain MRC datagrams reached the receiver";
   // An SRv6 probe on a non-SRv6 device is refused.
   r.dgid = ga;
-  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(b.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, 1000, &rsp, &n_rsp), EINVAL);
+  EXPECT_EQ(mrc_ctl_probe_ev(b.ctx, 0, &r, 1, 1000, &rsp, &n_rsp), EINVAL);
 
   a.close();
   b.close();

@@ -43,53 +43,71 @@ struct Dev : mrc::test_support::SoftNode {
   mrc_qp* qp() const { return create_qp(16); }
 };
 
+// An EXPLICIT EV: the UDP source port as a host-order uint32_t in the
+// first 4 bytes (OCP's mrc_ctl.h: the value is read with memcpy).
 mrc_ctl_ev ev16(uint16_t v, uint8_t port) {
   mrc_ctl_ev e{};
-  e.val[0] = static_cast<uint8_t>(v >> 8);
-  e.val[1] = static_cast<uint8_t>(v);
+  const uint32_t w = v;
+  std::memcpy(e.val, &w, sizeof w);
   e.port = port;
   return e;
 }
 
-// Format 1: UDP, one 16-bit field, ONLINE.
+// Format 1: GENERATED, one 16-bit field, ONLINE.
 void udp_format(mrc_context* ctx) {
-  mrc_ctl_ev_field f{16, 0, 0, 0, 0};
+  mrc_ctl_ev_fmt_field f{16, 0, 255};
   mrc_ctl_ev_fmt_profile_attr a{};
-  a.state = MRC_CTL_PROFILE_OFFLINE;
-  a.mode = MRC_CTL_EV_FMT_UDP;
-  a.fields_op = {MRC_CTL_MODIFY_FIELDS, &f, 1};
+  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  a.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_GENERATED;
+  a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  a.ev_fmt_op.modify_fmt_fields = {&f, 1, 0};
   ASSERT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &a, kFmtConfigure), 0);
-  a.state = MRC_CTL_PROFILE_ONLINE;
+  a.profile_state = MRC_CTL_PROFILE_ONLINE;
   ASSERT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &a, MRC_CTL_EV_FMT_PROFILE_STATE), 0);
 }
 
-// EV profile `id`: EXP on format 1, the compact EV is the source port.
+// EV profile `id`: EXPLICIT, `count` entries, OFFLINE.
 int exp_offline(mrc_context* ctx, uint64_t id, uint32_t count) {
-  mrc_ctl_ev_field f{16, 0, 0, 0xFFFF, 0xFFFF};
   mrc_ctl_ev_profile_attr a{};
-  a.state = MRC_CTL_PROFILE_OFFLINE;
+  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
   a.ev_mode = MRC_CTL_EV_MODE_EXPLICIT;
-  a.ev_fmt_profile_id = 1;
   a.ev_count = count;
-  a.ev_fields_op = {MRC_CTL_MODIFY_FIELDS, &f, 1};
   return mrc_ctl_modify_ev_profile(ctx, id, &a,
-                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                                       MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
+                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_COUNT);
 }
 
-int ev_op(mrc_context* ctx, uint64_t id, mrc_ctl_ev_op op, mrc_ctl_ev ev, mrc_ctl_ev ev_new, mrc_ctl_ev_state st,
-          uint32_t flags = 0) {
-  mrc_ctl_ev_op_entry e{ev, ev_new, st, flags};
+int replace_ev(mrc_context* ctx, uint64_t id, mrc_ctl_ev cur, mrc_ctl_ev next, int all_copies = 0) {
   mrc_ctl_ev_profile_attr a{};
-  a.ev_op = {op, &e, 1};
+  a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+  a.ev_op.replace_ev = {cur, next, all_copies};
   return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+}
+
+int set_ev_state(mrc_context* ctx, uint64_t id, mrc_ctl_ev ev, mrc_ctl_ev_state st) {
+  mrc_ctl_ev_profile_attr a{};
+  a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+  a.ev_op.modify_ev_state.ev = ev;
+  a.ev_op.modify_ev_state.state = st;
+  return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+}
+
+// The state of `ev` (QUERY_EV_STATE), or 0 with the call's error in *rc.
+uint32_t get_ev_state(mrc_context* ctx, uint64_t id, mrc_ctl_ev ev, int* rc = nullptr) {
+  mrc_ctl_ev_profile_attr a{};
+  a.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  a.ev_op.query_ev_state.ev = ev;
+  const int r = mrc_ctl_query_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+  if (rc) *rc = r;
+  uint32_t st = 0;
+  if (r == 0) std::memcpy(&st, &a.ev_op.query_ev_state.state, sizeof st);  // bit 31 is outside the C++ enum
+  return st;
 }
 
 int ev_state(mrc_context* ctx, uint64_t id, mrc_ctl_profile_state st, uint32_t event_mask = MRC_CTL_EV_GOOD) {
   mrc_ctl_ev_profile_attr a{};
-  a.state = st;
+  a.profile_state = st;
   a.ev_min_active = 1;
-  a.ev_event_mask = event_mask;
+  a.ev_event_mask = static_cast<int>(event_mask);
   uint32_t mask = MRC_CTL_EV_PROFILE_STATE;
   if (st == MRC_CTL_PROFILE_ONLINE) mask |= MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK;
   return mrc_ctl_modify_ev_profile(ctx, id, &a, mask);
@@ -136,7 +154,7 @@ TEST(Ctl, DeviceReportsWhatTheControllerSupports) {
   ASSERT_EQ(mrc_ctl_query_device_ex(d.dev, nullptr, &a, &supported), 0);
   EXPECT_EQ(supported, 1);
   EXPECT_EQ(a.ev.ev_max_width, 16u);
-  EXPECT_EQ(a.ev.ev_fmt_mode_mask, uint32_t{MRC_CTL_EV_FMT_UDP | MRC_CTL_EV_FMT_STEV});
+  EXPECT_EQ(a.ev.ev_fmt_mode_mask, 1u << MRC_CTL_EV_FMT_MODE_GENERATED);
   EXPECT_EQ(a.ev.ev_mode_mask, (1u << MRC_CTL_EV_MODE_AUTO) | (1u << MRC_CTL_EV_MODE_EXPLICIT));
   EXPECT_EQ(a.opt_attr, kOpts);
   EXPECT_EQ(a.phy_port_mask, 0b110u);
@@ -148,83 +166,125 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
   d.open({"127.0.5.3", "127.0.5.4"});
   mrc_context* ctx = d.ctx;
   // Format: bad transitions, E2BIG with the count, EPERM while ONLINE.
+  static_assert(MRC_CTL_EV_FMT_MODE_GENERATED == 1 && MRC_CTL_EV_FMT_MODE_SRV6_GENERATED == 2 &&
+                MRC_CTL_EV_FMT_OP_MODIFY_FIELDS == 0 && MRC_CTL_EV_FMT_OP_QUERY_FIELDS == 1);
   mrc_ctl_ev_fmt_profile_attr f{};
-  f.state = MRC_CTL_PROFILE_ONLINE;
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE), -EINVAL);
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 0, &f, MRC_CTL_EV_FMT_PROFILE_STATE), -EINVAL);
-  f.state = MRC_CTL_PROFILE_OFFLINE;
-  f.mode = MRC_CTL_EV_FMT_SRV6;  // the software device has no SRv6 framing
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 17, &f, MRC_CTL_EV_FMT_PROFILE_STATE), -EINVAL)
+      << "the device's own format of EXPLICIT profiles is out of reach";
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, 1 << 4), -EINVAL) << "an unknown mask bit";
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_SRV6_GENERATED;  // a UDP device has no SRv6 framing
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE),
             -EINVAL);
-  mrc_ctl_ev_field wide[2] = {{16, 0, 0, 0, 0}, {16, 0, 0, 0, 0}};
-  f.mode = MRC_CTL_EV_FMT_UDP;
-  f.fields_op = {MRC_CTL_MODIFY_FIELDS, wide, 2};
-  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure),
-            -E2BIG);
-  udp_format(ctx);
+  mrc_ctl_ev_fmt_field wide[2] = {{16, 0, 0}, {16, 0, 0}};
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_GENERATED;
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.modify_fmt_fields = {wide, 2, 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure), -E2BIG) << "32 bits in a 16-bit source port";
+  f.ev_fmt_op.modify_fmt_fields = {wide, 1, 4};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure), -E2BIG) << "the prefix counts";
+  mrc_ctl_ev_fmt_field bad{4, 3, 2};
+  f.ev_fmt_op.modify_fmt_fields = {&bad, 1, 0};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure), -EINVAL) << "min_val > max_val";
+  bad = {4, 0, 16};
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, kFmtConfigure), -EINVAL) << "max_val wider than the field";
+  // Fields round-trip through modify and query.
+  mrc_ctl_ev_fmt_field two[2] = {{8, 1, 200}, {4, 0, 15}};
+  f.ev_fmt_op.modify_fmt_fields = {two, 2, 4};
+  ASSERT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 2, &f, kFmtConfigure), 0);
   mrc_ctl_ev_fmt_profile_attr q{};
-  q.fields_op = {MRC_CTL_QUERY_FIELDS, nullptr, 0};
-  EXPECT_EQ(mrc_ctl_query_ev_fmt_profile(ctx, 1, &q, MRC_CTL_EV_FMT_PROFILE_OP | MRC_CTL_EV_FMT_PROFILE_STATE), -E2BIG);
-  EXPECT_EQ(q.fields_op.count, 1u);
-  mrc_ctl_ev_field got{};
-  q.fields_op = {MRC_CTL_QUERY_FIELDS, &got, 1};
-  ASSERT_EQ(mrc_ctl_query_ev_fmt_profile(ctx, 1, &q,
+  int nf = -1, prefix = -1;
+  q.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_QUERY_FIELDS;
+  q.ev_fmt_op.query_fmt_fields = {nullptr, 0, &nf, &prefix};
+  EXPECT_EQ(mrc_ctl_query_ev_fmt_profile(ctx, 2, &q, MRC_CTL_EV_FMT_PROFILE_OP), -E2BIG);
+  EXPECT_EQ(nf, 2);
+  mrc_ctl_ev_fmt_field got[2]{};
+  q.ev_fmt_op.query_fmt_fields = {got, 2, &nf, &prefix};
+  ASSERT_EQ(mrc_ctl_query_ev_fmt_profile(ctx, 2, &q,
                                          MRC_CTL_EV_FMT_PROFILE_OP | MRC_CTL_EV_FMT_PROFILE_STATE |
                                              MRC_CTL_EV_FMT_PROFILE_MODE),
             0);
-  EXPECT_EQ(got.width, 16u);
-  EXPECT_EQ(q.state, MRC_CTL_PROFILE_ONLINE);
-  EXPECT_EQ(q.mode, uint32_t{MRC_CTL_EV_FMT_UDP});
-  f.mode = MRC_CTL_EV_FMT_STEV;
+  EXPECT_EQ(nf, 2);
+  EXPECT_EQ(prefix, 4);
+  EXPECT_EQ(got[0].width, 8);
+  EXPECT_EQ(got[0].min_val, 1);
+  EXPECT_EQ(got[0].max_val, 200);
+  EXPECT_EQ(got[1].width, 4);
+  EXPECT_EQ(got[1].max_val, 15);
+  EXPECT_EQ(q.profile_state, MRC_CTL_PROFILE_OFFLINE);
+  EXPECT_EQ(q.ev_fmt_mode, MRC_CTL_EV_FMT_MODE_GENERATED);
+  q.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  EXPECT_EQ(mrc_ctl_query_ev_fmt_profile(ctx, 2, &q, MRC_CTL_EV_FMT_PROFILE_OP), -EINVAL) << "a query modifies nothing";
+  udp_format(ctx);
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_GENERATED;
   EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_MODE), -EPERM);
 
-  // EV profile: generated arrays are not offered (nor SRH bits); EXPLICIT
+  // EV profile: generated arrays are not offered (nor SRH); EXPLICIT
   // starts unpopulated.
   mrc_ctl_ev_profile_attr g{};
-  g.state = MRC_CTL_PROFILE_OFFLINE;
+  g.profile_state = MRC_CTL_PROFILE_OFFLINE;
   g.ev_mode = MRC_CTL_EV_MODE_SRV6_GENERATED;
   EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE), EINVAL);
   g.ev_mode = MRC_CTL_EV_MODE_GENERATED;
   EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE), EINVAL);
   g.ev_mode = MRC_CTL_EV_MODE_EXPLICIT;
+  g.srv6_use_srh = 1;
   EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_SRV6_SRH), EINVAL);
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 1, &g, 1 << 10), EINVAL) << "an unknown mask bit";
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 0, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL) << "id 0 is the default";
+  EXPECT_EQ(mrc_ctl_modify_ev_profile(ctx, 17, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL) << "ids are 1..16";
+  EXPECT_EQ(mrc_ctl_query_ev_profile(ctx, 17, &g, MRC_CTL_EV_PROFILE_STATE), EINVAL);
   EXPECT_EQ(exp_offline(ctx, 1, 9), E2BIG) << "more than the device's 8 EVs per profile";
   ASSERT_EQ(exp_offline(ctx, 1, 2), 0);
-  mrc_ctl_ev_op_entry arr[4]{};
+  mrc_ctl_ev arr[2];
+  std::memset(arr, 0xff, sizeof arr);
   mrc_ctl_ev_profile_attr qa{};
-  qa.ev_op = {MRC_CTL_EV_OP_QUERY_EV_ARRAY, arr, 1};
-  EXPECT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qa, MRC_CTL_EV_PROFILE_EV_OP), E2BIG);
-  EXPECT_EQ(qa.ev_op.entry_count, 2u);
-  qa.ev_op.entry_count = 4;
+  qa.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  EXPECT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qa, MRC_CTL_EV_PROFILE_EV_OP), EINVAL) << "no array";
+  qa.ev_op.query_ev_array.ev = arr;
   ASSERT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qa, MRC_CTL_EV_PROFILE_EV_OP), 0);
-  ASSERT_EQ(qa.ev_op.entry_count, 2u);
-  uint32_t st;
-  std::memcpy(&st, &arr[0].state, sizeof st);  // bit 31 is outside the C++ enum's range
-  EXPECT_EQ(st, MRC_CTL_EV_UNKNOWN);
-  EXPECT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), EINVAL) << "unpopulated entries";
   const mrc_ctl_ev none{};
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(kEvBase, 1), MRC_CTL_EV_GOOD), 0);
+  EXPECT_EQ(0, std::memcmp(&arr[0], &none, sizeof none)) << "UNPOPULATED";
+  EXPECT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), EINVAL) << "unpopulated entries";
+  ASSERT_EQ(replace_ev(ctx, 1, none, ev16(kEvBase, 1)), 0);
   // 0x1234 has no socket on port 2: refused at ONLINE.
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, none, ev16(0x1234, 2), MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(replace_ev(ctx, 1, none, ev16(0x1234, 2)), 0);
   EXPECT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), EINVAL);
+  // A value wider than the UDP source port is refused at once.
+  mrc_ctl_ev wide_ev = ev16(0, 2);
+  const uint32_t big = 0x10000;
+  std::memcpy(wide_ev.val, &big, sizeof big);
+  EXPECT_EQ(replace_ev(ctx, 1, ev16(0x1234, 2), wide_ev), EINVAL);
   // Port 2's first EV socket is plane 1's kEvBase + 4.
-  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x9999, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_GOOD),
-            ENOENT);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(0x1234, 2), ev16(kEvBase + 4, 2), MRC_CTL_EV_GOOD), 0);
+  EXPECT_EQ(replace_ev(ctx, 1, ev16(0x9999, 2), ev16(kEvBase + 4, 2)), ENOENT);
+  ASSERT_EQ(replace_ev(ctx, 1, ev16(0x1234, 2), ev16(kEvBase + 4, 2)), 0);
+  ASSERT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qa, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  const mrc_ctl_ev want[2] = {ev16(kEvBase, 1), ev16(kEvBase + 4, 2)};
+  EXPECT_EQ(0, std::memcmp(arr[0].val, want[0].val, sizeof want[0].val));
+  EXPECT_EQ(arr[0].port, 1);
+  EXPECT_EQ(0, std::memcmp(arr[1].val, want[1].val, sizeof want[1].val));
+  EXPECT_EQ(arr[1].port, 2);
+  EXPECT_EQ(get_ev_state(ctx, 1, want[1]), MRC_CTL_EV_GOOD) << "a replaced EV starts GOOD";
   ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE), 0);
-  f.state = MRC_CTL_PROFILE_OFFLINE;
-  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE), -EBUSY)
-      << "EV profile 1 is ONLINE on it";
-  EXPECT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, ev16(kEvBase, 1), ev16(kEvBase + 1, 1), MRC_CTL_EV_GOOD),
-            EPERM);
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  EXPECT_EQ(mrc_ctl_modify_ev_fmt_profile(ctx, 1, &f, MRC_CTL_EV_FMT_PROFILE_STATE), 0)
+      << "EXPLICIT profiles use no format of the controller's";
+  EXPECT_EQ(replace_ev(ctx, 1, ev16(kEvBase, 1), ev16(kEvBase + 1, 1)), EPERM);
   mrc_ctl_ev_profile_attr qs{};
   ASSERT_EQ(mrc_ctl_query_ev_profile(ctx, 1, &qs, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT |
-                                                     MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID),
+                                                     MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
+                                                     MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_SRV6_SRH),
             0);
-  EXPECT_EQ(qs.state, MRC_CTL_PROFILE_ONLINE);
+  EXPECT_EQ(qs.profile_state, MRC_CTL_PROFILE_ONLINE);
+  EXPECT_EQ(qs.cur_profile_state, MRC_CTL_PROFILE_ONLINE);
   EXPECT_EQ(qs.ev_count, 2u);
-  EXPECT_EQ(qs.ev_mode, uint32_t{MRC_CTL_EV_MODE_EXPLICIT});
-  EXPECT_EQ(qs.ev_fmt_profile_id, 1u);
+  EXPECT_EQ(qs.ev_mode, MRC_CTL_EV_MODE_EXPLICIT);
+  EXPECT_EQ(qs.ev_min_active, 1u);
+  EXPECT_EQ(qs.ev_event_mask, MRC_CTL_EV_GOOD);
+  EXPECT_EQ(qs.srv6_use_srh, 0);
 
   // A QP holds the profile from INIT until destroyed.
   mrc_qp* qp = d.qp();
@@ -245,33 +305,67 @@ TEST(Ctl, ProfileStateMachinesThroughTheCApi) {
 
   // CC: NSCC with its configuration, which a query points to.
   mrc_ctl_cc_profile_attr c{};
-  c.state = MRC_CTL_PROFILE_OFFLINE;
-  c.algorithm = "reno";
+  c.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  c.cc_algorithm = "reno";
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM), EINVAL);
-  c.algorithm = "uet-1.0-nscc";
+  c.cc_algorithm = "uet-1.0-nscc";
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | (1 << 4)), EINVAL) << "an unknown mask bit";
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 17, &c, MRC_CTL_CC_PROFILE_STATE), EINVAL) << "ids are 1..16";
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM), 0);
-  c.state = MRC_CTL_PROFILE_ONLINE;
+  c.profile_state = MRC_CTL_PROFILE_ONLINE;
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), EINVAL) << "needs CONFIG";
-  mrc_ctl_nscc_config n{};
-  n.base_rtt_ns = 20000;
-  n.min_cwnd_bytes = 4096;
-  c.config = &n;
+  mrc_ctl_cc_nscc_cfg n{};
+  n.base_rtt = 20000;
+  n.gamma = 1.5f;  // outside (0, 1]
+  c.cc_config = &n;
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_CONFIG), EINVAL);
-  n.min_cwnd_bytes = 0;
+  n.gamma = 0.5f;
+  n.qa_gate = 64;
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_CONFIG), EINVAL);
+  n.qa_gate = 4;
+  n.disable_qa = 1;
+  n.adjust_bytes_threshold = 32768;
+  n.adjust_period_threshold = 5000;
+  n.eta = 600;
+  n.fi = 20000;
+  n.fi_scale = 0.5f;
+  n.max_md_jump = 0.25f;
+  n.max_cwnd = 1 << 20;
+  n.qa_threshold = 40000;
+  n.target_delay = 8000;
+  c.cc_config = &n;
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_CONFIG), 0);
   mrc_ctl_cc_profile_attr cq{};
   ASSERT_EQ(mrc_ctl_query_cc_profile(ctx, 3, &cq,
                                      MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG),
             0);
-  EXPECT_EQ(cq.state, MRC_CTL_PROFILE_ONLINE);
-  EXPECT_STREQ(cq.algorithm, "uet-1.0-nscc");
-  ASSERT_NE(cq.config, nullptr);
-  EXPECT_EQ(static_cast<const mrc_ctl_nscc_config*>(cq.config)->base_rtt_ns, 20000u);
+  EXPECT_EQ(cq.profile_state, MRC_CTL_PROFILE_ONLINE);
+  EXPECT_STREQ(cq.cc_algorithm, "uet-1.0-nscc");
+  ASSERT_NE(cq.cc_config, nullptr);
+  EXPECT_EQ(0, std::memcmp(cq.cc_config, &n, sizeof n)) << "the configuration round-trips";
+  // ... and every field reaches the core's NSCC parameters, as the
+  // controller hands the profile to the device's QPs.
+  auto cc = d.ctx->dev->ctl->to_endpoint_cc_profile(3);
+  ASSERT_TRUE(cc);
+  const mrc::core::NsccConfig& k = cc->nscc;
+  EXPECT_TRUE(k.disable_qa);
+  EXPECT_EQ(k.adjust_bytes_threshold, 32768u);
+  EXPECT_EQ(k.adjust_period_threshold, mrc::Duration::ns(5000));
+  EXPECT_EQ(k.base_rtt, mrc::Duration::ns(20000));
+  EXPECT_EQ(k.eta, 600.0);
+  EXPECT_EQ(k.fi, 20000.0);
+  EXPECT_EQ(k.fi_scale, 0.5);
+  EXPECT_EQ(k.gamma, 0.5);
+  EXPECT_EQ(k.max_md_jump, 0.25);
+  EXPECT_EQ(k.max_cwnd, 1u << 20);
+  EXPECT_EQ(k.qa_gate, 4);
+  EXPECT_EQ(k.qa_threshold, mrc::Duration::ns(40000));
+  EXPECT_EQ(k.target_delay, mrc::Duration::ns(8000));
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_CONFIG), EPERM);
   mrc_qp* qp2 = d.qp();
   ASSERT_NE(qp2, nullptr);
   ASSERT_EQ(qp_init(qp2, 0, 3), 0);
-  c.state = MRC_CTL_PROFILE_OFFLINE;
+  c.profile_state = MRC_CTL_PROFILE_OFFLINE;
   EXPECT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), EBUSY);
   ASSERT_EQ(mrc_destroy_qp(qp2), 0);
   ASSERT_EQ(mrc_ctl_modify_cc_profile(ctx, 3, &c, MRC_CTL_CC_PROFILE_STATE), 0);
@@ -285,8 +379,10 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   udp_format(ctx);
   ASSERT_EQ(exp_offline(ctx, 1, 2), 0);
   const mrc_ctl_ev a = ev16(kEvBase, 1), b = ev16(kEvBase + 1, 1);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, a, MRC_CTL_EV_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_REPLACE_EV, mrc_ctl_ev{}, b, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(replace_ev(ctx, 1, mrc_ctl_ev{}, a), 0);
+  ASSERT_EQ(replace_ev(ctx, 1, mrc_ctl_ev{}, b), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, b, MRC_CTL_EV_DENIED), 0);
+  EXPECT_EQ(get_ev_state(ctx, 1, b), MRC_CTL_EV_DENIED);
   ASSERT_EQ(ev_state(ctx, 1, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_GOOD), 0);
   mrc_comp_channel* ch = nullptr;
   ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
@@ -302,8 +398,8 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   EXPECT_EQ(mrc_ctl_poll_ev_event(d.cq, 1, nullptr), -EINVAL) << "not an EV event CQ";
   ASSERT_EQ(mrc_req_notify_cq(ecq, 0), 0);
   // DENIED -> GOOD is a GOOD event; GOOD -> DENIED is not selectable.
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, b, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, b, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_DENIED), 0);
   mrc_cq* got = nullptr;
   void* got_ctx = nullptr;
   ASSERT_EQ(mrc_get_cq_event(ch, &got, &got_ctx), 0);
@@ -313,24 +409,22 @@ TEST(Ctl, EventCqDeliversControllerEventsAndNotifiesItsChannel) {
   mrc_ctl_ev_event ev[4]{};
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 1);
   EXPECT_EQ(ev[0].profile_id, 1u);
-  EXPECT_EQ(ev[0].state, MRC_CTL_EV_GOOD);
+  EXPECT_EQ(get_ev_state(ctx, 1, ev[0].ev), MRC_CTL_EV_GOOD);
   EXPECT_EQ(0, std::memcmp(ev[0].ev.val, b.val, sizeof b.val));
   EXPECT_EQ(ev[0].ev.port, 1);
   EXPECT_EQ(ev[0].drop_count, 0u);
   // Four changes into a CQ of two: two lost, reported on the next event.
   for (int i = 0; i < 4; ++i)
-    ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, i % 2 ? a : b, mrc_ctl_ev{},
-                    i < 2 ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD),
-              0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
+    ASSERT_EQ(set_ev_state(ctx, 1, i % 2 ? a : b, i < 2 ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_GOOD), 0);
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 2);
   EXPECT_EQ(ev[0].drop_count, 0u);
   EXPECT_EQ(ev[1].drop_count, 0u);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_DENIED), 0);
-  ASSERT_EQ(ev_op(ctx, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, a, mrc_ctl_ev{}, MRC_CTL_EV_GOOD), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_DENIED), 0);
+  ASSERT_EQ(set_ev_state(ctx, 1, a, MRC_CTL_EV_GOOD), 0);
   ASSERT_EQ(mrc_ctl_poll_ev_event(ecq, 4, ev), 1);
   EXPECT_EQ(ev[0].drop_count, 2u);
   EXPECT_EQ(mrc_destroy_comp_channel(ch), EBUSY);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mrc.h"
+#include "mrc_ctl.h"
 #include "openmrc/mrc_soft.h"
 
 namespace {
@@ -357,6 +358,47 @@ TEST(Verbs, ABadConfigurationListsNoSoftDeviceAndNamesTheField) {
     EXPECT_EQ(n, real);
     EXPECT_NE(err.find("device[0].peer[0].planes"), std::string::npos) << err;
     ibv_free_device_list(list);
+  }
+}
+
+// Every other mrc_soft_device_attr field has a key of its name: what the
+// perf tools' flags describe, a program's configuration can too.
+TEST(Verbs, TheConfigurationSetsTheDevicesAttributes) {
+  char pcap[] = "/tmp/openmrc-verbs-pcap-XXXXXX";
+  const int fd = mkstemp(pcap);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::remove(pcap);
+  ConfigFile cfg(std::string("[[device]]\nname = \"mrc_attrs\"\nplanes = [\"127.0.23.1\", \"127.0.24.1\"]\n"
+                             "udp_port = 24813\nevs_per_plane = 3\nnum_engines = 2\ntransport = \"roce_rc\"\n"
+                             "link_rate_bps = \"none\"\nno_ecn = true\nbusy_poll = false\nseed = 7\n"
+                             "dscp_control = 46\nchannel_bulk_bytes_per_ms = -1\npcap_path = \"") +
+                 pcap + "\"\n");
+  int n = -1;
+  ibv_device** list = ibv_get_device_list(&n);
+  ASSERT_NE(list, nullptr);
+  ibv_device* d = find(list, n, "mrc_attrs");
+  ASSERT_NE(d, nullptr);
+  ibv_context* ctx = ibv_open_device(d);
+  ibv_free_device_list(list);
+  ASSERT_NE(ctx, nullptr) << strerror(errno);
+  EXPECT_EQ(access(pcap, F_OK), 0) << "pcap_path: the capture file is created at open";
+  mrc_ctl_attr a{};
+  ASSERT_EQ(mrc_ctl_query_device(ctx, &a), 0);
+  EXPECT_EQ(a.ev.ev_max_count_profile, 6u) << "evs_per_plane = 3 on two planes";
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+  std::remove(pcap);
+
+  const int real = real_device_count();
+  for (const char* bad : {"dscp_control = 64\n", "busy_poll = 1\n", "transport = \"tcp\"\n", "evs_per_plane = 0\n"}) {
+    ConfigFile c(std::string("[[device]]\nname = \"x\"\nplanes = [\"127.0.23.9\"]\n") + bad);
+    testing::internal::CaptureStderr();
+    ibv_device** l = ibv_get_device_list(&n);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(n, real) << bad;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(err.find("device[0]." + key), std::string::npos) << err;
+    ibv_free_device_list(l);
   }
 }
 

@@ -189,7 +189,8 @@ TEST(Mrcctl, ApplyDenyPortAndShowInOneRunWithJson) {
   EXPECT_EQ(s["ports"][0]["state"], "active");
   EXPECT_EQ(s["ports"][1]["state"], "down");
   ASSERT_EQ(s["formats"].size(), 1u);
-  EXPECT_EQ(s["formats"][0]["mode"], "udp");
+  EXPECT_EQ(s["formats"][0]["mode"], "generated") << "OCP's format mode of a UDP source port";
+  EXPECT_EQ(s["formats"][0]["fields"][0]["width"], 16);
   ASSERT_EQ(s["ev_profiles"].size(), 1u);
   EXPECT_EQ(s["ev_profiles"][0]["state"], "online");
   const nlohmann::json evs = nlohmann::json::array(
@@ -274,7 +275,6 @@ TEST(Mrcctl, ProbesBetweenTwoProcessesPrintRtts) {
     ASSERT_FALSE(p["rtt_ns"].is_null());
     EXPECT_GT(p["rtt_ns"].get<uint64_t>(), 0u);
     EXPECT_LT(p["rtt_ns"].get<uint64_t>(), 2'000'000'000u);
-    EXPECT_EQ(p["rx_port"], p["port"]);
   }
   // Nobody listens at .59: no answer, exit 1, the EV reported unanswered.
   const int rc2 = run({"--planes", "127.0.6.57,127.0.6.58", "--udp-port", "24798", "probe", "127.0.6.59", "--ev",

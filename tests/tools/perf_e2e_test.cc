@@ -634,3 +634,33 @@ TEST(PerfE2E, Srv6CarriersWithoutARouteFailAtOnceNamingTheFix) {
 }
 
 }  // namespace
+
+namespace {
+
+// -d NAME: each side opens a device of its own configuration file through
+// ibverbs, with that file's planes and attributes (the flags describe none).
+TEST(PerfE2E, DashDOpensTheConfigurationsDevice) {
+  const std::string a = write_text("dev_a.toml",
+                                   "[[device]]\nname = \"mrc_srv\"\nplanes = [\"127.0.63.61\", \"127.0.63.62\"]\n"
+                                   "udp_port = 29612\nevs_per_plane = 4\n");
+  const std::string b = write_text("dev_b.toml",
+                                   "[[device]]\nname = \"mrc_cli\"\nplanes = [\"127.0.63.63\", \"127.0.63.64\"]\n"
+                                   "udp_port = 29612\n");
+  const std::string port = std::to_string(tcp_port(6));
+  setenv("OPENMRC_CONFIG", a.c_str(), 1);
+  Proc server = spawn(MRC_WRITE_BW, {"-d", "mrc_srv", "-p", port}, "dash_d_server");
+  setenv("OPENMRC_CONFIG", b.c_str(), 1);
+  Proc client = spawn(MRC_WRITE_BW, {"127.0.0.1", "-d", "mrc_cli", "-p", port, "-n", "50", "--verify"},
+                      "dash_d_client");
+  unsetenv("OPENMRC_CONFIG");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
+  finish(client, deadline);
+  finish(server, std::max(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(3)));
+  const std::string out = slurp(client.out);
+  ASSERT_EQ(exit_code(client), 0) << out << slurp(client.err) << slurp(server.err);
+  EXPECT_EQ(exit_code(server), 0) << slurp(server.err);
+  EXPECT_NE(out.find("Planes: 127.0.63.63, 127.0.63.64"), std::string::npos) << out;
+  EXPECT_NE(out.find("Planes: 127.0.63.61, 127.0.63.62"), std::string::npos) << out;
+}
+
+}  // namespace

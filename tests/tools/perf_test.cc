@@ -226,9 +226,14 @@ TEST(PerfCli, PerftestFlagsAreAcceptedWithTheirMeaningOrAReason) {
   EXPECT_FALSE(r.run);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.text.find("--run_infinitely: give -D"), std::string::npos) << r.text;
+  // -d names a device of the library's configuration file.
+  r = parse(Tool::write_bw, {"-d", "mrc0", "-u", "12", "host"}, o);
+  ASSERT_TRUE(r.run) << r.text;
+  EXPECT_EQ(o.ib_dev, "mrc0");
   // A reason where it does not, exit 2, the flag named.
   const std::vector<BadFlag> cases = {
-      {Tool::write_bw, {"-d", "mlx5_0"}, "-d mlx5_0: not supported by MRC"},
+      {Tool::write_bw, {"-d", "mrc0", "--planes", "127.0.0.1"}, "--planes describes a device: set `planes`"},
+      {Tool::write_bw, {"-d", "mrc0", "--link-rate", "1gbit"}, "set `link_rate_bps`"},
       {Tool::write_bw, {"-x", "3"}, "-x 3: the software device has one GID"},
       {Tool::write_bw, {"-i", "2"}, "-i 2:"},
       {Tool::write_bw, {"-c", "UD"}, "-c UD: MRC is a reliable connection"},
@@ -236,7 +241,7 @@ TEST(PerfCli, PerftestFlagsAreAcceptedWithTheirMeaningOrAReason) {
       {Tool::write_bw, {"-l", "4"}, "-l 4: not supported by MRC"},
       {Tool::write_bw, {"--perform_warm_up"}, "--perform_warm_up: not supported by MRC"},
       {Tool::write_bw, {"-R"}, "-R: not supported by MRC"},
-      {Tool::write_lat, {"-d", "mlx5_0"}, "-d mlx5_0: not supported by MRC"},
+      {Tool::write_lat, {"-d", "mrc0", "--no-ecn"}, "set `no_ecn`"},
       {Tool::write_lat, {"-N"}, "-N"},  // a bandwidth flag: unknown to the latency tool
   };
   for (const auto& c : cases) {

@@ -299,6 +299,9 @@ class Loader {
     plan.formats.clear();
     plan.ev_profiles.clear();
     plan.cc_profiles.clear();
+    // The file's format modes are the core's bits (mrcctl::kFmt*).
+    static_assert(mrcctl::kFmtStev == core::ctl::fmt_mode::kStev && mrcctl::kFmtSrv6 == core::ctl::fmt_mode::kSrv6 &&
+                  mrcctl::kFmtUdp == core::ctl::fmt_mode::kUdp);
     for (const auto& f : cf.formats) plan.formats.push_back(CtlFormatSpec{f.id, f.mode, f.widths, f.online});
     for (const auto& p : cf.ev_profiles) {
       CtlEvProfileSpec s;
@@ -321,7 +324,7 @@ class Loader {
       CtlCcProfileSpec s;
       s.id = c.id;
       s.nscc = c.nscc;
-      // As mrc_ctl_nscc_config's fields reach the core (src/api/ctl.cc).
+      // As mrc_ctl_cc_nscc_cfg's fields reach the core (src/api/ctl.cc).
       s.config.base_rtt = Duration::ns(c.base_rtt_ns);
       s.config.target_delay = Duration::ns(c.target_qdelay_ns);
       s.config.max_cwnd = c.max_cwnd_bytes;

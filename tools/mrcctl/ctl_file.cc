@@ -91,9 +91,9 @@ bool read_format(Reader& r, const toml::table& t, const std::string& w, FormatSp
   const toml::node* m = t.get("mode");
   auto ms = m ? m->value_exact<std::string>() : std::nullopt;
   if (!m) return r.fail(t, w + ".mode", "missing");
-  if (ms == "udp") f.mode = MRC_CTL_EV_FMT_UDP;
-  else if (ms == "stev") f.mode = MRC_CTL_EV_FMT_STEV;
-  else if (ms == "srv6") f.mode = MRC_CTL_EV_FMT_SRV6;
+  if (ms == "udp") f.mode = kFmtUdp;
+  else if (ms == "stev") f.mode = kFmtStev;
+  else if (ms == "srv6") f.mode = kFmtSrv6;
   else return r.fail(*m, w + ".mode", "must be \"udp\", \"stev\" or \"srv6\"");
   const toml::node* fs = t.get("fields");
   if (!fs) return r.fail(t, w + ".fields", "missing");

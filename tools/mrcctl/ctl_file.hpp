@@ -49,9 +49,17 @@ struct EvSpec {
   uint64_t value = 0;
 };
 
+/// A format's wire (its `mode`): one bit each, the bits of the core's
+/// controller model (core::ctl::fmt_mode), which mrc-sim hands them to.
+/// mrcctl applies udp and stev as OCP's MRC_CTL_EV_FMT_MODE_GENERATED and
+/// srv6 as MRC_CTL_EV_FMT_MODE_SRV6_GENERATED.
+inline constexpr uint32_t kFmtStev = 1u << 0;
+inline constexpr uint32_t kFmtSrv6 = 1u << 1;
+inline constexpr uint32_t kFmtUdp = 1u << 2;
+
 struct FormatSpec {
   uint64_t id = 0;
-  uint32_t mode = 0;               ///< enum mrc_ctl_ev_fmt_mode bit
+  uint32_t mode = 0;               ///< kFmtUdp, kFmtStev or kFmtSrv6
   std::vector<uint32_t> widths;
   bool online = true;
 };

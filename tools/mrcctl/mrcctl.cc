@@ -151,23 +151,28 @@ class Ctl {
     out["cc_profiles"] = json::array();
     for (uint64_t id = 1; id <= kMaxProfileId; ++id) {
       mrc_ctl_ev_fmt_profile_attr f{};
-      std::vector<mrc_ctl_ev_field> fields(16);
-      f.fields_op = {MRC_CTL_QUERY_FIELDS, fields.data(), 16};
       if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) == 0 &&
-          f.state != MRC_CTL_PROFILE_INIT) {
-        json j{{"id", id}, {"state", state_name(f.state)}, {"mode", fmt_mode_name(f.mode)}};
+          f.profile_state != MRC_CTL_PROFILE_INIT) {
+        json j{{"id", id}, {"state", state_name(f.profile_state)}, {"mode", fmt_mode_name(f.ev_fmt_mode)}};
+        std::vector<mrc_ctl_ev_fmt_field> fields(16);
+        int count = 0, prefix = 0;
+        f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_QUERY_FIELDS;
+        f.ev_fmt_op.query_fmt_fields = {fields.data(), 16, &count, &prefix};
         if (mrc_ctl_query_ev_fmt_profile(ctx_, id, &f, MRC_CTL_EV_FMT_PROFILE_OP) == 0) {
+          j["prefix"] = prefix;
           j["fields"] = json::array();
-          for (uint32_t i = 0; i < f.fields_op.count; ++i) j["fields"].push_back(fields[i].width);
+          for (int i = 0; i < count; ++i)
+            j["fields"].push_back({{"width", fields[i].width}, {"min", fields[i].min_val}, {"max", fields[i].max_val}});
         }
         out["formats"].push_back(j);
       }
       if (auto j = show_ev_profile(id)) out["ev_profiles"].push_back(*j);
       mrc_ctl_cc_profile_attr c{};
       if (mrc_ctl_query_cc_profile(ctx_, id, &c, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM) == 0 &&
-          c.state != MRC_CTL_PROFILE_INIT)
-        out["cc_profiles"].push_back(
-            {{"id", id}, {"state", state_name(c.state)}, {"algorithm", c.algorithm ? c.algorithm : "none"}});
+          c.profile_state != MRC_CTL_PROFILE_INIT)
+        out["cc_profiles"].push_back({{"id", id},
+                                      {"state", state_name(c.profile_state)},
+                                      {"algorithm", c.cc_algorithm ? c.cc_algorithm : "none"}});
     }
     return std::nullopt;
   }
@@ -183,20 +188,16 @@ class Ctl {
                                  "file and `apply` it first (see examples/ctl.toml)",
                                  profile),
                      2};
-    if (st.state != MRC_CTL_PROFILE_ONLINE)
+    if (st.profile_state != MRC_CTL_PROFILE_ONLINE)
       return Failure{fmt::format("ev_profile {} is {}, not online: EVs can be denied or allowed only in an online "
                                  "profile; define it with state = \"online\" in a file and `apply` it before `{}` "
                                  "(see examples/ctl.toml)",
-                                 profile, state_name(st.state), deny ? "deny" : "allow")};
-    const auto bits = compact_bits_of(profile);
-    if (!bits) return Failure{fmt::format("ev_profile {}: cannot read its fields", profile)};
+                                 profile, state_name(st.profile_state), deny ? "deny" : "allow")};
     for (const auto& [port, value] : evs) {
-      mrc_ctl_ev_op_entry en{};
-      mrcctl::encode_compact(value, *bits, en.ev.val);
-      en.ev.port = port;
-      en.state = deny ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD;
       mrc_ctl_ev_profile_attr a{};
-      a.ev_op = {MRC_CTL_EV_OP_MODIFY_EV_STATE, &en, 1};
+      a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+      a.ev_op.modify_ev_state.ev = ev_of(port, value);
+      a.ev_op.modify_ev_state.state = deny ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD;
       if (int rc = mrc_ctl_modify_ev_profile(ctx_, profile, &a, MRC_CTL_EV_PROFILE_EV_OP)) {
         if (rc == ENOENT)
           return Failure{fmt::format("ev_profile {}: EV {}:{} is not in the profile (PORT:VALUE, port 1-based; "
@@ -232,11 +233,12 @@ class Ctl {
       const int n = mrc_ctl_poll_ev_event(evq_, want, evs);
       if (n < 0) return Failure{"mrc_ctl_poll_ev_event: " + errno_text(-n)};
       for (int i = 0; i < n; ++i) {
-        const auto bits = compact_bits_of(evs[i].profile_id).value_or(0);
+        // OCP's event names the EV; its state is read now (it may have
+        // changed again since the event).
         json j{{"profile", evs[i].profile_id},
                {"port", evs[i].ev.port},
-               {"value", mrcctl::decode_compact(evs[i].ev.val, bits)},
-               {"state", ev_state_name(ev_state_of(evs[i].state))},
+               {"value", value_of(evs[i].ev)},
+               {"state", ev_state_name(state_now(evs[i].profile_id, evs[i].ev))},
                {"drop_count", evs[i].drop_count}};
         if (!json_out) {
           fmt::print("event profile {} EV {}:{} {} (dropped before: {})\n", evs[i].profile_id, evs[i].ev.port,
@@ -261,40 +263,32 @@ class Ctl {
       for (uint32_t p = 0; p < planes_; ++p)
         for (uint32_t i = 0; i < o.evs; ++i)
           evs.emplace_back(static_cast<uint8_t>(p + 1), 49152 + p * o.evs + i);
-    std::vector<mrc_ctl_ep_req> reqs;
+    std::vector<mrc_ctl_ev_probe_req> reqs;
     for (const auto& [port, ev] : evs) {
-      mrc_ctl_ep_req r{};
-      r.req_id = next_req_id_++;
+      mrc_ctl_ev_probe_req r{};
+      r.probe_id = next_req_id_++;
       r.dgid = dgid;
-      r.ev_fmt_mode = o.ev_mode == "stev" ? MRC_CTL_EV_FMT_STEV : MRC_CTL_EV_FMT_UDP;
-      r.req_ev.val[0] = static_cast<uint8_t>(ev >> 8);
-      r.req_ev.val[1] = static_cast<uint8_t>(ev);
-      r.req_ev.port = port;
+      r.req_ev = ev_of(port, ev);
       reqs.push_back(r);
     }
-    std::vector<mrc_ctl_ep_rsp> rsps(reqs.size());
-    uint32_t n = 0;
-    const int rc = mrc_ctl_ep_batch_send_wait(ctx_, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(),
-                                              static_cast<uint32_t>(reqs.size()), timeout_ms * 1'000'000ull,
-                                              rsps.data(), &n);
+    std::vector<mrc_ctl_ev_probe_rsp> rsps(reqs.size());
+    int n = 0;
+    // OCP's timeout is 32-bit nanoseconds (4.29 s at most).
+    const auto timeout_ns = static_cast<uint32_t>(std::min<uint64_t>(timeout_ms * 1'000'000ull, UINT32_MAX));
+    const int rc = mrc_ctl_probe_ev(ctx_, 0, reqs.data(), static_cast<int>(reqs.size()), timeout_ns, rsps.data(), &n);
     if (rc != 0 && rc != ETIMEDOUT) return Failure{fmt::format("probe {}: {}", dest, errno_text(rc))};
     out = json::array();
-    for (const mrc_ctl_ep_req& r : reqs) {
-      const uint32_t ev = uint32_t{r.req_ev.val[0]} << 8 | r.req_ev.val[1];
+    for (const mrc_ctl_ev_probe_req& r : reqs) {
+      const uint64_t ev = value_of(r.req_ev);
       json j{{"port", r.req_ev.port}, {"ev", ev}};
-      const mrc_ctl_ep_rsp* a = nullptr;
-      for (uint32_t i = 0; i < n; ++i)
-        if (rsps[i].req_id == r.req_id) a = &rsps[i];
-      if (a) {
-        j["rtt_ns"] = a->rtt_ns;
-        j["rx_port"] = a->port;
-      } else {
-        j["rtt_ns"] = nullptr;
-      }
+      const mrc_ctl_ev_probe_rsp* a = nullptr;
+      for (int i = 0; i < n; ++i)
+        if (rsps[i].probe_id == r.probe_id) a = &rsps[i];
+      if (a) j["rtt_ns"] = a->rtt;
+      else j["rtt_ns"] = nullptr;
       if (!o.json)
         fmt::print("{} port {} EV {}: {}\n", dest, r.req_ev.port, ev,
-                   a ? fmt::format("{:.1f} us (answer on port {})", static_cast<double>(a->rtt_ns) / 1e3, a->port)
-                     : std::string("no answer"));
+                   a ? fmt::format("{:.1f} us", static_cast<double>(a->rtt) / 1e3) : std::string("no answer"));
       out.push_back(j);
     }
     if (rc == ETIMEDOUT) return Failure{fmt::format("probe {}: {} of {} answered within {} ms", dest, n, reqs.size(),
@@ -316,40 +310,66 @@ class Ctl {
 
  private:
   static const char* fmt_mode_name(uint32_t m) {
-    return m == MRC_CTL_EV_FMT_UDP ? "udp" : m == MRC_CTL_EV_FMT_STEV ? "stev" : m == MRC_CTL_EV_FMT_SRV6 ? "srv6" : "?";
+    return m == MRC_CTL_EV_FMT_MODE_GENERATED ? "generated" : m == MRC_CTL_EV_FMT_MODE_SRV6_GENERATED ? "srv6" : "?";
   }
 
-  std::optional<uint32_t> compact_bits_of(uint64_t profile) {
-    std::vector<mrc_ctl_ev_field> fields(16);
-    mrc_ctl_ev_profile_attr a{};
-    a.ev_fields_op = {MRC_CTL_QUERY_FIELDS, fields.data(), 16};
-    if (mrc_ctl_query_ev_profile(ctx_, profile, &a, MRC_CTL_EV_PROFILE_EV_FIELDS_OP) != 0) return std::nullopt;
-    std::vector<mrcctl::FieldSpec> fs;
-    for (uint32_t i = 0; i < a.ev_fields_op.count; ++i) fs.push_back(mrcctl::FieldSpec{0, 0, 0, 0, fields[i].mask});
-    return mrcctl::compact_bits(fs);
+  /// An EV of the UDP source port kind: the value in the first 4 bytes, a
+  /// host-order uint32_t (mrc_ctl.h).
+  static mrc_ctl_ev ev_of(uint8_t port, uint64_t value) {
+    mrc_ctl_ev e{};
+    const auto v = static_cast<uint32_t>(value);
+    std::memcpy(e.val, &v, sizeof v);
+    e.port = port;
+    return e;
+  }
+  static uint64_t value_of(const mrc_ctl_ev& e) {
+    uint32_t v;
+    std::memcpy(&v, e.val, sizeof v);
+    return v;
+  }
+  /// An SRv6 EV's address as text.
+  static std::string address_of(const mrc_ctl_ev& e) {
+    ibv_gid g{};
+    std::memcpy(g.raw, e.val, 16);
+    char text[64] = "?";
+    (void)mrc_soft_gid_to_str(&g, text, sizeof text);
+    return text;
+  }
+
+  uint32_t state_now(uint64_t profile, const mrc_ctl_ev& ev) {
+    mrc_ctl_ev_profile_attr q{};
+    q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+    q.ev_op.query_ev_state.ev = ev;
+    if (mrc_ctl_query_ev_profile(ctx_, profile, &q, MRC_CTL_EV_PROFILE_EV_OP) != 0) return MRC_CTL_EV_UNKNOWN;
+    return ev_state_of(q.ev_op.query_ev_state.state);
   }
 
   std::optional<json> show_ev_profile(uint64_t id) {
     mrc_ctl_ev_profile_attr a{};
     const uint32_t m = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
                        MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK;
-    if (mrc_ctl_query_ev_profile(ctx_, id, &a, m) != 0 || a.state == MRC_CTL_PROFILE_INIT) return std::nullopt;
+    if (mrc_ctl_query_ev_profile(ctx_, id, &a, m) != 0 || a.profile_state == MRC_CTL_PROFILE_INIT) return std::nullopt;
+    const bool srv6 = a.ev_mode == MRC_CTL_EV_MODE_SRV6_GENERATED;
     json j{{"id", id},
-           {"state", state_name(a.state)},
-           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO ? "auto" : a.ev_mode == MRC_CTL_EV_MODE_EXPLICIT ? "exp" : "gen"},
+           {"state", state_name(a.profile_state)},
+           {"mode", a.ev_mode == MRC_CTL_EV_MODE_AUTO              ? "auto"
+                    : a.ev_mode == MRC_CTL_EV_MODE_SRV6_GENERATED ? "gen"
+                                                                  : "exp"},
            {"format", a.ev_fmt_profile_id},
            {"count", a.ev_count},
            {"min_active", a.ev_min_active}};
-    const uint32_t bits = compact_bits_of(id).value_or(0);
-    std::vector<mrc_ctl_ev_op_entry> entries(a.ev_count);
+    std::vector<mrc_ctl_ev> evs(a.ev_count);
     mrc_ctl_ev_profile_attr q{};
-    q.ev_op = {MRC_CTL_EV_OP_QUERY_EV_ARRAY, entries.data(), a.ev_count};
+    q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+    q.ev_op.query_ev_array.ev = evs.data();
     j["evs"] = json::array();
     if (a.ev_count > 0 && mrc_ctl_query_ev_profile(ctx_, id, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0)
-      for (uint32_t i = 0; i < q.ev_op.entry_count && i < entries.size(); ++i)
-        j["evs"].push_back({{"port", entries[i].ev.port},
-                            {"value", mrcctl::decode_compact(entries[i].ev.val, bits)},
-                            {"state", ev_state_name(ev_state_of(entries[i].state))}});
+      for (const mrc_ctl_ev& e : evs) {
+        json x{{"port", e.port}, {"state", ev_state_name(e.port ? state_now(id, e) : MRC_CTL_EV_UNKNOWN)}};
+        if (srv6) x["address"] = address_of(e);
+        else x["value"] = value_of(e);
+        j["evs"].push_back(x);
+      }
     return j;
   }
 

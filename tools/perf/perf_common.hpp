@@ -97,6 +97,10 @@ struct Options {
   double timeout_s = 10.0;  ///< no completion (or no peer answer) for this long = error
 
   // The software device.
+  /// -d NAME: the device of the library's configuration file to open (its
+  /// planes, port and attributes are the file's); empty = the device the
+  /// flags below describe.
+  std::string ib_dev;
   std::vector<std::string> planes;  ///< empty = derived (see --help)
   uint16_t udp_port = kDefaultUdpPort;
   bool udp_port_given = false;

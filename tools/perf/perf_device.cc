@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "core/ctl/profiles.hpp"
@@ -49,48 +50,104 @@ bool is_v4_mapped(const Gid& g) {
 
 // ------------------------------------------------------------------ device
 
-Device::Device(const Options& o, const std::vector<std::string>& planes) : planes_(planes) {
-  std::vector<const char*> addrs;
-  for (const auto& p : planes_) addrs.push_back(p.c_str());
-  mrc_soft_device_attr a{};
-  a.plane_addrs = addrs.data();
-  a.num_planes = static_cast<int>(addrs.size());
-  a.udp_port = o.udp_port;
-  a.ev_mode = o.ev_mode == "stev" ? MRC_SOFT_EV_STEV : o.ev_mode == "srv6" ? MRC_SOFT_EV_SRV6 : MRC_SOFT_EV_UDP;
-  a.transport = o.transport == Transport::roce ? MRC_SOFT_TRANSPORT_ROCE_RC : MRC_SOFT_TRANSPORT_MRC;
-  a.evs_per_plane = o.evs;
-  a.burst = o.burst;
-  a.raw_send = o.raw_send ? 1 : 0;
-  a.no_io_uring = o.no_io_uring ? 1 : 0;
-  a.channel_bulk_bytes_per_ms = o.channel_bulk;
-  a.num_engines = o.engines;
-  a.busy_poll = o.busy_poll ? 1 : 0;
-  a.seed = o.seed;
-  a.pcap_path = o.pcap.empty() ? nullptr : o.pcap.c_str();
-  a.no_carrier_watch = o.carrier_watch ? 0 : 1;
-  a.dscp_control = static_cast<int>(o.dscp_control);
-  a.link_rate_bps = o.link_rate_bps;
-  a.no_ecn = o.no_ecn ? 1 : 0;
-  dev_ = mrc_soft_open_device(&a);
-  if (dev_ == nullptr) {
-    const int err = errno;
-    std::string hint;
-    if (err == EADDRINUSE)
-      hint = fmt::format(": another MRC device (or program) uses UDP port {} on one of these addresses; give "
-                         "--planes with other local addresses, or --udp-port on both sides",
-                         o.udp_port);
-    else if (err == EADDRNOTAVAIL)
-      hint = ": an address is not configured on this host (see `ip addr`); give --planes";
-    else if (err == EPERM && (o.raw_send || o.ev_mode == "srv6"))
-      hint = fmt::format(": {} sends through a raw socket, which needs root or CAP_NET_RAW",
-                         o.raw_send ? "--raw-send" : "--ev-mode srv6");
-    else if (!o.pcap.empty() && (err == ENOENT || err == EACCES || err == EPERM || err == EROFS))
-      hint = fmt::format(": cannot create the capture file {} (--pcap)", o.pcap);
-    else if (err == EINVAL)
-      hint = ": a device attribute was refused (see the message above)";
-    throw PerfError(fmt::format("cannot open the software device on planes {} (UDP port {}): {}{}", join(planes_),
-                                o.udp_port, err_text(err), hint));
+namespace {
+
+/// A TOML string (basic string, with the characters TOML escapes escaped).
+std::string toml_string(const std::string& v) {
+  std::string out = "\"";
+  for (char ch : v) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
   }
+  return out + "\"";
+}
+
+constexpr const char* kPerfDeviceName = "mrc_perf";
+
+/// The [[device]] the library's configuration file would need to describe
+/// the device the command-line flags ask for (docs/using-the-library.md,
+/// "Configuring the software devices"): the perf tools open it through
+/// ibverbs as any application opens a device of that file.
+std::string device_config(const Options& o, const std::vector<std::string>& planes) {
+  std::string t = fmt::format("[[device]]\nname = \"{}\"\nplanes = [", kPerfDeviceName);
+  for (size_t i = 0; i < planes.size(); ++i) t += (i ? ", " : "") + toml_string(planes[i]);
+  t += fmt::format("]\nudp_port = {}\nev_mode = {}\ntransport = \"{}\"\n", o.udp_port, toml_string(o.ev_mode),
+                   o.transport == Transport::roce ? "roce_rc" : "mrc");
+  t += fmt::format("evs_per_plane = {}\nburst = {}\nnum_engines = {}\n", o.evs, o.burst, o.engines);
+  t += fmt::format("raw_send = {}\nno_io_uring = {}\nbusy_poll = {}\nno_carrier_watch = {}\nno_ecn = {}\n",
+                   o.raw_send, o.no_io_uring, o.busy_poll, !o.carrier_watch, o.no_ecn);
+  t += fmt::format("channel_bulk_bytes_per_ms = {}\ndscp_control = {}\n", o.channel_bulk, o.dscp_control);
+  if (o.seed > static_cast<uint64_t>(INT64_MAX))
+    throw PerfError(fmt::format("--seed {}: at most {}", o.seed, INT64_MAX));
+  t += fmt::format("seed = {}\n", o.seed);
+  if (o.link_rate_bps == UINT64_MAX) t += "link_rate_bps = \"none\"\n";
+  else t += fmt::format("link_rate_bps = {}\n", o.link_rate_bps);
+  if (!o.pcap.empty()) t += "pcap_path = " + toml_string(o.pcap) + "\n";
+  return t;
+}
+
+/// Sets $OPENMRC_CONFIG to a temporary file holding `text` for its
+/// lifetime (the list call reads it), then restores the variable and
+/// removes the file.
+class ConfigOverride {
+ public:
+  explicit ConfigOverride(const std::string& text) {
+    char path[] = "/tmp/openmrc-perf-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) throw PerfError(fmt::format("cannot create a device configuration file in /tmp: {}", err_text(errno)));
+    path_ = path;
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) throw PerfError(fmt::format("cannot write {}: {}", path_, err_text(errno)));
+    if (const char* old = std::getenv(kEnv)) old_ = old;
+    ::setenv(kEnv, path_.c_str(), 1);
+  }
+  ~ConfigOverride() {
+    if (old_) ::setenv(kEnv, old_->c_str(), 1);
+    else ::unsetenv(kEnv);
+    ::unlink(path_.c_str());
+  }
+  ConfigOverride(const ConfigOverride&) = delete;
+  ConfigOverride& operator=(const ConfigOverride&) = delete;
+
+ private:
+  static constexpr const char* kEnv = "OPENMRC_CONFIG";
+  std::string path_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+Device::Device(const Options& o, const std::vector<std::string>& planes) {
+  // As any OCP application: the device from ibv_get_device_list, opened
+  // with ibv_open_device; -d names one of the configuration file's devices,
+  // else the flags describe one (device_config) the library lists.
+  const std::string name = o.ib_dev.empty() ? kPerfDeviceName : o.ib_dev;
+  std::vector<std::string> listed;
+  {
+    std::optional<ConfigOverride> cfg;
+    if (o.ib_dev.empty()) cfg.emplace(device_config(o, planes));
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (list == nullptr) throw PerfError(fmt::format("ibv_get_device_list: {}", err_text(errno)));
+    for (int i = 0; i < n; ++i) {
+      const char* dn = ibv_get_device_name(list[i]);
+      listed.emplace_back(dn ? dn : "?");
+      if (dev_ == nullptr && dn && name == dn) {
+        dev_ = ibv_open_device(list[i]);
+        if (dev_ == nullptr) {
+          const int err = errno;
+          ibv_free_device_list(list);
+          throw PerfError(open_error(o, planes, err));
+        }
+      }
+    }
+    ibv_free_device_list(list);
+  }
+  if (dev_ == nullptr)
+    throw PerfError(fmt::format("-d {}: no such device (listed: {}); the software devices are those of "
+                                "$OPENMRC_CONFIG, else /etc/openmrc/devices.toml, else mrc_soft0",
+                                name, listed.empty() ? std::string("none") : join(listed)));
   int supported = 0;
   if (int rc = mrc_query_device(dev_, &attr_, &supported); rc != 0 || supported == 0)
     throw PerfError(fmt::format("mrc_query_device: {}", rc != 0 ? err_text(errno) : "not an MRC device"));
@@ -98,23 +155,48 @@ Device::Device(const Options& o, const std::vector<std::string>& planes) : plane
     throw PerfError(fmt::format("mrc_soft_query_limits: {}", err_text(rc)));
   ctx_ = mrc_create_context(dev_, nullptr);
   if (ctx_ == nullptr) throw PerfError(fmt::format("mrc_create_context: {}", err_text(errno)));
-  pd_ = mrc_soft_alloc_pd(dev_);
-  if (pd_ == nullptr) throw PerfError(fmt::format("mrc_soft_alloc_pd: {}", err_text(errno)));
-  for (int i = 0; i < static_cast<int>(planes_.size()); ++i) {
+  pd_ = ibv_alloc_pd(dev_);
+  if (pd_ == nullptr) throw PerfError(fmt::format("ibv_alloc_pd: {}", err_text(errno)));
+  // Port p is plane p - 1; its GID (any index) is the plane's address.
+  ibv_device_attr da{};
+  if (int rc = ibv_query_device(dev_, &da); rc != 0) throw PerfError(fmt::format("ibv_query_device: {}", err_text(rc)));
+  for (uint8_t port = 1; port <= da.phys_port_cnt; ++port) {
     union ibv_gid gid{};
-    if (int rc = mrc_soft_query_gid(dev_, i, &gid); rc != 0)
-      throw PerfError(fmt::format("mrc_soft_query_gid(plane {}): {}", i, err_text(rc)));
+    if (ibv_query_gid(dev_, port, 0, &gid) != 0)
+      throw PerfError(fmt::format("ibv_query_gid(port {}): {}", port, err_text(errno)));
     Gid g{};
     std::memcpy(g.data(), gid.raw, g.size());
     gids_.push_back(g);
+    planes_.push_back(gid_address(g));
   }
+}
+
+std::string Device::open_error(const Options& o, const std::vector<std::string>& planes, int err) {
+  std::string hint;
+  if (err == EADDRINUSE)
+    hint = fmt::format(": another MRC device (or program) uses UDP port {} on one of these addresses; give "
+                       "--planes with other local addresses, or --udp-port on both sides",
+                       o.udp_port);
+  else if (err == EADDRNOTAVAIL)
+    hint = ": an address is not configured on this host (see `ip addr`); give --planes";
+  else if (err == EPERM && (o.raw_send || o.ev_mode == "srv6"))
+    hint = fmt::format(": {} sends through a raw socket, which needs root or CAP_NET_RAW",
+                       o.raw_send ? "--raw-send" : "--ev-mode srv6");
+  else if (!o.pcap.empty() && (err == ENOENT || err == EACCES || err == EPERM || err == EROFS))
+    hint = fmt::format(": cannot create the capture file {} (--pcap)", o.pcap);
+  else if (err == EINVAL)
+    hint = ": a device attribute was refused (see the message above)";
+  if (!o.ib_dev.empty())
+    return fmt::format("ibv_open_device({}): {}{}", o.ib_dev, err_text(err), hint);
+  return fmt::format("cannot open the software device on planes {} (UDP port {}): {}{}", join(planes), o.udp_port,
+                     err_text(err), hint);
 }
 
 Device::~Device() {
   // Destruction order: PD, context, device (each refuses while the previous exists).
-  if (pd_ != nullptr) (void)mrc_soft_dealloc_pd(pd_);
+  if (pd_ != nullptr) (void)ibv_dealloc_pd(pd_);
   if (ctx_ != nullptr) (void)mrc_destroy_context(ctx_);
-  if (dev_ != nullptr) (void)mrc_soft_close_device(dev_);
+  if (dev_ != nullptr) (void)ibv_close_device(dev_);
 }
 
 void Device::set_peer(const std::vector<Gid>& peer_gids) {
@@ -164,7 +246,7 @@ void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f) {
   if (ev == f.ev_profiles.end()) return;
   const auto fm = std::find_if(f.formats.begin(), f.formats.end(),
                                [&](const mrcctl::FormatSpec& x) { return x.id == ev->format; });
-  if (fm == f.formats.end() || fm->mode != MRC_CTL_EV_FMT_SRV6) return;
+  if (fm == f.formats.end() || fm->mode != mrcctl::kFmtSrv6) return;
   std::vector<mrc::core::ctl::Field> fields;
   for (const mrcctl::FieldSpec& x : ev->fields) fields.push_back({x.width, x.init, x.min, x.max, x.mask});
   const uint32_t bits = mrc::core::ctl::compact_bits(fields);
@@ -195,7 +277,7 @@ void check_srv6_routes(const Options& o, const mrcctl::CtlFile& f) {
 
 // ------------------------------------------------------------------ EV events and the timeline
 
-EvEventQueue::EvEventQueue(mrc_context* ctx) {
+EvEventQueue::EvEventQueue(mrc_context* ctx) : ctx_(ctx) {
   cq_ = mrc_ctl_create_ev_event_cq(ctx, 4096, nullptr, nullptr, 0);
   if (cq_ == nullptr) throw PerfError(fmt::format("mrc_ctl_create_ev_event_cq: {}", err_text(errno)));
 }
@@ -212,6 +294,16 @@ void EvEventQueue::poll(std::vector<mrc_ctl_ev_event>& out) {
     out.insert(out.end(), ev, ev + n);
     if (n < 64) return;
   }
+}
+
+uint32_t EvEventQueue::state_of(uint64_t profile, const mrc_ctl_ev& ev) {
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  q.ev_op.query_ev_state.ev = ev;
+  uint32_t state = MRC_CTL_EV_UNKNOWN;
+  if (mrc_ctl_query_ev_profile(ctx_, profile, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0)
+    std::memcpy(&state, &q.ev_op.query_ev_state.state, sizeof state);
+  return state;
 }
 
 namespace {
@@ -310,14 +402,18 @@ void Timeline::drain_events(int64_t t_ns) {
     r.t_s = static_cast<double>(t_ns - t0_) / 1e9;
     r.profile = e.profile_id;
     r.plane = e.ev.port > 0 ? e.ev.port - 1u : 0u;
-    uint32_t bits = 64;
+    // An EXPLICIT profile's EV is its UDP source port (a host-order
+    // uint32_t, mrc_ctl.h); an SRv6 one its address, whose last 8 bytes
+    // (the uSIDs) are shown.
+    uint32_t port_ev;
+    std::memcpy(&port_ev, e.ev.val, sizeof port_ev);
+    r.ev = port_ev;
     for (const auto& spec : ctl_.ev_profiles)
-      if (spec.id == e.profile_id && mrcctl::compact_bits(spec.fields) != 0)
-        bits = std::min<uint32_t>(64, mrcctl::compact_bits(spec.fields));
-    r.ev = mrcctl::decode_compact(e.ev.val, bits);
-    uint32_t state = 0;
-    std::memcpy(&state, &e.state, sizeof state);
-    r.state = ev_state_word(state);
+      if (spec.id == e.profile_id && spec.mode == MRC_CTL_EV_MODE_SRV6_GENERATED) {
+        r.ev = 0;
+        for (size_t i = 8; i < 16; ++i) r.ev = r.ev << 8 | e.ev.val[i];
+      }
+    r.state = ev_state_word(events_->state_of(e.profile_id, e.ev));
     r.dropped = e.drop_count;
     std::printf("%s\n", format_ev_event(r).c_str());
     std::fflush(stdout);
@@ -387,16 +483,16 @@ Buffer::Buffer(ibv_pd* pd, uint64_t size) : size_(size) {
   data_ = static_cast<uint8_t*>(std::aligned_alloc(kPage, alloc));
   if (data_ == nullptr) throw PerfError(fmt::format("cannot allocate a {} byte buffer", alloc));
   std::memset(data_, 0, alloc);
-  mr_ = mrc_soft_reg_mr(pd, data_, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  mr_ = ibv_reg_mr(pd, data_, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (mr_ == nullptr) {
     const int err = errno;
     std::free(data_);
-    throw PerfError(fmt::format("mrc_soft_reg_mr({} bytes): {}", size, err_text(err)));
+    throw PerfError(fmt::format("ibv_reg_mr({} bytes): {}", size, err_text(err)));
   }
 }
 
 Buffer::~Buffer() {
-  if (mr_ != nullptr) (void)mrc_soft_dereg_mr(mr_);
+  if (mr_ != nullptr) (void)ibv_dereg_mr(mr_);
   std::free(data_);
 }
 

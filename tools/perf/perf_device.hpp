@@ -25,10 +25,15 @@
 
 namespace mrc::perf {
 
-/// A software device with one context and one PD.
+/// A software device with one context and one PD, found and opened
+/// through ibverbs (ibv_get_device_list, ibv_open_device, ibv_alloc_pd) as
+/// any OCP application does.
 class Device {
  public:
-  /// Opens the device on `planes`; throws PerfError with the errno and what to do.
+  /// Opens device -d NAME of the library's configuration file or, without
+  /// -d, the device the flags describe on `planes` (a configuration the
+  /// library reads for this call); throws PerfError with the errno and what
+  /// to do.
   Device(const Options& o, const std::vector<std::string>& planes);
   ~Device();
   Device(const Device&) = delete;
@@ -51,6 +56,8 @@ class Device {
   void apply_ctl(const std::string& path, const mrcctl::CtlFile& f);
 
  private:
+  static std::string open_error(const Options& o, const std::vector<std::string>& planes, int err);
+
   ibv_context* dev_ = nullptr;
   mrc_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
@@ -129,8 +136,13 @@ class EvEventQueue {
   EvEventQueue& operator=(const EvEventQueue&) = delete;
   /// Moves the pending events into `out` (non-blocking).
   void poll(std::vector<mrc_ctl_ev_event>& out);
+  /// The current state (enum mrc_ctl_ev_state) of EV `ev` of EV profile
+  /// `profile`, MRC_CTL_EV_UNKNOWN if the query fails: OCP's events name
+  /// the EV, not the state it reached.
+  uint32_t state_of(uint64_t profile, const mrc_ctl_ev& ev);
 
  private:
+  mrc_context* ctx_ = nullptr;
   mrc_cq* cq_ = nullptr;
 };
 
@@ -144,8 +156,8 @@ class EvEventQueue {
 class Timeline {
  public:
   /// `qps` and `events` (may be NULL) outlive the Timeline. `ctl` (the
-  /// --ctl file) gives each profile's compact EV width, so events show the
-  /// EV as the file writes it; EVs of other profiles show their first 8 bytes.
+  /// --ctl file) tells SRv6 profiles apart: their events show the last 8
+  /// bytes of the EV's address (the uSIDs); others the UDP source port.
   Timeline(uint32_t interval_ms, const std::vector<mrc_qp*>& qps, uint32_t num_planes, EvEventQueue* events,
            const mrcctl::CtlFile& ctl);
   ~Timeline();

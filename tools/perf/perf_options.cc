@@ -81,6 +81,16 @@ constexpr std::string_view kFooter =
     "same address and port. Both sides must use the same --udp-port (a client without\n"
     "--udp-port takes the server's) and the same number of planes.\n"
     "\n"
+    "Device: the tool finds and opens its device through ibverbs (ibv_get_device_list,\n"
+    "ibv_open_device, ibv_alloc_pd, ibv_reg_mr, then mrc_create_context), as any OCP\n"
+    "application does. Without -d the device flags (--planes, --udp-port, --ev-mode, --evs,\n"
+    "--engines, --link-rate, --no-ecn, ...) describe it: the tool hands the library that\n"
+    "description as a configuration file ($OPENMRC_CONFIG, for the list call only) and\n"
+    "opens the device it lists, mrc_perf. With -d NAME it opens device NAME of the\n"
+    "configuration the library reads ($OPENMRC_CONFIG, else /etc/openmrc/devices.toml, else\n"
+    "mrc_soft0 on this host's first IPv4 address), with that file's planes and attributes;\n"
+    "device flags are then refused (set them in the file).\n"
+    "\n"
     "The client decides the test (message sizes, iterations, QPs, MTU, depth, verification);\n"
     "the server takes it over, and refuses a client whose values differ from flags the\n"
     "server was given explicitly.\n";
@@ -113,7 +123,10 @@ struct PerftestFlags {
 
 void add_perftest_flags(CLI::App& app, Tool tool, Options& o, PerftestFlags& pt) {
   const bool bw = tool == Tool::write_bw;
-  app.add_option("-d,--ib-dev", pt.ib_dev, "perftest's device name: not supported by MRC (see --planes)");
+  app.add_option("-d,--ib-dev", pt.ib_dev,
+                 "open this software device of the library's configuration file ($OPENMRC_CONFIG, else "
+                 "/etc/openmrc/devices.toml, else mrc_soft0 on the first IPv4 address) instead of the one the "
+                 "device flags describe");
   app.add_option("-i,--ib-port", pt.ib_port, "perftest's port: only 1 (the planes are the ports)");
   app.add_option("-x,--gid-index", pt.gid_index, "perftest's GID index: only 0 (the plane-0 address)");
   app.add_option("-c,--connection", pt.connection, "connection type: only RC (MRC is a reliable connection)");
@@ -133,10 +146,35 @@ void add_perftest_flags(CLI::App& app, Tool tool, Options& o, PerftestFlags& pt)
 /// The reason a perftest flag does not apply, or empty.
 std::string check_perftest_flags(const CLI::App& app, const PerftestFlags& pt) {
   auto given = [&](const char* flag) { return app.get_option_no_throw(flag) != nullptr && app.count(flag) > 0; };
-  if (given("--ib-dev"))
-    return fmt::format("-d {}: not supported by MRC: the tool opens its own software device on the --planes "
-                       "addresses (there is no ibverbs device to choose); give --planes ADDR[,ADDR...]",
-                       pt.ib_dev);
+  if (given("--ib-dev")) {
+    // The file describes that device: a flag describing another is a contradiction.
+    static constexpr struct {
+      const char* flag;
+      const char* key;
+    } kDeviceFlags[] = {{"--planes", "planes"},
+                        {"--udp-port", "udp_port"},
+                        {"--ev-mode", "ev_mode"},
+                        {"--transport", "transport"},
+                        {"--evs", "evs_per_plane"},
+                        {"--burst", "burst"},
+                        {"--raw-send", "raw_send"},
+                        {"--no-io-uring", "no_io_uring"},
+                        {"--channel-bulk", "channel_bulk_bytes_per_ms"},
+                        {"--engines", "num_engines"},
+                        {"--busy-poll", "busy_poll"},
+                        {"--no-busy-poll", "busy_poll"},
+                        {"--no-carrier-watch", "no_carrier_watch"},
+                        {"--dscp-control", "dscp_control"},
+                        {"--link-rate", "link_rate_bps"},
+                        {"--no-ecn", "no_ecn"},
+                        {"--seed", "seed"},
+                        {"--pcap", "pcap_path"}};
+    for (const auto& f : kDeviceFlags)
+      if (given(f.flag))
+        return fmt::format("-d {} opens the device the configuration file describes; {} describes a device: set "
+                           "`{}` in that device's [[device]] table (docs/using-the-library.md) or drop -d",
+                           pt.ib_dev, f.flag, f.key);
+  }
   if (pt.ib_port != 1)
     return fmt::format("-i {}: the software device has one port in perftest's sense (1); its planes are given "
                        "with --planes and every QP sprays over all of them",
@@ -343,6 +381,7 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
   if (out.run_infinitely && !out.is_server() && out.duration_s == 0)
     return {false, 2, "--run_infinitely: give -D SECONDS, the length of each row (as perftest requires)"};
   out.ev_mode = ev_mode_arg;
+  out.ib_dev = pt.ib_dev;
   out.udp_port_given = app.count("--udp-port") > 0;
   if (out.size == 0) out.size = bw ? 65536 : 2;
   if (out.iters == 0) out.iters = bw ? 5000 : 1000;
