@@ -74,6 +74,8 @@ class Simulator {
   bool stopped() const { return stop_; }
 
   uint64_t events_processed() const { return events_; }
+  /// Time of the earliest pending event, or Time::never() if none.
+  Time next_event_time() const { return queue_.empty() ? Time::never() : queue_.top().at; }
   size_t pending_events() const { return queue_.size(); }
 
   /// An independent random stream for element `id` (same seed + id, same stream).
