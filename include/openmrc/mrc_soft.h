@@ -278,6 +278,31 @@ int mrc_soft_query_limits(struct ibv_context *dev, struct mrc_soft_device_limits
 struct mrc_qp;
 int mrc_soft_query_qp_plane_packets(struct mrc_qp *qp, uint64_t *packets, int num_planes);
 
+/**
+ * One QP's transport counters as a requester sees them (an OpenMRC
+ * extension; the counters only grow while the QP exists).
+ */
+struct mrc_soft_qp_stats {
+  uint64_t data_packets_sent; /**< first transmissions of data packets */
+  uint64_t retransmissions;   /**< data packets sent again */
+  /** Payload bytes of data packets the peer acknowledged, each packet once
+   *  (selectively or cumulatively): the bytes the responder has placed, as
+   *  the requester learns them, without waiting for a whole message. */
+  uint64_t bytes_delivered;
+  uint64_t bytes_completed;   /**< payload bytes of completed WRITEs */
+  uint64_t losses_rule;       /**< packets declared lost by the SACK loss rule */
+  uint64_t losses_timeout;    /**< packets declared lost by the ACK timeout */
+  uint64_t spurious_losses;   /**< losses later proved wrong (the packet arrived) */
+  uint64_t ev_suspected;      /**< EVs taken out of service on a loss, pending a confirming probe */
+  uint64_t ev_retired;        /**< EVs that went ASSUMED_BAD (a probe confirmed the loss, or a timeout) */
+  uint64_t ev_resurrected;    /**< ASSUMED_BAD EVs put back after answered probes */
+};
+/**
+ * Fills *stats with QP `qp`'s counters. Returns 0, or -EINVAL for a NULL
+ * argument or a QP that is not a software device's (or no longer exists).
+ */
+int mrc_soft_query_qp_stats(struct mrc_qp *qp, struct mrc_soft_qp_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

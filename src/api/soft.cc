@@ -440,4 +440,23 @@ MRC_EXPORT int mrc_soft_query_qp_plane_packets(mrc_qp* qp, uint64_t* packets, in
   return -EINVAL;
 }
 
+MRC_EXPORT int mrc_soft_query_qp_stats(mrc_qp* qp, mrc_soft_qp_stats* stats) {
+  if (!qp || !stats || !qp->ctx || !qp->ctx->dev || soft_device(&qp->ctx->dev->ibv) != qp->ctx->dev) return -EINVAL;
+  const std::optional<mrc::core::QpInfo> info = qp->ctx->dev->rt->query_qp(qp->qpn);
+  if (!info) return -EINVAL;
+  const mrc::core::QpStats& s = info->stats;
+  *stats = mrc_soft_qp_stats{};
+  stats->data_packets_sent = s.data_packets_sent;
+  stats->retransmissions = s.retransmissions;
+  stats->bytes_delivered = s.bytes_delivered;
+  stats->bytes_completed = s.bytes_acked;
+  stats->losses_rule = s.losses_rule;
+  stats->losses_timeout = s.losses_timeout;
+  stats->spurious_losses = s.spurious_losses;
+  stats->ev_suspected = info->path.suspected;
+  stats->ev_retired = info->path.retired;
+  stats->ev_resurrected = info->path.resurrected;
+  return 0;
+}
+
 }  // extern "C"

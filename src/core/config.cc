@@ -56,6 +56,8 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.loss_confirm_wait: must be >= 0 (0 = 1.5 base RTTs)");
   if (p.loss_confirm_probes < 1 || p.loss_confirm_probes > 16)
     return reject(why, "protocol.loss_confirm_probes: must be 1..16 (default 3; 1 = one unanswered probe retires, as the reference)");
+  if (!(p.gray_loss_factor == 0 || (p.gray_loss_factor >= 1 && p.gray_loss_factor <= 1000)))
+    return reject(why, "protocol.gray_loss_factor: must be 0 (off) or 1..1000 (how many times its siblings' loss rate retires an EV; default 3)");
   if (p.gray_loss_vouches < 1 || p.gray_loss_vouches > 255)
     return reject(why, "protocol.gray_loss_vouches: must be 1..255 (confirming probes in a row before a loss retires the EV)");
   if (p.probe_interval <= Duration{} || p.probe_interval_max < p.probe_interval)

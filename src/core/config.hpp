@@ -145,6 +145,17 @@ struct ProtocolConfig {
   /// leaves room for the loss rule's occasional false verdict on a path
   /// that only reorders (9 of 6736 suspects in a fault-free 1024-host run).
   uint32_t gray_loss_vouches = 2;
+  /// An EV whose recent loss rate is more than this many times its port's
+  /// other EVs' (plus a noise margin: three standard deviations and two
+  /// packets, at least four losses) is ASSUMED_BAD at once, and each time
+  /// it does it again it needs twice the answered probes to come back
+  /// (probe_resurrect_count << strikes, up to 4 strikes). A gray link on a
+  /// fabric with two T1s carries half a port's EVs and passes most probes,
+  /// so neither the confirming probes nor the vouching rule above hold it
+  /// out: 20 % loss on one link of the kernel fabric cycled its EVs in and
+  /// out 600 times in 10 s. Uniform random loss never qualifies. 0 = off
+  /// (the reference has no such rule).
+  double gray_loss_factor = 3.0;
   /// Consecutive good probes that bring an ASSUMED_BAD EV back (item 8).
   uint32_t probe_resurrect_count = 2;
   /// An active EV whose deliveries come back ECN-marked this many times in a

@@ -215,6 +215,8 @@ void Qp::rc_ack_to(Time now, uint64_t una) {
   for (uint64_t psn = snd_una_; psn < una; ++psn) {
     SendRecord& r = rec(psn);
     if (r.state == PktState::inflight) newly += r.nominal;
+    if (r.state != PktState::acked)
+      if (const SendMsg* m = msg_by_msn(r.msn)) stats_.bytes_delivered += segment(*m, r.index).len;
     r.state = PktState::acked;
   }
   // RTT from the newest PSN acknowledged, unless it was sent more than once.

@@ -258,6 +258,7 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   if (!acked_.set(psn)) return;
   acked_bytes_ += rec(psn).nominal;
   last_acked_at_ = now;
+  if (const SendMsg* m = msg_by_msn(rec(psn).msn)) stats_.bytes_delivered += segment(*m, rec(psn).index).len;
   // A new delivery proves the peer and a path alive: the retry counter, the
   // RTO backoff and the tail probe start over.
   retry_count_ = 0;

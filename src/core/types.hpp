@@ -113,6 +113,10 @@ struct QpStats {
   uint64_t probes_sent = 0;
   uint64_t control_sent = 0;           ///< SACK/NACK/ACK
   uint64_t bytes_acked = 0;            ///< payload bytes of completed WRITEs
+  /// Payload bytes of data packets the peer acknowledged (SACKed or
+  /// cumulatively), each counted once: what the responder has placed, as
+  /// the requester learns it, without a message's quantisation.
+  uint64_t bytes_delivered = 0;
   uint64_t losses_rule = 0;            ///< declared by the SACK loss rule (path FIFO included)
   uint64_t losses_path_fifo = 0;       ///< ... of which by the per-path FIFO rule (ProtocolConfig::path_fifo_loss)
   uint64_t losses_timeout = 0;         ///< declared by the ACK timeout

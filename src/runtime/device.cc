@@ -51,12 +51,9 @@ core::ProtocolConfig DeviceConfig::default_protocol() {
   p.sack_coalesce_max = Duration::us(5);
   p.probe_interval = Duration::ms(1);
   p.probe_interval_max = Duration::ms(100);
-  // One confirming probe, the reference's: on the kernel fabric a dead T1
-  // is often routed around by the T0's own ECMP within milliseconds, and
-  // with three tries the later ones pass and the failure is never reported
-  // (fabric demo's EV events); the simulator's three are for random loss,
-  // not yet measured on the device.
-  p.loss_confirm_probes = 1;
+  // The core's three confirming probes (loss_confirm_probes) and gray-loss
+  // rule hold on the kernel fabric too: `fabric compare` reports a dead T1,
+  // link or plane within tens of milliseconds with them.
   return p;
 }
 

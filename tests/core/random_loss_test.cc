@@ -185,5 +185,85 @@ TEST(RandomLoss, ALostConfirmingProbeDoesNotRetireAWorkingEv) {
   EXPECT_EQ(retired_after_lost_probe(1), 1u);
 }
 
+// A gray link: one of plane 0's two paths loses a fifth of what crosses it,
+// both ways, probes included (most of which therefore pass). The EVs hashed
+// through it lose far more than their siblings and are held out; no EV of
+// any other path or plane is retired. Returns what the run saw.
+struct GrayRun {
+  uint64_t retired_on = 0;   ///< ASSUMED_BAD events of EVs through the gray path
+  uint64_t retired_off = 0;  ///< ... of every other EV
+  uint64_t late_on = 0;      ///< plane-0 data packets on the gray path in the second half
+  uint64_t late_plane = 0;   ///< plane-0 data packets in the second half
+  uint64_t lost = 0;         ///< packets the gray path dropped
+};
+
+GrayRun gray_run(double factor, double gray_p, double everywhere_p) {
+  harness::FabricConfig fc = testing::small_fabric(5);
+  fc.paths_per_plane = 2;
+  fc.port_rate_bps = 10'000'000'000ull;
+  fc.carry_payload = false;
+  fc.endpoint.protocol.gray_loss_factor = factor;
+  Fabric f(fc);
+  Rule g;
+  g.match.plane = 0;
+  g.match.path = 0;
+  g.select = Rule::Select::random;
+  g.probability = gray_p;
+  const Rule& gray = f.add_rule(g);
+  Rule all;
+  all.select = Rule::Select::random;
+  all.probability = everywhere_p;
+  f.add_rule(all);
+  GrayRun run;
+  const Time half = at_ms(12);
+  f.on_transmit = [&](const Packet& p, Time t) {
+    if (p.src != 0 || p.kind() != PacketKind::data || p.plane != 0 || t < half) return;
+    ++run.late_plane;
+    run.late_on += p.path == 0;
+  };
+  // The software device's EV set: 16 per plane, every one active, so no
+  // pool of backups quietly replaces the EVs that lose packets.
+  core::EvProfile evs;
+  evs.ev_count = evs.active_count = 16 * fc.planes;
+  evs.ev_min_active = 1;
+  for (int h = 0; h < 2; ++h) EXPECT_TRUE(f.ep(h).set_ev_profile(1, evs).ok());
+  harness::QpOptions o = testing::default_qp();
+  o.ev_profile = 1;
+  const auto qp = f.connect(0, 1, o);
+  const auto res = harness::write_and_wait(f, qp, 0, 1, 128 << 20, at_ms(500));
+  EXPECT_TRUE(res.completed);
+  for (auto& e : f.events(0))
+    if (auto* ev = std::get_if<core::EvEvent>(&e); ev && ev->to == core::EvState::assumed_bad) {
+      const bool on = ev->port == 0 && f.path_of(0, 1, ev->ev) == 0;
+      (on ? run.retired_on : run.retired_off) += 1;
+    }
+  run.lost = gray.applied;
+  std::printf("[ info ] factor %.0f, gray %.0f %%, everywhere %.1f %%: retired %llu on the gray path, %llu elsewhere; "
+              "second half: %llu of plane 0's %llu data packets on it; %llu dropped there; finish %.2f ms\n",
+              factor, gray_p * 100, everywhere_p * 100, static_cast<unsigned long long>(run.retired_on),
+              static_cast<unsigned long long>(run.retired_off), static_cast<unsigned long long>(run.late_on),
+              static_cast<unsigned long long>(run.late_plane), static_cast<unsigned long long>(run.lost),
+              res.finish.to_us() / 1000);
+  return run;
+}
+
+TEST(GrayLoss, APathLosingAFifthIsHeldOutAndNoOtherIsRetired) {
+  const GrayRun run = gray_run(3.0, 0.2, 0.0);
+  EXPECT_GT(run.retired_on, 0u);
+  EXPECT_EQ(run.retired_off, 0u);
+  // Held out: the gray path carries next to nothing of plane 0 later on
+  // (a fair share is half).
+  EXPECT_LT(run.late_on * 20, run.late_plane);
+  // Without the rule the confirming probes mostly pass, and the path keeps
+  // a large share.
+  const GrayRun ref = gray_run(0.0, 0.2, 0.0);
+  EXPECT_GT(ref.late_on * 10, ref.late_plane);
+}
+
+TEST(GrayLoss, UniformRandomLossRetiresNothing) {
+  const GrayRun run = gray_run(3.0, 0.0, 0.01);
+  EXPECT_EQ(run.retired_on + run.retired_off, 0u);
+}
+
 }  // namespace
 }  // namespace mrc

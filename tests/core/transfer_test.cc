@@ -74,6 +74,9 @@ TEST_P(TransferUnderImpairment, ArrivesIntact) {
   EXPECT_TRUE(res.completed) << imp.name << " status " << core::to_string(res.status);
   EXPECT_TRUE(res.data_ok) << imp.name;
   EXPECT_EQ(f.ep(0).qp(qp.a)->state(), core::QpState::rts) << imp.name;
+  // Every payload byte counted delivered once, however often its packet
+  // was sent, SACKed or acknowledged again.
+  EXPECT_EQ(f.ep(0).query_qp(qp.a)->stats.bytes_delivered, bytes) << imp.name;
 }
 
 std::string name_of(const ::testing::TestParamInfo<std::tuple<uint64_t, int>>& info) {

@@ -498,7 +498,7 @@ class JsonReport {
 /// One --timeline interval: goodput over it, and packets sent per plane.
 struct TimelineSample {
   double t_s = 0;                       ///< end of the interval, seconds since the first post
-  double gbps = 0;                      ///< goodput (completed message bytes) over the interval
+  double gbps = 0;                      ///< goodput (bytes the peer acknowledged) over the interval
   std::vector<uint64_t> plane_packets;  ///< packets sent per plane in the interval
   std::vector<double> plane_gbps;       ///< gbps apportioned by each plane's share of the packets
 };
@@ -518,11 +518,14 @@ struct TimelineReport {
   uint32_t interval_ms = 0;
   std::vector<TimelineSample> samples;
   std::vector<EvEventRecord> events;
-  /// Longest time with no completion: between two consecutive completions
-  /// or from the first post to the first completion, in ms, and when it
-  /// began (seconds since the first post).
+  /// Longest time with no byte delivered (acknowledged by the peer),
+  /// measured to the millisecond, or from the first post to the first
+  /// delivery, in ms, and when it began (seconds since the first post).
   double longest_stall_ms = 0;
   double longest_stall_at_s = 0;
+  /// The QPs' path policy over the size: EVs taken out of service on a
+  /// loss pending a confirming probe, retired (ASSUMED_BAD), put back.
+  uint64_t ev_suspected = 0, ev_retired = 0, ev_resurrected = 0;
 };
 
 /// "  0.500 s  1.234 Gb/s  plane0 0.617 Gb/s (151 pkts)  plane1 ..." (no newline).
@@ -530,9 +533,9 @@ std::string format_timeline_sample(const TimelineSample& s);
 /// "  0.512 s  EV event: plane 1 EV 0x0000c001 -> ASSUMED_BAD (profile 1)" (no newline).
 std::string format_ev_event(const EvEventRecord& e);
 
-/// Tracks the longest gap between completion timestamps (ns, monotonic):
-/// start() at the first post, completion() at each poll that returned
-/// completions. Independent of any sampling interval.
+/// Tracks the longest gap between progress timestamps (ns, monotonic):
+/// start() at the first post, completion() at each observation of progress
+/// (the --timeline thread: bytes delivered, checked every millisecond).
 class StallMeter {
  public:
   void start(int64_t t_ns) { start_ = last_ = t_ns; }

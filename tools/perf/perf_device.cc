@@ -251,6 +251,8 @@ void Timeline::begin(int64_t t0_ns) {
   t0_ = last_sample_ns_ = t0_ns;
   stall_.start(t0_ns);
   // Counters before the first post are not this size's.
+  at_begin_ = totals();
+  last_bytes_ = watched_bytes_ = at_begin_.bytes_delivered;
   std::vector<uint64_t> per(num_planes_);
   for (mrc_qp* qp : qps_) {
     if (mrc_soft_query_qp_plane_packets(qp, per.data(), static_cast<int>(num_planes_)) < 0) continue;
@@ -259,21 +261,37 @@ void Timeline::begin(int64_t t0_ns) {
   thread_ = std::thread([this] { run(); });
 }
 
-void Timeline::completions(int64_t t_ns, uint64_t total_bytes) {
+mrc_soft_qp_stats Timeline::totals() const {
+  mrc_soft_qp_stats t{};
+  for (mrc_qp* qp : qps_) {
+    mrc_soft_qp_stats st{};
+    if (mrc_soft_query_qp_stats(qp, &st) != 0) continue;
+    t.bytes_delivered += st.bytes_delivered;
+    t.ev_suspected += st.ev_suspected;
+    t.ev_retired += st.ev_retired;
+    t.ev_resurrected += st.ev_resurrected;
+  }
+  return t;
+}
+
+void Timeline::watch_delivery(int64_t t_ns) {
+  const uint64_t now = delivered();
+  if (now == watched_bytes_) return;
+  watched_bytes_ = now;
   stall_.completion(t_ns);
-  bytes_.store(total_bytes, std::memory_order_relaxed);
 }
 
 void Timeline::run() {
   std::unique_lock<std::mutex> lk(mu_);
   int64_t next = t0_ + int64_t{interval_ms_} * 1000000;
   while (!stop_) {
-    // Wake at the next sample, and every millisecond for EV events.
+    // Wake at the next sample, and every millisecond for deliveries and EV events.
     const int64_t now = now_ns();
     const int64_t wait = std::clamp<int64_t>(next - now, 0, 1000000);
     cv_.wait_for(lk, std::chrono::nanoseconds(wait), [this] { return stop_; });
     if (stop_) break;
     const int64_t t = now_ns();
+    watch_delivery(t);
     drain_events(t);
     if (t >= next) {
       sample(t);
@@ -308,7 +326,7 @@ void Timeline::drain_events(int64_t t_ns) {
 }
 
 void Timeline::sample(int64_t t_ns) {
-  const uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const uint64_t bytes = delivered();
   std::vector<uint64_t> now(num_planes_), per(num_planes_);
   for (mrc_qp* qp : qps_) {
     if (mrc_soft_query_qp_plane_packets(qp, per.data(), static_cast<int>(num_planes_)) < 0) continue;
@@ -343,12 +361,19 @@ TimelineReport Timeline::finish(int64_t end_ns) {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // The thread is gone: the last partial interval and events from here.
+  watch_delivery(end_ns);
   drain_events(end_ns);
   if (end_ns > last_sample_ns_) sample(end_ns);
   report_.longest_stall_ms = stall_.longest_ms();
   report_.longest_stall_at_s = stall_.longest_at_s();
-  std::printf("%s\n", fmt::format(" Longest stall: {:.3f} ms (from {:.3f} s), {} EV events", report_.longest_stall_ms,
-                                   report_.longest_stall_at_s, report_.events.size())
+  const mrc_soft_qp_stats end = totals();
+  report_.ev_suspected = end.ev_suspected - at_begin_.ev_suspected;
+  report_.ev_retired = end.ev_retired - at_begin_.ev_retired;
+  report_.ev_resurrected = end.ev_resurrected - at_begin_.ev_resurrected;
+  std::printf("%s\n", fmt::format(" Longest stall: {:.0f} ms with no byte delivered (from {:.3f} s), {} EV events;"
+                                  " EVs {} suspected, {} retired, {} resurrected",
+                                  report_.longest_stall_ms, report_.longest_stall_at_s, report_.events.size(),
+                                  report_.ev_suspected, report_.ev_retired, report_.ev_resurrected)
                           .c_str());
   std::fflush(stdout);
   return report_;

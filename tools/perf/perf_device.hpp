@@ -134,11 +134,13 @@ class EvEventQueue {
   mrc_cq* cq_ = nullptr;
 };
 
-/// --timeline of one message size on the client: a thread samples, every
-/// interval, the bytes completed so far (add_bytes) and the packets the QPs
-/// sent per plane (mrc_soft_query_qp_plane_packets), prints one line per
-/// interval and each EV event as the event queue reports it; the poll loop
-/// feeds completion timestamps to a StallMeter (independent of the interval).
+/// --timeline of one message size on the client: a thread reads, every
+/// millisecond, the payload bytes the peer has acknowledged so far
+/// (mrc_soft_query_qp_stats' bytes_delivered: bytes placed at the responder,
+/// not whole messages) and the EV events; every interval it prints the
+/// goodput of those bytes and the packets the QPs sent per plane
+/// (mrc_soft_query_qp_plane_packets). The longest stall is the longest time
+/// with no byte delivered, to the millisecond.
 class Timeline {
  public:
   /// `qps` and `events` (may be NULL) outlive the Timeline. `ctl` (the
@@ -151,14 +153,17 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
   /// The first post: starts the sampling thread and the stall meter.
   void begin(int64_t t0_ns);
-  /// Poll loop: completions found at `t_ns`, `total_bytes` completed so far.
-  void completions(int64_t t_ns, uint64_t total_bytes);
   /// Stops the thread after a last (partial) sample ending at `end_ns`;
   /// returns what was measured.
   TimelineReport finish(int64_t end_ns);
 
  private:
   void run();
+  /// The QPs' counters summed (bytes_delivered: since they were created).
+  mrc_soft_qp_stats totals() const;
+  uint64_t delivered() const { return totals().bytes_delivered; }
+  /// Feeds the stall meter: called every millisecond or so.
+  void watch_delivery(int64_t t_ns);
   void sample(int64_t t_ns);
   void drain_events(int64_t t_ns);
   uint32_t interval_ms_;
@@ -168,9 +173,10 @@ class Timeline {
   const mrcctl::CtlFile& ctl_;
   int64_t t0_ = 0;
   int64_t last_sample_ns_ = 0;
-  uint64_t last_bytes_ = 0;
+  mrc_soft_qp_stats at_begin_{};  ///< totals() at begin()
+  uint64_t last_bytes_ = 0;      ///< delivered() at the last sample
+  uint64_t watched_bytes_ = 0;   ///< delivered() at the last watch_delivery
   std::vector<uint64_t> last_packets_;
-  std::atomic<uint64_t> bytes_{0};
   StallMeter stall_;
   TimelineReport report_;
   std::mutex mu_;

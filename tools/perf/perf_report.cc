@@ -390,6 +390,9 @@ void JsonReport::add_timeline(uint64_t size, const TimelineReport& t) {
   }
   j["ev_events_assumed_bad"] = bad;
   j["ev_events_good"] = good;
+  j["ev_suspected"] = t.ev_suspected;
+  j["ev_retired"] = t.ev_retired;
+  j["ev_resurrected"] = t.ev_resurrected;
   impl_->doc["timeline"].push_back(std::move(j));
 }
 

@@ -122,7 +122,6 @@ BwRow run_size(Session& s, uint64_t size, TimelineReport* timeline) {
     }
     last = now_ns();
     samples.push_back({last - start, completed_msgs * size});
-    if (tl) tl->completions(last, completed_msgs * size);
   }
   if (tl) *timeline = tl->finish(last);
   const double secs = static_cast<double>(last - start) / 1e9;

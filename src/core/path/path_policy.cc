@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cmath>
 
 namespace mrc::core::path {
 
@@ -282,11 +283,22 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     ++h.drops;
     ++h.packets_lost;
-    if (h.suspect) return;  // its confirming probe decides
+    if (h.window_lost < UINT16_MAX) ++h.window_lost;
     if (!proto_.loss_confirm) {
-      retire(now, slot);
+      if (!h.suspect) retire(now, slot);
       return;
     }
+    // A path that loses far more than its siblings is faulty whatever its
+    // probes say (a gray link passes most of them): out at once, and it
+    // needs more answered probes to come back each time it does it again.
+    if (slots_[static_cast<size_t>(slot)].state != EvState::assumed_bad && lossier_than_siblings(slot)) {
+      h.gray_strikes = static_cast<uint8_t>(std::min(h.gray_strikes + 1, 4));
+      if (h.suspect) confirm_failed(now, slot);
+      else retire(now, slot);
+      h.gray_retired = slots_[static_cast<size_t>(slot)].state == EvState::assumed_bad;
+      return;
+    }
+    if (h.suspect) return;  // its confirming probe decides
     suspect(now, slot);
     // A path that keeps losing packets soon after probes vouched for it may
     // be lossy (a gray failure passes most probes): after gray_loss_vouches
@@ -311,7 +323,8 @@ class MrcPathPolicy final : public PathPolicy {
     if (h.drops > 0) --h.drops;
     if (h.packets_lost > 0) --h.packets_lost;
     if (h.suspect) clear_suspect(now, slot);
-    else if (slots_[static_cast<size_t>(slot)].state == EvState::assumed_bad) resurrect(now, slot, EvState::good, false);
+    else if (slots_[static_cast<size_t>(slot)].state == EvState::assumed_bad && !h.gray_retired)
+      resurrect(now, slot, EvState::good, false);
     // The packet arrived: the path delivered it, late. That is no strike
     // against it, and no earlier probe's word is needed to excuse the next
     // loss either (a path that only reorders would otherwise be retired on
@@ -338,7 +351,9 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     h.probe_outstanding = false;
     ++h.good_probes;
-    if (h.good_probes >= proto_.probe_resurrect_count) {
+    // A path retired for losing more than its siblings passes most probes
+    // while it is still faulty: each strike doubles the streak it needs.
+    if (h.good_probes >= proto_.probe_resurrect_count << h.gray_strikes) {
       resurrect(now, slot, mark == wire::Mark::none ? EvState::good : EvState::skip, true);
     } else {
       // Confirm quickly rather than after the backed-off interval.
@@ -510,6 +525,59 @@ class MrcPathPolicy final : public PathPolicy {
     size_t lossy = 0;
     for (uint16_t s : by_port_[p]) lossy += health_[s].suspect || vouched_lately(now, health_[s]);
     return lossy * 4 > by_port_[p].size();
+  }
+
+  // True if `slot` lost significantly more of its packets lately than the
+  // better half of the other EVs of its port in service
+  // (ProtocolConfig::gray_loss_factor): more than factor x the losses their
+  // pooled loss rate predicts, plus three standard deviations and two
+  // packets of slack, and at least four. The better half (the siblings at
+  // or below the median rate), because a failing element takes a share of
+  // the paths: on a fabric of two T1s half of them, whose losses would
+  // otherwise set the norm. Uniform random loss hits every EV alike and
+  // never qualifies (1 %: about 10 losses expected per 1,000 packets, more
+  // than 30 needed); a gray link that drops a fifth of what crosses it does
+  // within a few losses. Windows count the packets since a mark in
+  // EvSlot::packets_sent and halve past kGrayWindow packets, so old history
+  // fades. Called on losses only: the scan of the port's EVs costs nothing
+  // per packet.
+  static constexpr uint32_t kGrayWindow = 8192;
+  bool lossier_than_siblings(int slot) {
+    if (proto_.gray_loss_factor == 0) return false;
+    const EvSlot& s = slots_[static_cast<size_t>(slot)];
+    EvHealth& h = health_[static_cast<size_t>(slot)];
+    uint32_t sent = static_cast<uint32_t>(s.packets_sent) - h.window_sent_base;
+    if (sent > kGrayWindow) {
+      h.window_sent_base = static_cast<uint32_t>(s.packets_sent) - sent / 2;
+      h.window_lost = static_cast<uint16_t>(h.window_lost / 2);
+      sent /= 2;
+    }
+    if (h.window_lost < 4) return false;
+    auto& sib = sibling_windows_;
+    sib.clear();
+    for (uint16_t o : by_port_[s.port]) {
+      const EvSlot& x = slots_[o];
+      if (o == slot || x.state == EvState::assumed_bad || x.state == EvState::denied) continue;
+      const uint32_t xs = static_cast<uint32_t>(x.packets_sent) - health_[o].window_sent_base;
+      if (xs != 0) sib.push_back({xs, health_[o].window_lost});
+    }
+    if (sib.size() < 2) return false;  // nothing to compare with
+    const auto rate_less = [](const Window& a, const Window& b) {
+      return uint64_t{a.lost} * b.sent < uint64_t{b.lost} * a.sent;
+    };
+    const size_t half = (sib.size() + 1) / 2;
+    std::nth_element(sib.begin(), sib.begin() + static_cast<std::ptrdiff_t>(half - 1), sib.end(), rate_less);
+    uint64_t others_sent = 0, others_lost = 0;
+    for (size_t i = 0; i < half; ++i) {
+      others_sent += sib[i].sent;
+      others_lost += sib[i].lost;
+    }
+    if (others_sent < sent) return false;  // too few of their packets to judge by
+    const double expected = static_cast<double>(sent) * static_cast<double>(others_lost + 1) /
+                            static_cast<double>(others_sent);
+    const bool apart = h.window_lost > proto_.gray_loss_factor * expected + 3 * std::sqrt(expected) + 2;
+    if (!apart && sent >= kGrayWindow / 2) h.gray_strikes = 0;  // a window in line with the others
+    return apart;
   }
 
   // True if few of port p's other active EVs are SKIP (marked since their last
@@ -734,6 +802,10 @@ class MrcPathPolicy final : public PathPolicy {
     h.probe_outstanding = false;
     h.hold_reported = false;
     h.skipped_at = now;
+    // Back with a fresh window: its losses before are the old path's.
+    h.gray_retired = false;
+    h.window_lost = 0;
+    h.window_sent_base = static_cast<uint32_t>(s.packets_sent);
     h.next_probe = Time::never();
     backup_[s.port].push_back(static_cast<uint16_t>(slot));
     promote(s.port);
@@ -742,6 +814,13 @@ class MrcPathPolicy final : public PathPolicy {
   }
 
   MrcPathOptions opt_;
+  /// lossier_than_siblings' scratch: the siblings' windows (no allocation
+  /// per loss once it has grown to a port's EV count).
+  struct Window {
+    uint32_t sent;
+    uint32_t lost;
+  };
+  std::vector<Window> sibling_windows_;
   Time last_hop_trim_ = Time::never();  ///< the latest TRIMMED_LASTHOP NACK
   uint32_t active_mask_ = 0;  ///< ports with a non-empty active set
   uint32_t target_active_ = 1;

@@ -58,6 +58,14 @@ struct EvHealth {
   /// Confirming probes of this suspicion that went unanswered so far
   /// (ProtocolConfig::loss_confirm_probes).
   uint8_t confirm_misses = 0;
+  /// Times in a row its loss rate set it apart from its siblings
+  /// (ProtocolConfig::gray_loss_factor); each doubles the answered probes
+  /// that bring it back. Cleared when it carries a window without standing out.
+  uint8_t gray_strikes = 0;
+  /// Losses in its current window (halved with the window), and
+  /// EvSlot::packets_sent's low 32 bits when the window began.
+  uint16_t window_lost = 0;
+  uint32_t window_sent_base = 0;
   /// When a confirming probe last vouched for it (never if not yet): a
   /// second loss soon after is a path that loses packets, not chance.
   Time cleared_at = Time::never();
@@ -67,6 +75,9 @@ struct EvHealth {
   /// A suspect that probes vouched for too often lately: only proof that
   /// its loss was spurious clears it (ProtocolConfig::gray_loss_vouches).
   bool on_trial = false;
+  /// ASSUMED_BAD for losing more than its siblings (gray_strikes): a late
+  /// packet proving one loss spurious does not bring it back, probes do.
+  bool gray_retired = false;
   Time probe_sent_at;
   Time skipped_at;              ///< when it last went to SKIP
   uint32_t drops = 0;           ///< losses since the last event for this EV
