@@ -32,7 +32,7 @@ constexpr uint32_t kEvsPerPlane = 16;
 class Host final : public Node {
  public:
   Host(Simulator& sim, Fabric& f, uint32_t id, uint32_t dst, std::vector<core::EvEntry> evs)
-      : sim_(sim), f_(f), id_(id), dst_(dst), evs_(std::move(evs)), next_(f.planes(), 0) {}
+      : sim_(sim), f_(f), id_(id), dst_(dst), evs_(std::move(evs)), next_(f.planes(), 0), keys_(sim.new_keys()) {}
 
   void start() {
     for (uint32_t p = 0; p < f_.planes(); ++p) send(p);
@@ -58,7 +58,8 @@ class Host final : public Node {
     f_.set_route(*p);
     if (cur_.size() <= plane) cur_.resize(plane + 1);
     cur_[plane] = p;
-    sim_.schedule(sim_.now() + Duration::serialization(p->wire_bytes(), f_.host_port_bps(id_, plane)), this, plane);
+    sim_.schedule(sim_.now() + Duration::serialization(p->wire_bytes(), f_.host_port_bps(id_, plane)), this, plane,
+                  keys_.next());
   }
   Simulator& sim_;
   Fabric& f_;
@@ -66,6 +67,7 @@ class Host final : public Node {
   std::vector<core::EvEntry> evs_;
   std::vector<uint32_t> next_;
   std::vector<Packet*> cur_;
+  EventKeys keys_;
 };
 
 // range(0): planes (1 = fattree2, else clos2_multiplane); range(1): 0 = SRv6, 1 = ECMP.

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// EventQueue: the simulator's pending events, popped in (time, insertion)
-// order.
+// EventQueue: the simulator's pending events, popped in (time, key) order.
 //
 // A timing wheel of kSlots buckets of 2^kShift ps (1.024 ns; the wheel spans
 // ~4.2 us, more than a hop's link + switch latency) with a binary heap for
-// the events beyond it (timers). Each bucket is a FIFO list of chunks of 10
+// the events beyond it (timers). Each bucket is a FIFO list of chunks of 15
 // events from a pooled slab, so a push is a store into a chunk that is warm
 // (the bucket's tail, or one freed moments ago) and draining a bucket reads
 // whole cache lines in sequence, the next chunk prefetched while one is
@@ -22,11 +21,13 @@
 // times between buckets; 30 % of mrc-sim's instructions on the 128-host
 // permutation), then this wheel (one list entry per event, then chunks).
 //
-// Ties break on insertion order, so a run is deterministic: the heap orders
-// by (time, insertion); a bucket's heap events were all pushed before any of
-// its wheel events (once a bucket is within the wheel's reach it stays so);
-// a bucket's chunk list is in insertion order; so heap events first, then
-// the list, then a stable sort by time alone gives (time, insertion) order.
+// Ties break on the event's key (event_key(): the entity that scheduled it
+// and that entity's own count), not on insertion order: a partitioned run
+// inserts the same events in another order (its cross-partition events
+// arrive at window boundaries), and the key is what both runs agree on. The
+// heap orders by (time, key); a drained bucket is sorted by time (stably,
+// radix or insertion) and then runs of equal times by key, which costs one
+// comparison per event when times are distinct.
 #pragma once
 
 #include <algorithm>
@@ -41,12 +42,46 @@ namespace mrc::sim {
 
 class Node;
 
+/// Bits of an event key that count an entity's events (the rest name it).
+inline constexpr int kEventSeqBits = 36;
+
+/// The tie-break key of an event: `entity` (an id the simulator handed out,
+/// Simulator::new_entity, < 2^28) and `seq`, that entity's own count of the
+/// events it keyed (modulo 2^36: a wrap only changes which of two events at
+/// the same picosecond goes first, still the same in every run). Events at
+/// the same time run in key order.
+constexpr uint64_t event_key(uint32_t entity, uint64_t seq) {
+  return (uint64_t{entity} << kEventSeqBits) | (seq & ((uint64_t{1} << kEventSeqBits) - 1));
+}
+
+/// The keys one entity gives the events it schedules: its id and a count of
+/// its own (event_key). An entity owns one (or several, for streams of
+/// events that must stay countable on their own, such as frames another
+/// partition may send it) and calls next() once per event it schedules.
+class EventKeys {
+ public:
+  EventKeys() = default;
+  explicit EventKeys(uint32_t entity) : base_(event_key(entity, 0)) {}
+  /// The key of the next event.
+  uint64_t next() { return base_ | (seq_++ & ((uint64_t{1} << kEventSeqBits) - 1)); }
+  uint32_t entity() const { return static_cast<uint32_t>(base_ >> kEventSeqBits); }
+
+ private:
+  uint64_t base_ = 0;
+  uint64_t seq_ = 0;
+};
+
 struct Event {
   Time at;
-  uint64_t seq = 0;  ///< insertion order (set for events that went through the far heap only)
+  uint64_t key = 0;  ///< tie-break among events at the same time (event_key)
   Node* node = nullptr;
   uint64_t tag = 0;
 };
+
+/// Event order: time, then key.
+inline bool event_before(const Event& a, const Event& b) {
+  return a.at < b.at || (a.at == b.at && a.key < b.key);
+}
 
 class EventQueue {
  public:
@@ -61,15 +96,15 @@ class EventQueue {
     return batch_[next_];
   }
 
-  /// Adds an event. `at` must not be earlier than the last event popped (it
-  /// is clamped to it).
-  void push(Time at, Node* node, uint64_t tag) {
-    uint64_t key = key_of(at);
-    assert(key >= popped_);
-    if (key < popped_) key = popped_;
-    const Time t = Time::from_ps(static_cast<int64_t>(key));
+  /// Adds an event with tie-break `key` (event_key). `at` must not be
+  /// earlier than the last event popped (it is clamped to it).
+  void push(Time at, Node* node, uint64_t tag, uint64_t key) {
+    uint64_t ps = key_of(at);
+    assert(ps >= popped_);
+    if (ps < popped_) ps = popped_;
+    const Time t = Time::from_ps(static_cast<int64_t>(ps));
     ++size_;
-    const uint64_t b = key >> kShift;
+    const uint64_t b = ps >> kShift;
     if (b - cur_ - 1 < kSlots - 1) {  // cur_ < b < cur_ + kSlots: the wheel
       const uint32_t s = static_cast<uint32_t>(b & kMask);
       uint32_t c = tail_of_[s];
@@ -85,10 +120,10 @@ class EventQueue {
         c = nc;
       }
       Chunk& ch = chunks_[c];
-      ch.ev[ch.n++] = Slot{t, node, tag};
+      ch.ev[ch.n++] = Event{t, key, node, tag};
       return;
     }
-    push_slow(t, node, tag);
+    push_slow(Event{t, key, node, tag});
   }
 
   /// The event after top(), if it is already known cheaply (in the sorted
@@ -110,21 +145,16 @@ class EventQueue {
   static constexpr uint64_t kSlots = 4096;
   static constexpr uint64_t kMask = kSlots - 1;
   static constexpr uint32_t kNil = 0xFFFFFFFFu;
-  struct Slot {
-    Time at;
-    Node* node;
-    uint64_t tag;
-  };
   // A bucket is a list of chunks of events, in insertion order: draining it
   // reads whole cache lines in sequence (one dependent miss per chunk, and
   // the next chunk is prefetched while one is copied) where a list of single
   // events took one dependent miss per event.
-  static constexpr uint32_t kChunkEvents = 10;
+  static constexpr uint32_t kChunkEvents = 15;  // 488 of a chunk's 512 bytes
   static constexpr size_t kSmallBatch = 24;
   struct alignas(64) Chunk {
     uint32_t next;
     uint32_t n;
-    Slot ev[kChunkEvents];
+    Event ev[kChunkEvents];
   };
   static void prefetch_chunk(const Chunk* c) {
     const char* p = reinterpret_cast<const char*>(c);
@@ -132,8 +162,8 @@ class EventQueue {
   }
 
   static uint64_t key_of(Time t) { return t.ps() < 0 ? 0 : static_cast<uint64_t>(t.ps()); }
-  // Heap order: the earliest (time, insertion) on top.
-  static bool later(const Event& a, const Event& b) { return a.at > b.at || (a.at == b.at && a.seq > b.seq); }
+  // Heap order: the earliest (time, key) on top.
+  static bool later(const Event& a, const Event& b) { return event_before(b, a); }
 
   uint32_t new_chunk() {
     uint32_t c = free_;
@@ -152,19 +182,19 @@ class EventQueue {
   }
 
   // Not the wheel: the batch being drained, or the heap.
-  __attribute__((noinline)) void push_slow(Time t, Node* node, uint64_t tag) {
-    const uint64_t b = key_of(t) >> kShift;
+  __attribute__((noinline)) void push_slow(const Event& e) {
+    const uint64_t b = key_of(e.at) >> kShift;
     if (b <= cur_ && next_ < batch_.size()) {
       // The bucket being drained (or, after top() looked ahead, an earlier
-      // one): into the sorted batch, after every event at or before `key`.
+      // one): into the sorted batch, after every event that goes before it.
       size_t i = batch_.size();
-      while (i > next_ && batch_[i - 1].at > t) --i;
-      batch_.insert(batch_.begin() + static_cast<std::ptrdiff_t>(i), Event{t, 0, node, tag});
+      while (i > next_ && event_before(e, batch_[i - 1])) --i;
+      batch_.insert(batch_.begin() + static_cast<std::ptrdiff_t>(i), e);
       return;
     }
     // Beyond the wheel (or the current bucket with the batch drained): the
     // heap. refill() looks at its minimum every time.
-    far_.push_back(Event{t, seq_++, node, tag});
+    far_.push_back(e);
     std::push_heap(far_.begin(), far_.end(), later);
   }
 
@@ -185,7 +215,7 @@ class EventQueue {
   }
 
   // The batch is drained: gather the earliest bucket from the heap and the
-  // wheel, in (time, insertion) order.
+  // wheel, in (time, key) order.
   void refill() const {
     batch_.clear();
     next_ = 0;
@@ -209,7 +239,7 @@ class EventQueue {
       while (c != kNil) {
         const Chunk& ch = chunks_[c];
         if (ch.next != kNil) prefetch_chunk(&chunks_[ch.next]);
-        for (uint32_t i = 0; i < ch.n; ++i) batch_.push_back(Event{ch.ev[i].at, 0, ch.ev[i].node, ch.ev[i].tag});
+        batch_.insert(batch_.end(), ch.ev, ch.ev + ch.n);
         last = c;
         c = ch.next;
       }
@@ -223,26 +253,34 @@ class EventQueue {
     sort_batch(b);
   }
 
-  // Stable sort of the batch by time. Every event in it lies in bucket b, so
-  // the key is the 10-bit offset within the bucket. A small or nearly sorted
-  // batch takes an insertion sort (one comparison per event when sorted); a
-  // large one (a busy fabric puts over a hundred events in a 1 ns bucket, in
-  // no particular order) a two-pass radix sort on the offset.
+  // Sorts the batch by (time, key). Every event in it lies in bucket b, so
+  // the time is the 10-bit offset within the bucket. A small or nearly
+  // sorted batch takes an insertion sort (one comparison per event when
+  // sorted); a large one (a busy fabric puts over a hundred events in a 1 ns
+  // bucket, in no particular order) first a two-pass radix sort on the
+  // offset, after which only runs of equal times may be out of key order,
+  // which the insertion pass puts right.
   void sort_batch(uint64_t b) const {
     const size_t n = batch_.size();
     size_t i = 1;
-    while (i < n && !(batch_[i].at < batch_[i - 1].at)) ++i;
+    while (i < n && !event_before(batch_[i], batch_[i - 1])) ++i;
     if (i >= n) return;
-    if (n <= kSmallBatch) {
-      for (; i < n; ++i) {
-        if (!(batch_[i].at < batch_[i - 1].at)) continue;
-        const Event e = batch_[i];
-        size_t j = i;
-        for (; j > 0 && e.at < batch_[j - 1].at; --j) batch_[j] = batch_[j - 1];
-        batch_[j] = e;
-      }
-      return;
+    if (n > kSmallBatch) {
+      radix_sort_by_time(b);
+      i = 1;
     }
+    for (; i < n; ++i) {
+      if (!event_before(batch_[i], batch_[i - 1])) continue;
+      const Event e = batch_[i];
+      size_t j = i;
+      for (; j > 0 && event_before(e, batch_[j - 1]); --j) batch_[j] = batch_[j - 1];
+      batch_[j] = e;
+    }
+  }
+
+  // Stable sort of the batch (all in bucket b) by time alone.
+  void radix_sort_by_time(uint64_t b) const {
+    const size_t n = batch_.size();
     static_assert(kShift == 10, "two 5-bit radix passes");
     const uint64_t base = b << kShift;
     uint32_t lo[33] = {}, hi[33] = {};
@@ -288,7 +326,6 @@ class EventQueue {
   mutable std::vector<Event> far_;    ///< heap: events beyond the wheel when pushed
   uint64_t popped_ = 0;               ///< time of the last event popped
   size_t size_ = 0;
-  uint64_t seq_ = 0;
 };
 
 }  // namespace mrc::sim

@@ -8,6 +8,13 @@
 // Elements (links, switch ports, NICs, workloads) derive from Node and keep
 // at most one pending event each where they can (a busy link schedules only
 // its next departure), which keeps the queue small and the loop fast.
+//
+// Events at the same picosecond run in the order of their keys
+// (event_key: an entity id, then that entity's own count), never in the
+// order they were scheduled in. Every entity takes its id from new_entity()
+// while the model is built, and counts its own events (EventKeys), so the
+// order depends only on the model and the seed: a run split into partitions
+// that schedule in another interleaving runs its events in the same order.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +53,18 @@ class Simulator {
   Simulator& operator=(const Simulator&) = delete;
 
   Time now() const { return now_; }
-  /// Runs `node->on_event(tag)` at `at` (>= now()).
-  void schedule(Time at, Node* node, uint64_t tag) { queue_.push(at < now_ ? now_ : at, node, tag); }
+  /// Runs `node->on_event(tag)` at `at` (>= now(); earlier is run at
+  /// now()). `key` (event_key, usually EventKeys::next() of the entity
+  /// scheduling) orders it among events at the same time.
+  void schedule(Time at, Node* node, uint64_t tag, uint64_t key) {
+    queue_.push(at < now_ ? now_ : at, node, tag, key);
+  }
+  /// A fresh entity id, for event keys. The model's builders take them in a
+  /// fixed order (construction order), so ids, like streams, depend only on
+  /// the configuration. Ids above 2^28 - 1 wrap (event_key).
+  uint32_t new_entity() { return next_entity_++; }
+  /// EventKeys for a fresh entity.
+  EventKeys new_keys() { return EventKeys(new_entity()); }
   /// Processes events up to and including `end`; the clock is left at `end`
   /// (or at the last event if the queue empties first). Returns false if the
   /// queue emptied.
@@ -57,6 +74,8 @@ class Simulator {
   bool stopped() const { return stop_; }
 
   uint64_t events_processed() const { return events_; }
+  /// Time of the earliest pending event, or Time::never() if none.
+  Time next_event_time() const { return queue_.empty() ? Time::never() : queue_.top().at; }
   size_t pending_events() const { return queue_.size(); }
 
   /// An independent random stream for element `id` (same seed + id, same stream).
@@ -73,6 +92,7 @@ class Simulator {
   Prng rng_;
   ObjectPool<Packet, 1024> packets_;
   uint64_t events_ = 0;
+  uint32_t next_entity_ = 1;
   bool stop_ = false;
 };
 

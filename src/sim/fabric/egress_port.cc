@@ -56,6 +56,7 @@ void EgressPort::init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint
   quantum_[0] = pct * kQuantumPerPct;
   quantum_[1] = (100 - pct) * kQuantumPerPct;
   rng_ = ctx->sim->rng_for(rng_stream);
+  keys_ = ctx->sim->new_keys();
   ecn_inv_range_ = prm.ecn_kmax_bytes > prm.ecn_kmin_bytes
                        ? 1.0 / static_cast<double>(prm.ecn_kmax_bytes - prm.ecn_kmin_bytes)
                        : 0.0;
@@ -136,7 +137,7 @@ void EgressPort::catch_up(Time now) {
 void EgressPort::schedule_send() {
   if (ev_pending_) return;
   ev_pending_ = true;
-  ctx_->sim->schedule(busy_until_, this, send_tag());
+  ctx_->sim->schedule(busy_until_, this, send_tag(), keys_.next());
 }
 
 void EgressPort::kick() {

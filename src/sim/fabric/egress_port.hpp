@@ -85,7 +85,8 @@ class alignas(64) EgressPort final : public Node {
 
   EgressPort() = default;
   /// `out` is the pipe this port transmits into. `pfc_peer` and `radix` (the
-  /// owning switch's port count) are needed only with prm.pfc.
+  /// owning switch's port count) are needed only with prm.pfc. Takes the
+  /// port's entity id for event keys (Simulator::new_entity).
   void init(FabricContext* ctx, Pipe* out, const PortParams& prm, uint64_t rng_stream,
             PfcPeer* pfc_peer = nullptr, uint32_t radix = 0);
 
@@ -163,6 +164,7 @@ class alignas(64) EgressPort final : public Node {
   int64_t deficit_[2] = {0, 0};
   int64_t quantum_[2] = {0, 0};
   Prng rng_;
+  EventKeys keys_;  ///< the serializer's own events
   // Cold.
   PortParams prm_;
   PfcPeer* pfc_peer_ = nullptr;

@@ -138,7 +138,7 @@ void Fabric::Impl::refresh_link(uint32_t link) {
 void Fabric::Impl::state_changed() {
   if (cfg.routing != Routing::ecmp || cfg.reconverge_after <= Duration{}) return;
   pending_routes.push_back(snapshot());
-  sim.schedule(sim.now() + cfg.reconverge_after, this, kReconvergeTag);
+  sim.schedule(sim.now() + cfg.reconverge_after, this, kReconvergeTag, keys.next());
 }
 
 void Fabric::Impl::on_event(Simulator& s, uint64_t tag) {

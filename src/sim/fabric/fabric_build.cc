@@ -23,6 +23,7 @@ Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c) : sim(s), cfg(c), shap
   ctx.sim = &sim;
   ctx.pfc_host_sink = this;
   ctx.pfc_delay = cfg.link_delay;
+  keys = sim.new_keys();
   ev.w0 = bits_for(shape.t0_up);
   ev.w1 = shape.three_tier ? bits_for(shape.t1_up) : 0;
   ev.t0_up = shape.t0_up;

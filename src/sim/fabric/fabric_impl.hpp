@@ -128,6 +128,7 @@ struct Fabric::Impl final : Node {
   std::vector<Node*> nics;
   std::vector<uint32_t> host_paused;  ///< PAUSEs in force per host * planes + plane
   std::deque<NetState> pending_routes;  ///< ECMP reconvergences scheduled, oldest first
+  EventKeys keys;  ///< the fabric's own events (reconvergence)
 };
 
 }  // namespace mrc::sim

@@ -13,6 +13,7 @@ namespace mrc::sim {
 void Pipe::init(FabricContext* ctx, uint64_t rate_bps, Duration delay, uint64_t rng_stream) {
   ctx_ = ctx;
   delay_ = delay;
+  id_ = ctx->sim->new_entity();
   rng_ = ctx->sim->rng_for(rng_stream);
   set_rate(rate_bps);
 }
@@ -69,8 +70,9 @@ bool Pipe::send(Packet* p, Time done) {
   tail_at_ = at;
   ++count_;
   if (!ev_pending_) {
+    // No event pending means the FIFO was empty: p is the head.
     ev_pending_ = true;
-    ctx_->sim->schedule(at, this, reinterpret_cast<uintptr_t>(p));
+    ctx_->sim->schedule(at, this, reinterpret_cast<uintptr_t>(p), event_key(id_, head_seq_));
   }
   return true;
 }
@@ -86,6 +88,7 @@ uint64_t Pipe::flush() {
   }
   tail_ = nullptr;
   count_ = 0;
+  head_seq_ += n;
   ctx_->stats.drops_link_down += n;
   // A pending event stays; it finds the FIFO empty, or a later head, and
   // reschedules for that.
@@ -105,6 +108,7 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
     head_at_ = p->pipe_next_at;
     if (!head_) tail_ = nullptr;
     --count_;
+    ++head_seq_;
     deliver(p);
   }
   // The feeding port starts what it would have started by now (arrivals
@@ -113,7 +117,7 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
   ev_pending_ = false;
   if (head_) {
     ev_pending_ = true;
-    sim.schedule(head_at_, this, reinterpret_cast<uintptr_t>(head_));
+    sim.schedule(head_at_, this, reinterpret_cast<uintptr_t>(head_), event_key(id_, head_seq_));
   }
 }
 

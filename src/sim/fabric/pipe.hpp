@@ -13,6 +13,11 @@
 // with the pipe: a delivery touches the pipe's first line and the packet,
 // nothing else.
 //
+// A delivery's event is keyed (event_key) by the pipe's id and the ordinal
+// of the packet it delivers (packets that entered the FIFO before it), so
+// its order among events at the same time does not depend on who made the
+// pipe schedule it (the sender's transmission or the previous delivery).
+//
 // The pipe also owns the link's physical state in its direction: rate (which
 // the sender reads to serialize), alive (link up and both end switches up),
 // and random gray loss from its own seeded stream.
@@ -33,6 +38,7 @@ class alignas(64) Pipe final : public Node {
   Pipe() = default;
 
   /// Sets rate and delay; `rng_stream` seeds the gray-loss stream (sim.rng_for).
+  /// Takes the pipe's entity id for event keys (Simulator::new_entity).
   void init(FabricContext* ctx, uint64_t rate_bps, Duration delay, uint64_t rng_stream);
   /// The far end is switch `sw`, which sees the packet arrive on `in_port`.
   void connect_to_switch(Switch* sw, uint32_t in_port);
@@ -108,6 +114,8 @@ class alignas(64) Pipe final : public Node {
   uint64_t rate_bps_ = 0;
   Node* nic_ = nullptr;
   uint32_t host_ = 0;
+  uint32_t id_ = 0;         ///< entity id (event keys)
+  uint64_t head_seq_ = 0;   ///< ordinal of head_: packets that entered the FIFO before it
   Prng rng_;
 };
 

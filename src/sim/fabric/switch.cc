@@ -19,6 +19,7 @@ void Switch::init(FabricContext* ctx, const TopologyShape* shape, SwitchRef ref,
   salt_ = salt;
   plane_bits_ = ref.plane & 7u;
   upstream_.assign(nports, Upstream{});
+  pfc_keys_ = ctx->sim->new_keys();
 }
 
 void Switch::set_srv6_table(uint16_t own_first, uint16_t own_count, const std::vector<FibEntry> (&table)[4],
@@ -116,9 +117,9 @@ void Switch::pfc_signal(uint32_t in_port, bool pause) {
   // The frame crosses the link back to the sender.
   const Time at = sim.now() + ctx_->pfc_delay;
   if (u.port)
-    sim.schedule(at, u.port, pause ? EgressPort::kTagPause : EgressPort::kTagResume);
+    sim.schedule(at, u.port, pause ? EgressPort::kTagPause : EgressPort::kTagResume, pfc_keys_.next());
   else if (ctx_->pfc_host_sink)
-    sim.schedule(at, ctx_->pfc_host_sink, pfc_host_tag(u.host, u.plane, pause));
+    sim.schedule(at, ctx_->pfc_host_sink, pfc_host_tag(u.host, u.plane, pause), pfc_keys_.next());
 }
 
 }  // namespace mrc::sim

@@ -57,6 +57,7 @@ class alignas(64) Switch final : public PfcPeer {
 
   /// `pod` and `pos` place the switch for ECMP: T0: pod; T1: pod and its
   /// index j within the pod; T2: its group j. `index` is SwitchRef::index.
+  /// Takes an entity id for the keys of the PFC frames it sends.
   void init(FabricContext* ctx, const TopologyShape* shape, SwitchRef ref, uint32_t pod, uint32_t pos,
             PortSlot* ports, uint32_t nports, uint64_t salt);
   /// SRv6: the switch owns uSIDs [own_first, own_first + own_count); table[t]
@@ -140,6 +141,7 @@ class alignas(64) Switch final : public PfcPeer {
   // Cold.
   std::vector<FibEntry> fib_;
   std::vector<Upstream> upstream_;  ///< PFC
+  EventKeys pfc_keys_;              ///< PFC frames sent
 };
 
 /// 64-bit mixer (MurmurHash3 finalizer): ECMP hashing.

@@ -16,7 +16,7 @@ Class class_of(core::TrafficClass tc) {
 }  // namespace
 
 Nic::Nic(Simulator& sim, Fabric& fabric, uint32_t host, core::EndpointConfig cfg)
-    : sim_(sim), fabric_(fabric), host_(host) {
+    : sim_(sim), fabric_(fabric), host_(host), keys_(sim.new_keys()) {
   cfg.ports.clear();
   for (uint32_t p = 0; p < fabric.planes(); ++p)
     cfg.ports.push_back(core::PortConfig{fabric.host_port_bps(host, p)});
@@ -97,7 +97,7 @@ void Nic::send_on_idle_ports() {
     fabric_.set_route(*p);
     in_flight_[tx->port] = p;
     tx_payload_[tx->port] += tx->payload_len;
-    sim_.schedule(sim_.now() + uplinks_[tx->port]->serialization(p->wire_bytes()), this, tx->port);
+    sim_.schedule(sim_.now() + uplinks_[tx->port]->serialization(p->wire_bytes()), this, tx->port, keys_.next());
   }
 }
 
@@ -111,7 +111,7 @@ void Nic::arm_timer() {
   if (t.is_never() || t >= timer_at_) return;
   timer_at_ = t;
   ++timer_gen_;
-  sim_.schedule(t, this, kTimerTag | (timer_gen_ & 0xFFFFFFFF));
+  sim_.schedule(t, this, kTimerTag | (timer_gen_ & 0xFFFFFFFF), keys_.next());
 }
 
 void Nic::drain_events() {

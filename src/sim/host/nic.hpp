@@ -103,6 +103,7 @@ class Nic final : public Node {
   uint64_t timer_gen_ = 0;
   uint8_t hdr_[wire::kMaxHeaderBytes];
   uint64_t next_packet_id_ = 0;
+  EventKeys keys_;  ///< the NIC's own events (serialization, timer)
   uint32_t admin_down_ = 0;  ///< bit p: port p disabled by the controller
   uint64_t rx_admin_drops_ = 0;
 };

@@ -270,7 +270,7 @@ Status validate_failures(const std::vector<FailureSpec>& specs, const Fabric& fa
 }
 
 FailureSchedule::FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs)
-    : sim_(sim), fabric_(fabric), cluster_(cluster), specs_(std::move(specs)) {
+    : sim_(sim), fabric_(fabric), cluster_(cluster), specs_(std::move(specs)), keys_(sim.new_keys()) {
   for (const FailureSpec& f : specs_) {
     links_.push_back(failure_links(f, fabric_));
     switches_.push_back(failure_switches(f, fabric_));
@@ -280,7 +280,7 @@ FailureSchedule::FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluste
 // Tags: index << 1 | begin(1)/end(0).
 void FailureSchedule::start() {
   for (size_t i = 0; i < specs_.size(); ++i)
-    if (specs_[i].at_step < 0) sim_.schedule(specs_[i].at, this, (i << 1) | 1);
+    if (specs_[i].at_step < 0) sim_.schedule(specs_[i].at, this, (i << 1) | 1, keys_.next());
 }
 
 void FailureSchedule::step_started(uint32_t step) {
@@ -291,7 +291,7 @@ void FailureSchedule::step_started(uint32_t step) {
     const Time anchor = sim_.now();
     f.at = anchor + (f.at - Time::zero());
     if (f.until != Time::never()) f.until = anchor + (f.until - Time::zero());
-    sim_.schedule(f.at, this, (i << 1) | 1);
+    sim_.schedule(f.at, this, (i << 1) | 1, keys_.next());
   }
 }
 
@@ -310,13 +310,13 @@ void FailureSchedule::on_event(Simulator& sim, uint64_t tag) {
     set_links(i, !begin);
     const Duration down = Duration::ps(static_cast<int64_t>(static_cast<double>(f.period.count_ps()) * f.duty));
     const Time next = sim.now() + (begin ? down : f.period - down);
-    sim.schedule(min(next, f.until), this, (i << 1) | (begin ? 0 : 1));
+    sim.schedule(min(next, f.until), this, (i << 1) | (begin ? 0 : 1), keys_.next());
     if (begin) log_.emplace_back(sim.now(), f.text + " (down)");
     return;
   }
   apply(i, begin);
   log_.emplace_back(sim.now(), (begin ? "" : "end of ") + f.text);
-  if (begin && f.duration != Duration::infinite()) sim.schedule(sim.now() + f.duration, this, i << 1);
+  if (begin && f.duration != Duration::infinite()) sim.schedule(sim.now() + f.duration, this, i << 1, keys_.next());
 }
 
 void FailureSchedule::set_link(const LinkRef& l, bool up) {

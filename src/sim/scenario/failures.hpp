@@ -128,6 +128,7 @@ class FailureSchedule final : public Node {
   std::vector<std::vector<LinkRef>> links_;     ///< failure_links() of each spec
   std::vector<std::vector<SwitchRef>> switches_;  ///< failure_switches() of each spec
   std::vector<std::pair<Time, std::string>> log_;
+  EventKeys keys_;  ///< failures beginning and ending
 };
 
 }  // namespace mrc::sim

@@ -17,7 +17,7 @@ class Sampler final : public Node {
  public:
   Sampler(Simulator& sim, Cluster& c, Fabric& f, Duration every, std::vector<Sample>* out,
           std::function<void(Time, const Cluster&)> hook)
-      : sim_(sim), c_(c), f_(f), every_(every), out_(out), hook_(std::move(hook)) {}
+      : sim_(sim), c_(c), f_(f), every_(every), out_(out), hook_(std::move(hook)), keys_(sim.new_keys()) {}
   /// Also records per-host, per-plane and per-flow rows into `r` (flows:
   /// the (src, dst) of each, whose receivers count per source).
   void detail(RunResult* r, bool hosts, bool planes, std::vector<std::pair<uint32_t, uint32_t>> flows) {
@@ -27,10 +27,10 @@ class Sampler final : public Node {
     flows_ = std::move(flows);
     for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
-  void start() { sim_.schedule(sim_.now() + every_, this, 0); }
+  void start() { sim_.schedule(sim_.now() + every_, this, 0, keys_.next()); }
   void on_event(Simulator& sim, uint64_t) override {
     take(sim.now());
-    sim.schedule(sim.now() + every_, this, 0);
+    sim.schedule(sim.now() + every_, this, 0, keys_.next());
   }
   /// The run stopped at `now`: a last, shorter sample covers what arrived
   /// since the last full one (rates over its own length), so the series
@@ -97,6 +97,7 @@ class Sampler final : public Node {
   Duration every_;
   std::vector<Sample>* out_;
   std::function<void(Time, const Cluster&)> hook_;
+  EventKeys keys_;  ///< samples
   uint64_t last_placed_ = 0, last_unplaced_ = 0;
   Time last_at_;        ///< time of the last sample (the run's start before the first)
   Duration interval_;   ///< length of the sample being taken

@@ -18,7 +18,7 @@ constexpr uint64_t kMemSize = uint64_t{1} << 40;  // simulated: nothing is store
 }  // namespace
 
 Cluster::Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t)
-    : sim_(sim), fabric_(fabric), spec_(t), rng_(sim.rng_for(0xC1)) {
+    : sim_(sim), fabric_(fabric), spec_(t), ev_rng_(sim.rng_for(0xC1)) {
   for (uint32_t h = 0; h < fabric.hosts(); ++h) {
     core::EndpointConfig cfg = ep_cfg;
     cfg.seed = sim.rng_for(0x1000 + h).next_u64();
@@ -122,7 +122,11 @@ core::EvProfile Cluster::ev_profile_for(uint32_t from, uint32_t to, uint32_t lan
   }
   core::EvProfile p;
   p.policy = spec_.policy;
-  p.explicit_evs = fabric_.make_evs(from, to, per_plane, rng_);
+  // The QP's own stream, a function of (from, to, lane) alone: QPs are made
+  // when a workload first writes on them, and one stream drawn in that order
+  // would tie every EV set to the order events ran in.
+  Prng rng = ev_rng_.derive((uint64_t{from} << 40) ^ (uint64_t{to} << 16) ^ lane);
+  p.explicit_evs = fabric_.make_evs(from, to, per_plane, rng);
   if (spec_.pin_t0_uplink >= 0) pin(from, p.explicit_evs);
   if (spec_.transport == core::Transport::roce_rc) {
     // A RoCE QP lives on one NIC port: QP `lane` of a pair uses plane

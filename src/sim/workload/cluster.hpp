@@ -207,7 +207,7 @@ class Cluster {
   uint64_t evs_retired_ = 0;
   uint64_t evs_resurrected_ = 0;
   std::vector<HostCtl> ctl_;  ///< per host; empty without use_controller()
-  Prng rng_;
+  Prng ev_rng_;  ///< parent of each QP's EV stream (ev_profile_for); never drawn from itself
 };
 
 }  // namespace mrc::sim

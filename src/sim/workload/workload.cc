@@ -121,7 +121,7 @@ Result<std::vector<FlowSpec>> read_connection_matrix(const std::string& path, ui
 
 FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpec> flows, Duration base_latency,
                            uint64_t host_bps)
-    : sim_(sim), cluster_(cluster) {
+    : sim_(sim), cluster_(cluster), keys_(sim.new_keys()) {
   for (const FlowSpec& f : flows) {
     FlowRecord r;
     r.spec = f;
@@ -163,7 +163,7 @@ void FlowWorkload::count_unfinished() {
 }
 
 void FlowWorkload::start() {
-  for (size_t i = 0; i < recs_.size(); ++i) sim_.schedule(recs_[i].spec.start, this, i);
+  for (size_t i = 0; i < recs_.size(); ++i) sim_.schedule(recs_[i].spec.start, this, i, keys_.next());
 }
 
 void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
@@ -209,7 +209,8 @@ RingTraining::RingTraining(Simulator& sim, Cluster& cluster, std::vector<uint32_
       bytes_(bytes),
       steps_(steps),
       compute_(compute),
-      step_latency_(step_latency) {}
+      step_latency_(step_latency),
+      keys_(sim.new_keys()) {}
 
 Duration RingTraining::ideal_collective() const {
   const uint32_t n = static_cast<uint32_t>(ring_.size());
@@ -225,7 +226,7 @@ Duration RingTraining::ideal_collective() const {
 void RingTraining::start() {
   step_start_ = sim_.now();
   if (on_step_start) on_step_start(0);
-  sim_.schedule(sim_.now() + compute_, this, kComputeDone);
+  sim_.schedule(sim_.now() + compute_, this, kComputeDone, keys_.next());
 }
 
 void RingTraining::on_event(Simulator&, uint64_t tag) {
@@ -286,7 +287,7 @@ void RingTraining::on_received(uint32_t pos, uint32_t k) {
   }
   step_start_ = sim_.now();
   if (on_step_start) on_step_start(step_);
-  sim_.schedule(sim_.now() + compute_, this, kComputeDone);
+  sim_.schedule(sim_.now() + compute_, this, kComputeDone, keys_.next());
 }
 
 }  // namespace mrc::sim

@@ -92,6 +92,7 @@ class FlowWorkload final : public Node {
   std::vector<uint64_t> retransmits_at_start_;  ///< pair counters when each flow started
   std::vector<uint64_t> trims_at_start_;
   size_t finished_ = 0;
+  EventKeys keys_;  ///< flow starts (one per flow, in flow order)
 };
 
 /// A training loop: `steps` times, every host computes for `compute`, then
@@ -146,6 +147,7 @@ class RingTraining final : public Node {
   std::vector<Duration> step_times_;
   std::vector<Duration> coll_times_;
   uint64_t failed_ = 0;
+  EventKeys keys_;  ///< compute phases ending
 };
 
 }  // namespace mrc::sim

@@ -358,6 +358,7 @@ std::vector<test::Sink::Rx> random_traffic(bool events_mode, double loss, Durati
   } feeder;
   feeder.rig = &r;
   Prng rng(seed);
+  EventKeys keys = r.sim.new_keys();
   const int64_t ser_ps = Duration::serialization(kDataWire, k100G).count_ps();
   Time t = Time::zero();
   for (uint32_t i = 0; i < 3000; ++i) {
@@ -370,9 +371,9 @@ std::vector<test::Sink::Rx> random_traffic(bool events_mode, double loss, Durati
                             : test::make_packet(r.sim, 1, 0, static_cast<uint32_t>(256 + rng.below(kData)));
     p->entropy = i;
     feeder.pending.push_back(p);
-    r.sim.schedule(t, &feeder, i);
+    r.sim.schedule(t, &feeder, i, keys.next());
   }
-  r.sim.schedule(Time::zero() + Duration::us(150) + Duration::ps(7), &feeder, UINT64_MAX);
+  r.sim.schedule(Time::zero() + Duration::us(150) + Duration::ps(7), &feeder, UINT64_MAX, keys.next());
   r.drain();
   EXPECT_EQ(r.sim.live_packets(), 0u);
   return r.sink.rx;

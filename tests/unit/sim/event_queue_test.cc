@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Tests for sim/engine/event_queue.hpp: the timing wheel (with its heap for far
-// events) pops events in time order, ties in insertion order, exactly as a reference priority queue.
+// events) pops events in (time, key) order, whatever order they were pushed
+// in, exactly as a reference priority queue.
 #include "sim/engine/event_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -17,10 +18,14 @@ namespace {
 
 struct Ref {
   int64_t at;
-  uint64_t seq;
+  uint64_t key;
   uint64_t tag;
-  bool operator>(const Ref& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+  bool operator>(const Ref& o) const { return std::tie(at, key) > std::tie(o.at, o.key); }
 };
+
+// A distinct key in random order: random high bits above a counter, as
+// entities with random ids counting their own events would give.
+uint64_t random_key(Prng& rng, uint64_t& seq) { return (rng.below(1u << 20) << 24) | seq++; }
 
 // Pushes and pops 100k events with random times drawn from a small range (so
 // many share a time) in random interleaving, comparing every pop.
@@ -35,8 +40,9 @@ TEST(EventQueue, MatchesReferenceOrderOn100kRandomEvents) {
     const bool push = pushed < 100'000 && (ref.empty() || rng.below(100) < 55);
     if (push) {
       const int64_t at = floor_ps + static_cast<int64_t>(rng.below(64));
-      q.push(Time::from_ps(at), nullptr, pushed);
-      ref.push(Ref{at, seq++, pushed});
+      const uint64_t key = random_key(rng, seq);
+      q.push(Time::from_ps(at), nullptr, pushed, key);
+      ref.push(Ref{at, key, pushed});
       ++pushed;
     } else {
       ASSERT_FALSE(q.empty());
@@ -74,8 +80,9 @@ TEST(EventQueue, MatchesReferenceAcrossTimeScales) {
       static const int64_t kScale[] = {0, 1, 1'000, 100'000, 10'000'000, 1'000'000'000};
       const int64_t scale = kScale[rng.below(6)];
       const int64_t at = floor_ps + (scale ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(scale))) : 0);
-      q.push(Time::from_ps(at), nullptr, tag);
-      ref.push(Ref{at, seq++, tag++});
+      const uint64_t key = random_key(rng, seq);
+      q.push(Time::from_ps(at), nullptr, tag, key);
+      ref.push(Ref{at, key, tag++});
     } else {
       const Event e = q.pop();
       ASSERT_EQ(e.tag, ref.top().tag) << "round " << round;
@@ -93,34 +100,62 @@ TEST(EventQueue, MatchesReferenceAcrossTimeScales) {
 
 TEST(EventQueue, PushAfterPeekingAheadStillOrders) {
   EventQueue q;
-  q.push(Time::from_ps(100), nullptr, 1);
-  q.push(Time::from_ps(1'000'000), nullptr, 2);
+  q.push(Time::from_ps(100), nullptr, 1, 1);
+  q.push(Time::from_ps(1'000'000), nullptr, 2, 2);
   EXPECT_EQ(q.pop().tag, 1u);
   EXPECT_EQ(q.top().tag, 2u);  // looks ahead to 1 us
-  q.push(Time::from_ps(500), nullptr, 3);
-  q.push(Time::from_ps(500), nullptr, 4);
-  q.push(Time::from_ps(200), nullptr, 5);
-  q.push(Time::from_ps(1'000'000), nullptr, 6);
+  q.push(Time::from_ps(500), nullptr, 3, 3);
+  q.push(Time::from_ps(500), nullptr, 4, 4);
+  q.push(Time::from_ps(200), nullptr, 5, 5);
+  q.push(Time::from_ps(1'000'000), nullptr, 6, 6);
   std::vector<uint64_t> order;
   while (!q.empty()) order.push_back(q.pop().tag);
   EXPECT_EQ(order, (std::vector<uint64_t>{5, 3, 4, 2, 6}));
 }
 
-TEST(EventQueue, EqualTimesPopInInsertionOrder) {
+// 1000 events at one time, pushed in reverse key order: a batch large
+// enough for the radix sort, whose stable order by time alone the key must
+// then override.
+TEST(EventQueue, EqualTimesPopInKeyOrderNotInsertionOrder) {
   EventQueue q;
-  for (uint64_t i = 0; i < 1000; ++i) q.push(Time::from_ps(7), nullptr, i);
-  for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(q.pop().tag, i);
+  for (uint64_t i = 0; i < 1000; ++i) q.push(Time::from_ps(7), nullptr, i, event_key(3, 999 - i));
+  for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(q.pop().tag, 999 - i);
 }
 
-TEST(EventQueue, SequenceBreaksTiesAcrossInterleavedTimes) {
+TEST(EventQueue, KeyBreaksTiesAcrossInterleavedTimes) {
   EventQueue q;
-  q.push(Time::from_ps(5), nullptr, 1);
-  q.push(Time::from_ps(3), nullptr, 2);
-  q.push(Time::from_ps(5), nullptr, 3);
-  q.push(Time::from_ps(3), nullptr, 4);
+  q.push(Time::from_ps(5), nullptr, 1, event_key(2, 0));
+  q.push(Time::from_ps(3), nullptr, 2, event_key(2, 1));
+  q.push(Time::from_ps(5), nullptr, 3, event_key(1, 7));
+  q.push(Time::from_ps(3), nullptr, 4, event_key(1, 8));
   std::vector<uint64_t> order;
   while (!q.empty()) order.push_back(q.pop().tag);
-  EXPECT_EQ(order, (std::vector<uint64_t>{2, 4, 1, 3}));
+  EXPECT_EQ(order, (std::vector<uint64_t>{4, 2, 3, 1}));
+}
+
+// Same-time events pushed into the batch being drained (push_slow) and into
+// the far heap (timers) still come out in key order.
+TEST(EventQueue, KeyOrdersTiesInTheDrainedBatchAndTheHeap) {
+  EventQueue q;
+  q.push(Time::from_ps(10), nullptr, 1, event_key(5, 0));
+  q.push(Time::from_ps(10), nullptr, 2, event_key(9, 0));
+  EXPECT_EQ(q.pop().tag, 1u);  // the batch of bucket 0 is being drained
+  q.push(Time::from_ps(10), nullptr, 3, event_key(7, 0));
+  q.push(Time::from_ps(10), nullptr, 4, event_key(6, 0));
+  q.push(Time::from_ps(50'000'000), nullptr, 5, event_key(8, 0));  // beyond the wheel: the heap
+  q.push(Time::from_ps(50'000'000), nullptr, 6, event_key(4, 0));
+  std::vector<uint64_t> order;
+  while (!q.empty()) order.push_back(q.pop().tag);
+  EXPECT_EQ(order, (std::vector<uint64_t>{4, 3, 2, 6, 5}));
+}
+
+TEST(EventQueue, EventKeyPacksEntityAboveItsCount) {
+  EXPECT_LT(event_key(1, (uint64_t{1} << kEventSeqBits) - 1), event_key(2, 0));
+  EXPECT_EQ(event_key(1, uint64_t{1} << kEventSeqBits), event_key(1, 0));  // the count wraps within the entity
+  EventKeys k(42);
+  EXPECT_EQ(k.next(), event_key(42, 0));
+  EXPECT_EQ(k.next(), event_key(42, 1));
+  EXPECT_EQ(k.entity(), 42u);
 }
 
 }  // namespace

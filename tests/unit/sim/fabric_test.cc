@@ -309,7 +309,7 @@ TEST(FabricRouting, BadCarriersAndAddressesHaveNoRoute) {
 class Source final : public Node {
  public:
   Source(Simulator& sim, Fabric& f, uint32_t host, uint32_t dst, int count, bool trimmable)
-      : sim_(sim), f_(f), host_(host), dst_(dst), left_(count), trimmable_(trimmable) {}
+      : sim_(sim), f_(f), host_(host), dst_(dst), left_(count), trimmable_(trimmable), keys_(sim.new_keys()) {}
   void start() { try_send(); }
   void on_event(Simulator&, uint64_t tag) override {
     if (tag & kUnpauseTag) {
@@ -337,7 +337,8 @@ class Source final : public Node {
     cur_ = test::make_packet(sim_, host_, dst_, kPayload, Class::data, trimmable_, 0, ev_++);
     f_.set_route(*cur_);
     busy_ = true;
-    sim_.schedule(sim_.now() + Duration::serialization(cur_->wire_bytes(), f_.host_port_bps(host_, 0)), this, 0);
+    sim_.schedule(sim_.now() + Duration::serialization(cur_->wire_bytes(), f_.host_port_bps(host_, 0)), this, 0,
+                  keys_.next());
   }
   Simulator& sim_;
   Fabric& f_;
@@ -347,6 +348,7 @@ class Source final : public Node {
   bool busy_ = false;
   Packet* cur_ = nullptr;
   uint32_t ev_ = 0;
+  EventKeys keys_;
 };
 
 // 4 hosts under T0 0 send 200 packets each to host 4 under T0 1; one T1; the

@@ -27,9 +27,9 @@ class Recorder final : public Node {
 TEST(Simulator, RunUntilProcessesUpToAndIncludingEnd) {
   Simulator sim(1);
   Recorder r;
-  sim.schedule(Time::from_ps(10), &r, 1);
-  sim.schedule(Time::from_ps(20), &r, 2);
-  sim.schedule(Time::from_ps(30), &r, 3);
+  sim.schedule(Time::from_ps(10), &r, 1, event_key(1, 1));
+  sim.schedule(Time::from_ps(20), &r, 2, event_key(1, 2));
+  sim.schedule(Time::from_ps(30), &r, 3, event_key(1, 3));
   EXPECT_TRUE(sim.run_until(Time::from_ps(20)));
   ASSERT_EQ(r.seen.size(), 2u);
   EXPECT_EQ(sim.now(), Time::from_ps(20));
@@ -42,15 +42,32 @@ TEST(Simulator, RunUntilProcessesUpToAndIncludingEnd) {
 TEST(Simulator, PastEventsRunNowAndStopHalts) {
   Simulator sim(1);
   Recorder r;
-  sim.schedule(Time::from_ps(50), &r, 1);
+  sim.schedule(Time::from_ps(50), &r, 1, event_key(1, 1));
   sim.run_until(Time::from_ps(50));
-  sim.schedule(Time::from_ps(10), &r, 2);  // in the past: runs at now
+  sim.schedule(Time::from_ps(10), &r, 2, event_key(1, 2));  // in the past: runs at now
   r.stop_tag = 2;
-  sim.schedule(Time::from_ps(60), &r, 3);
+  sim.schedule(Time::from_ps(60), &r, 3, event_key(1, 3));
   EXPECT_TRUE(sim.run_until(Time::never()));
   ASSERT_EQ(r.seen.size(), 2u);
   EXPECT_EQ(r.seen[1].first, Time::from_ps(50));
   EXPECT_TRUE(sim.stopped());
+}
+
+// Events at the same time run in key order, not in the order they were
+// scheduled in.
+TEST(Simulator, SameTimeEventsRunInKeyOrder) {
+  Simulator sim(1);
+  Recorder r;
+  EventKeys a = sim.new_keys(), b = sim.new_keys();
+  EXPECT_LT(a.entity(), b.entity());
+  sim.schedule(Time::from_ps(10), &r, 1, b.next());
+  sim.schedule(Time::from_ps(10), &r, 2, a.next());
+  sim.schedule(Time::from_ps(10), &r, 3, a.next());
+  sim.run_until(Time::never());
+  ASSERT_EQ(r.seen.size(), 3u);
+  EXPECT_EQ(r.seen[0].second, 2u);
+  EXPECT_EQ(r.seen[1].second, 3u);
+  EXPECT_EQ(r.seen[2].second, 1u);
 }
 
 TEST(Simulator, RandomStreamsAreReproducibleAndIndependent) {
