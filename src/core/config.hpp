@@ -146,8 +146,8 @@ struct ProtocolConfig {
   /// that only reorders (9 of 6736 suspects in a fault-free 1024-host run).
   uint32_t gray_loss_vouches = 2;
   /// An EV whose recent loss rate is more than this many times its port's
-  /// other EVs' (plus a noise margin: three standard deviations and two
-  /// packets, at least four losses) is ASSUMED_BAD at once, and each time
+  /// other EVs' (plus two packets, at least four losses, and a count that
+  /// chance would give less than once in 10^7) is ASSUMED_BAD at once, and each time
   /// it does it again it needs twice the answered probes to come back
   /// (probe_resurrect_count << strikes, up to 4 strikes). A gray link on a
   /// fabric with two T1s carries half a port's EVs and passes most probes,
