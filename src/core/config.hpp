@@ -167,6 +167,21 @@ struct ProtocolConfig {
   /// marked: when most are, the congestion is not the path's (see
   /// singled_out() in path_policy.cc).
   uint32_t ev_swap_marks = 3;
+  /// EV recycling (an OpenMRC deviation, docs/architecture.md
+  /// "Deviations"): an active EV whose packet came back unmarked is queued
+  /// to carry one of its port's next packets ahead of the rotation, and an
+  /// EV that came back ECN-marked or trimmed is not, so traffic follows the
+  /// paths that answer cleanly and leaves congested ones at once, as UEC's
+  /// recycled-entropy spraying (REPS) does; the rotation (reference 4.5)
+  /// fills in when the queue is empty. Every packet a SACK newly
+  /// acknowledges other than its trigger counts as unmarked, since a
+  /// CE-marked packet triggers a SACK of its own. It pays off where the
+  /// fabric hashes the EV (ECMP) and each port has many active EVs: on a
+  /// 128-host permutation at 400 Gb/s with 128 active EVs per port the
+  /// slowest flow took 357 us against 375-435 us without; with 64 or fewer
+  /// active EVs per port it made the tail worse (docs/simulator.md, "ECMP
+  /// and htsim"). Off by default.
+  bool ev_recycle = false;
   /// A QP that receives data but gets no deliveries confirmed on its own EVs
   /// probes for a fresh reverse EV this often (reference 4.8): checked on
   /// each data arrival, at most one probe per interval.

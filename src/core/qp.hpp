@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/cc/controller.hpp"
@@ -410,6 +411,11 @@ class Qp {
   /// evidence the per-path FIFO rule starts from (empty between calls).
   std::vector<uint64_t> fifo_evidence_;
   bool collect_fifo_evidence_ = false;
+  /// While a SACK's acknowledgements are applied (ProtocolConfig::ev_recycle
+  /// only): its triggering PSN. Every other packet it newly acknowledges
+  /// came back unmarked (a CE-marked packet triggers a SACK of its own at
+  /// once, reference 3.7), which the path policy hears. None otherwise.
+  std::optional<uint64_t> sack_trigger_;
   SackBitmap acked_;
   Ring<FifoEntry> fifo_;  ///< transmissions in send order
   Ring<uint64_t> rtx_q_;  ///< PSNs declared lost, awaiting retransmission

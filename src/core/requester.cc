@@ -271,6 +271,7 @@ void Qp::ack_psn(Time now, uint64_t psn) {
   if (r.tx_count == 1 && r.state == PktState::inflight) {
     note_delivered_tx(r.tx_seq);
     if (collect_fifo_evidence_ && r.prev_on_ev != 0) fifo_evidence_.push_back(psn);
+    if (sack_trigger_ && *sack_trigger_ != psn && r.ev >= 0) path_->on_acked(now, r.ev);
     // How long it took to arrive, at least: the SACK before this one did
     // not report it yet. (Not now - sent_at: when SACKs are lost or late,
     // packets that arrived long ago are confirmed late, and their age says
@@ -454,6 +455,7 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   // Cumulative part, then the bitmap (bits are cumulative knowledge: a 0 does
   // not mean "lost", reference 3.7).
   collect_fifo_evidence_ = ep_.cfg_.protocol.path_fifo_loss;
+  if (ep_.cfg_.protocol.ev_recycle && !s.probe_response) sack_trigger_ = trig;
   for (uint64_t psn = snd_una_; psn <= cack; ++psn) ack_psn(now, psn);
   const uint64_t base = cack + static_cast<uint64_t>(static_cast<int64_t>(s.sack_offset));
   for (uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) {
@@ -461,6 +463,7 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
     if (psn >= snd_una_ && psn < next_psn_) ack_psn(now, psn);
   }
   collect_fifo_evidence_ = false;
+  sack_trigger_.reset();
   // The responder built the bitmap from its receive state when the SACK
   // left (reference 3.7): a 0 bit in it is a PSN not received by then.
   if (!fifo_evidence_.empty()) declare_path_fifo_losses(now, base, base + 64);

@@ -150,7 +150,8 @@ std::string transport_text(const SimOptions& o, const Scenario& sc, const Transp
   std::string paths;
   switch (t.policy) {
     case core::PathPolicyKind::mrc:
-      paths = fmt::format("{} EVs/plane ({} active), EV management", t.evs_per_plane, t.active_per_plane);
+      paths = fmt::format("{} EVs/plane ({} active), EV management{}", t.evs_per_plane, t.active_per_plane,
+                          sc.protocol.ev_recycle ? " with EV recycling" : "");
       break;
     case core::PathPolicyKind::oblivious:
       paths = fmt::format("{} EVs/plane ({} active), no EV management", t.evs_per_plane, t.active_per_plane);
@@ -493,6 +494,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.protocol.probe_interval_max = Duration::ms(2);
   sc.protocol.sack_bytes_threshold = o.mrc_sack_bytes;
   sc.protocol.spread_sacks = o.mrc_sack_ports == "spread";
+  sc.protocol.ev_recycle = o.mrc_ev_recycle;
   sc.protocol.sack_coalesce_max = from_units(o.mrc_sack_wait_max_us, 1e6);
   sc.protocol.sack_coalesce_gaps = o.mrc_sack_wait_gaps;
   sc.balance_peer_ports = o.mrc_port_arbiter == "balance";

@@ -81,6 +81,9 @@ struct SimOptions {
   /// mrc_sack_bytes: an mrc* responder SACKs after this many new bytes when
   /// nothing forces one sooner (core::ProtocolConfig::sack_bytes_threshold)
   uint32_t mrc_sack_bytes = 16384;
+  /// mrc_ev_recycle: mrc* QPs reuse the EVs whose packets came back
+  /// unmarked first (core::ProtocolConfig::ev_recycle).
+  bool mrc_ev_recycle = false;
   /// mrc_sack_ports: "spread" (SACKs take turns over the ports) or
   /// "arrival" (each on its trigger's plane; core::ProtocolConfig::spread_sacks)
   std::string mrc_sack_ports = "spread";

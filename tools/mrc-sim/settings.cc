@@ -162,6 +162,10 @@ std::vector<Setting> settings(SimOptions& o) {
       {"run", "mrc_sack_bytes", "--mrc-sack-bytes",
        "an mrc* responder SACKs after this many new bytes (the reference's UEC default: 16384)", &o.mrc_sack_bytes,
        integer(256, 16 << 20, "16384")},
+      {"run", "mrc_ev_recycle", "--mrc-ev-recycle",
+       "an mrc* QP sends its next packets on the EVs whose packets came back unmarked before the rotation's "
+       "(core::ProtocolConfig::ev_recycle); for ECMP with many EVs: --evs-per-plane 256",
+       &o.mrc_ev_recycle, any()},
       {"run", "mrc_sack_ports", "--mrc-sack-ports",
        "spread: an mrc* responder's SACKs take turns over the ports; arrival: each leaves on the plane its "
        "trigger arrived on (the reference's choice)",

@@ -201,7 +201,7 @@ class MrcPathPolicy final : public PathPolicy {
   MrcPathPolicy(std::vector<EvEntry> evs, uint32_t num_ports, const ProtocolConfig& proto, Prng rng,
                 std::vector<EvEvent>* events, const MrcPathOptions& opt)
       : PathPolicy(std::move(evs), num_ports, proto, rng, events), opt_(opt), rot_(num_ports),
-        active_(num_ports), backup_(num_ports) {
+        active_(num_ports), backup_(num_ports), recycled_(num_ports) {
     // Active set split equally across ports; the rest of each port's EVs are
     // its backups (reference 4.4, 4.9).
     const uint32_t per_port = std::max<uint32_t>(1, opt.active_count / std::max<uint32_t>(1, num_ports));
@@ -218,6 +218,8 @@ class MrcPathPolicy final : public PathPolicy {
       rot_[p].dirty = true;
       note_active(p);
     }
+    if (proto_.ev_recycle)
+      for (uint32_t p = 0; p < num_ports; ++p) recycled_[p].ring.assign(std::max<size_t>(1, by_port_[p].size()), 0);
   }
 
   int select(Time now, uint32_t port_mask, int avoid) override {
@@ -230,7 +232,9 @@ class MrcPathPolicy final : public PathPolicy {
     for (uint32_t k = 0; k < num_ports_; ++k) {
       const uint32_t p = (rr_port_ + k) % num_ports_;
       if (!(ports >> p & 1u)) continue;
-      const int s = next_in_rotation(now, p, avoid);
+      // Recycled EVs first (ProtocolConfig::ev_recycle), then the rotation.
+      int s = take_recycled(p, avoid);
+      if (s == kNone) s = next_in_rotation(now, p, avoid);
       if (s == kNone) continue;
       if (s == avoid) {
         if (only_avoid_port < 0) only_avoid_port = static_cast<int>(p);
@@ -267,7 +271,13 @@ class MrcPathPolicy final : public PathPolicy {
       retire(now, slot);
     } else {
       s.marks_in_row = 0;
+      if (proto_.ev_recycle && s.active && s.state == EvState::good) recycle(s.port, slot);
     }
+  }
+
+  void on_acked(Time, int slot) override {
+    const EvSlot& s = slots_[static_cast<size_t>(slot)];
+    if (proto_.ev_recycle && s.active && s.state == EvState::good) recycle(s.port, slot);
   }
 
   void on_trimmed(Time now, int slot) override {
@@ -435,6 +445,41 @@ class MrcPathPolicy final : public PathPolicy {
     size_t pos = 0;
     bool dirty = true;
   };
+
+  // Recycled EVs of one port (ProtocolConfig::ev_recycle): slots whose
+  // packets came back unmarked, oldest first, in a ring as large as the
+  // port's EV set (an EV queued twice carries two packets: it had two in
+  // flight that both got through).
+  struct Recycled {
+    std::vector<uint16_t> ring;
+    size_t head = 0, size = 0;
+  };
+
+  void recycle(uint32_t p, int slot) {
+    Recycled& r = recycled_[p];
+    const size_t cap = r.ring.size();
+    if (r.size == cap) {  // full: the oldest gives way
+      r.head = (r.head + 1) % cap;
+      --r.size;
+    }
+    r.ring[(r.head + r.size) % cap] = static_cast<uint16_t>(slot);
+    ++r.size;
+  }
+
+  // The oldest recycled EV of port p that may still carry data (active,
+  // GOOD, not `avoid`), or kNone. Entries that no longer qualify (marked,
+  // swapped out or out of service since) are dropped on the way.
+  int take_recycled(uint32_t p, int avoid) {
+    Recycled& r = recycled_[p];
+    while (r.size != 0) {
+      const int s = r.ring[r.head];
+      r.head = (r.head + 1) % r.ring.size();
+      --r.size;
+      const EvSlot& e = slots_[static_cast<size_t>(s)];
+      if (e.active && e.state == EvState::good && s != avoid) return s;
+    }
+    return kNone;
+  }
 
   void reshuffle(uint32_t p) {
     Rotation& r = rot_[p];
@@ -843,6 +888,7 @@ class MrcPathPolicy final : public PathPolicy {
   std::vector<Rotation> rot_;
   std::vector<std::vector<uint16_t>> active_;
   std::vector<std::vector<uint16_t>> backup_;
+  std::vector<Recycled> recycled_;  ///< per port (ProtocolConfig::ev_recycle)
   std::vector<uint16_t> probing_;
   mutable Time next_probe_cache_ = Time::never();
   mutable bool probe_dirty_ = true;

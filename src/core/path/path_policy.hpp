@@ -158,6 +158,10 @@ class PathPolicy {
   /// A SACK confirmed delivery of a packet sent on `slot`; `mark` is the SACK's
   /// path verdict (set only for the triggering packet).
   virtual void on_delivered(Time now, int slot, wire::Mark mark) = 0;
+  /// A SACK newly acknowledged a packet sent once on `slot` that was not
+  /// its trigger, so it arrived unmarked (a CE-marked packet triggers a SACK
+  /// of its own). Called only with ProtocolConfig::ev_recycle.
+  virtual void on_acked(Time now, int slot) { (void)now, (void)slot; }
   /// A mid-fabric trim NACK for a packet sent on `slot`.
   virtual void on_trimmed(Time now, int slot) = 0;
   /// A TRIMMED_LASTHOP NACK arrived: the destination's last hop is

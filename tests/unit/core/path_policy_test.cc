@@ -318,6 +318,46 @@ TEST_F(PolicyTest, AlwaysSkipRetires) {
   EXPECT_EQ(events[0].drop_count, 0u);  // a mark, not a loss
 }
 
+// ------------------------------------------------------------------ recycling (ProtocolConfig::ev_recycle)
+
+TEST_F(PolicyTest, RecycledEvsGoAheadOfTheRotationAndMarkedOnesDoNot) {
+  proto.ev_swap_marks = 0;
+  proto.ev_recycle = true;
+  auto pp = make(small_profile(), 2);
+  const std::vector<int> act0 = active_on(*pp, 0);
+  ASSERT_EQ(act0.size(), 4u);
+  // Unmarked deliveries, inferred (on_acked) or a SACK's verdict, queue their
+  // EVs; they carry the port's next packets, oldest first.
+  pp->on_acked(t0, act0[3]);
+  pp->on_delivered(t0, act0[1], wire::Mark::none);
+  pp->on_acked(t0, act0[3]);  // two packets on it got through: two turns
+  EXPECT_EQ(pp->select(t0, 0b01, kNone), act0[3]);
+  EXPECT_EQ(pp->select(t0, 0b01, kNone), act0[1]);
+  EXPECT_EQ(pp->select(t0, 0b01, kNone), act0[3]);
+  // A marked EV is not queued, and one queued before its mark came back is
+  // passed over; so is the one to avoid (a retransmission's old EV).
+  pp->on_delivered(t0, act0[0], wire::Mark::skip_once);
+  pp->on_acked(t0, act0[2]);
+  pp->on_delivered(t0, act0[2], wire::Mark::skip_once);
+  pp->on_acked(t0, act0[1]);
+  pp->on_acked(t0, act0[3]);
+  EXPECT_EQ(pp->select(t0, 0b01, act0[1]), act0[3]);
+  // Recycled EVs stay on their port: port 1 has none queued.
+  const std::vector<int> act1 = active_on(*pp, 1);
+  const int s1 = pp->select(t0, 0b10, kNone);
+  EXPECT_NE(std::find(act1.begin(), act1.end(), s1), act1.end());
+}
+
+TEST_F(PolicyTest, WithoutRecyclingDeliveriesLeaveTheRotationAlone) {
+  proto.ev_swap_marks = 0;
+  auto plain = make(small_profile(), 2);
+  auto told = make(small_profile(), 2);
+  const std::vector<int> act0 = active_on(*told, 0);
+  told->on_acked(t0, act0[3]);
+  told->on_delivered(t0, act0[3], wire::Mark::none);
+  for (int k = 0; k < 12; ++k) EXPECT_EQ(told->select(t0, 0b01, kNone), plain->select(t0, 0b01, kNone)) << k;
+}
+
 // ------------------------------------------------------------------ marks -> swap with a backup
 
 TEST_F(PolicyTest, MarksInARowSwapAnActiveEvForTheOldestBackup) {
