@@ -5,7 +5,8 @@
 // partitioning adds to: a port feeding a link across partitions schedules
 // its own transmissions). A training run with a T1 reboot and a flapping
 // host link (MRC, and RoCE with PFC, whose frames cross partitions too),
-// and a permutation with a dead T0-T1 link and a lossy host.
+// a permutation with a dead T0-T1 link and a lossy host, and an incast under
+// PFC.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -58,7 +59,7 @@ Runs run(SimOptions o, uint32_t partitions) {
   return out;
 }
 
-void expect_same_on_2_and_4(const SimOptions& o) {
+void expect_same_on_2_and_4(const SimOptions& o, uint64_t min_messages = 1000) {
   const Runs one = run(o, 1);
   ASSERT_FALSE(one.json.empty());
   EXPECT_EQ(one.messages, 0u);
@@ -67,7 +68,7 @@ void expect_same_on_2_and_4(const SimOptions& o) {
     EXPECT_EQ(par.json, one.json) << p << " partitions";
     // The partitions did exchange packets, over many windows.
     EXPECT_GT(par.windows, 100u) << p << " partitions";
-    EXPECT_GT(par.messages, 1000u) << p << " partitions";
+    EXPECT_GT(par.messages, min_messages) << p << " partitions";
   }
 }
 
@@ -75,10 +76,10 @@ TEST(Partitions, TrainingWithAT1RebootAndALinkFlapIsTheSameOn1To4) {
   SimOptions o = small();
   o.workload = "train";
   o.bytes = 1 << 20;
-  o.steps = 3;
+  o.steps = 2;
   o.transports = {"mrc", "roce-pfc"};
   o.failures = {"switch-down:tier=t1,plane=0,index=1,at=100us,for=150us",
-                "link-flap:tier=host,plane=3,a=5,at=120us,until=400us,period=60us,duty=0.5"};
+                "link-flap:tier=host,plane=3,a=5,at=120us,until=300us,period=60us,duty=0.5"};
   expect_same_on_2_and_4(o);
 }
 
@@ -89,6 +90,22 @@ TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {
   o.transports = {"mrc"};
   o.failures = {"link-down:tier=t0t1,plane=1,a=0,b=1,at=20us", "loss:tier=host,plane=*,a=3,p=0.01,at=0us"};
   expect_same_on_2_and_4(o);
+}
+
+// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE the NICs (partition 0)
+// and their neighbours (other partitions) across the cut.
+TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
+  SimOptions o = small();
+  o.workload = "incast";
+  o.fan_in = 12;
+  o.bytes = 256 * 1024;
+  o.transports = {"roce-pfc"};
+  SimOptions probe = o;
+  std::string why;
+  auto resolved = resolve(probe, &why);
+  ASSERT_TRUE(resolved) << why;
+  EXPECT_GT(run_scenario(resolved->scenario, resolved->transports[0]).fabric.pfc_pauses, 10u);
+  expect_same_on_2_and_4(o, 500);
 }
 
 TEST(Partitions, ACountThePlanCannotUseIsRefusedNamingTheFlag) {

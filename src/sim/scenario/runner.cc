@@ -328,6 +328,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.events = events();
   r.windows = nparts > 1 ? engine.windows() : 0;
   r.messages = engine.messages();
+  for (const auto& p : parts) r.partition_events.push_back(p->events_processed());
   r.failure_log = sched.log();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.peak_rss_kb = peak_rss_kb();

@@ -118,6 +118,9 @@ struct RunResult {
   /// Windows of the parallel engine and events carried between partitions
   /// (0 with one partition).
   uint64_t windows = 0, messages = 0;
+  /// Events run in each partition (the global ones not included): the
+  /// balance of the work, which bounds the speedup at sum / max.
+  std::vector<uint64_t> partition_events;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;
