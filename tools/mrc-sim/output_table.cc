@@ -140,6 +140,12 @@ std::string summary_table(const std::vector<RunResult>& rs) {
       }
       return fmt::format("{:.0f} % of events", sum ? 100.0 * static_cast<double>(most) / static_cast<double>(sum) : 0.0);
     });
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_cpu_s.size() > 1; }))
+    row("partition CPU", [](const RunResult& r) {
+      std::string s;
+      for (double c : r.partition_cpu_s) s += fmt::format("{}{:.2f}", s.empty() ? "" : "/", c);
+      return s + " s";
+    });
   row("peak RSS", [](const RunResult& r) { return fmt::format("{} MB", r.peak_rss_kb / 1024); });
   return out;
 }

@@ -6,7 +6,17 @@
 #include <cstdlib>
 #include <thread>
 
+#include <time.h>
+
 namespace mrc::sim {
+
+namespace {
+double thread_cpu_now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
 
 ParallelEngine::ParallelEngine(std::vector<Simulator*> parts, Duration lookahead, Simulator* global)
     : parts_(std::move(parts)), global_(global), lookahead_(lookahead), done_until_(Time::from_ps(-1)) {
@@ -16,6 +26,7 @@ ParallelEngine::ParallelEngine(std::vector<Simulator*> parts, Duration lookahead
   }
   out_.resize(parts_.size() * parts_.size());
   stop_at_.assign(parts_.size(), Time::never());
+  cpu_s_.assign(parts_.size(), 0.0);
 }
 
 void ParallelEngine::send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key) {
@@ -123,10 +134,12 @@ bool ParallelEngine::run_until(Time end) {
     auto on_barrier = [this, end, &more]() noexcept { more = next_window(end); };
     std::barrier sync(static_cast<std::ptrdiff_t>(parts_.size()), on_barrier);
     auto work = [this, &more, &sync](uint32_t p) {
+      const double cpu0 = thread_cpu_now_s();
       while (more) {
         run_window(p);
         sync.arrive_and_wait();
       }
+      cpu_s_[p] += thread_cpu_now_s() - cpu0;
     };
     std::vector<std::thread> threads;
     for (uint32_t p = 1; p < parts_.size(); ++p) threads.emplace_back(work, p);

@@ -93,6 +93,11 @@ class ParallelEngine {
   /// Windows run, and messages moved between partitions, since construction.
   uint64_t windows() const { return windows_; }
   uint64_t messages() const { return messages_; }
+  /// CPU time (s) of each partition's thread in run_until() calls with
+  /// more than one partition, its waits at the barrier included (the
+  /// barrier's own step, global events included, counts where it ran): how
+  /// the work was balanced.
+  const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
 
  private:
   struct Message {
@@ -127,6 +132,7 @@ class ParallelEngine {
   Time window_end_;
   uint64_t windows_ = 0;
   uint64_t messages_ = 0;
+  std::vector<double> cpu_s_;
 };
 
 }  // namespace mrc::sim

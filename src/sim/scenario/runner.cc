@@ -329,6 +329,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.windows = nparts > 1 ? engine.windows() : 0;
   r.messages = engine.messages();
   for (const auto& p : parts) r.partition_events.push_back(p->events_processed());
+  if (nparts > 1) r.partition_cpu_s = engine.thread_cpu_s();
   r.failure_log = sched.log();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.peak_rss_kb = peak_rss_kb();

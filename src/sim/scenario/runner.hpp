@@ -121,6 +121,9 @@ struct RunResult {
   /// Events run in each partition (the global ones not included): the
   /// balance of the work, which bounds the speedup at sum / max.
   std::vector<uint64_t> partition_events;
+  /// CPU time of each partition's thread (ParallelEngine::thread_cpu_s;
+  /// empty with one partition).
+  std::vector<double> partition_cpu_s;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;
