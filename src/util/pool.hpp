@@ -67,6 +67,27 @@ class ObjectPool {
 
   /// Objects acquired and not yet released.
   size_t live() const { return live_; }
+
+  /// Moves `other`'s free objects to this pool's free list, and the count of
+  /// objects it released that this pool handed out (live() of each stays the
+  /// number acquired from it minus those released to it, modulo 2^64 for a
+  /// pool that only releases; the sum over both is what matters). For
+  /// pools whose objects travel: one thread acquires, others release, and
+  /// between phases the releases come back. `other` must outlive every
+  /// object it moves (its chunks stay where they are).
+  void take_free(ObjectPool& other) {
+#if !defined(MRC_POOL_HEAP_FALLBACK)
+    if (other.free_) {
+      Slot* tail = other.free_;
+      while (tail->next) tail = tail->next;
+      tail->next = free_;
+      free_ = other.free_;
+      other.free_ = nullptr;
+    }
+#endif
+    live_ += other.live_;
+    other.live_ = 0;
+  }
   /// Objects the pool has storage for.
   size_t capacity() const { return chunks_.size() * kChunk; }
 

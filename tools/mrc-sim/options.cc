@@ -17,6 +17,7 @@
 #include "mrc-sim/settings.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/fabric/fabric.hpp"
+#include "sim/fabric/partition.hpp"
 #include "sim/scenario/failures.hpp"
 
 namespace mrc::sim::tool {
@@ -340,6 +341,8 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   // probe fabric below): a run that would not fit is refused here, not by
   // std::bad_alloc half-way. A connection matrix is counted once it is read.
   if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
+  if (o.partitions > 1)
+    if (auto plan = plan_partitions(topo, o.partitions, &msg); !plan) return fail(Errc::invalid_argument, msg);
 
   std::vector<std::string> fail_text = o.failures;
   const bool default_failures = fail_text.empty() && o.default_failures && topo.kind == TopologyKind::clos2_multiplane;
@@ -483,6 +486,7 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
   sc.fan_in = o.fan_in;
   sc.victim = o.victim;
   sc.seed = o.seed;
+  sc.partitions = o.partitions;
   sc.time_limit = from_units(o.time_limit_ms, 1e9);
   sc.sample_every = from_units(o.sample_us, 1e6);
   auto wants = [&](const char* s) { return std::find(o.series.begin(), o.series.end(), s) != o.series.end(); };
@@ -574,6 +578,7 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
   }
   append(out, "  seed        {}\n", o.seed);
+  if (o.partitions > 1) append(out, "  partitions  {} (threads; the results do not depend on it)\n", o.partitions);
   if (!o.pcap.empty()) {
     std::string files;
     for (const auto& t : run.transports) files += (files.empty() ? "" : ", ") + pcap_file_for(o, t.name);

@@ -63,6 +63,7 @@ struct SimOptions {
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed
+  uint32_t partitions = 1;  ///< partitions: threads of the parallel engine (Scenario::partitions)
   double memory_limit_gb = 0;  ///< memory_limit_gb: refuse runs estimated above it; 0 = available memory
   /// What the machine has available (main reads it; not a setting). 0 =
   /// unknown: without memory_limit_gb no run is refused for its size.

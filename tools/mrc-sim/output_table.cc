@@ -123,6 +123,29 @@ std::string summary_table(const std::vector<RunResult>& rs) {
     return fmt::format("{:.2f} M", static_cast<double>(r.fabric.packets_forwarded) / r.wall_s / 1e6);
   });
   row("wall time", [](const RunResult& r) { return fmt::format("{:.2f} s", r.wall_s); });
+  // --partitions: the parallel engine's windows and the events carried
+  // between partitions, per window.
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.windows > 0; }))
+    row("windows", [](const RunResult& r) {
+      return fmt::format("{} ({:.1f} msg/w)", r.windows,
+                         r.windows ? static_cast<double>(r.messages) / static_cast<double>(r.windows) : 0.0);
+    });
+  // The busiest partition's share of the events bounds the speedup.
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_events.size() > 1; }))
+    row("busiest partition", [](const RunResult& r) {
+      uint64_t sum = 0, most = 0;
+      for (uint64_t e : r.partition_events) {
+        sum += e;
+        most = std::max(most, e);
+      }
+      return fmt::format("{:.0f} % of events", sum ? 100.0 * static_cast<double>(most) / static_cast<double>(sum) : 0.0);
+    });
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_cpu_s.size() > 1; }))
+    row("partition CPU", [](const RunResult& r) {
+      std::string s;
+      for (double c : r.partition_cpu_s) s += fmt::format("{}{:.2f}", s.empty() ? "" : "/", c);
+      return s + " s";
+    });
   row("peak RSS", [](const RunResult& r) { return fmt::format("{} MB", r.peak_rss_kb / 1024); });
   return out;
 }

@@ -128,6 +128,10 @@ std::vector<Setting> settings(SimOptions& o) {
        one_of(transport_names())},
       {"run", "seed", "--seed", "seed; same configuration + seed = byte-identical output", &o.seed,
        integer(0, u64max)},
+      {"run", "partitions", "--partitions",
+       "split the fabric into this many partitions, each run on a thread of its own (the switches by planes, "
+       "then pods or T0 ranges; every host in partition 0); the output is the same for every count",
+       &o.partitions, integer(1, 4096, "1 = one thread")},
       {"run", "memory_limit_gb", "--memory-limit-gb",
        "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "
        "has available)",

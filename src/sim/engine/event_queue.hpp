@@ -140,6 +140,16 @@ class EventQueue {
 
   void reserve(size_t n) { chunks_.reserve(n / kChunkEvents + 1); }
 
+  /// Calls f(const Event&) for every pending event, in no particular order.
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t i = next_; i < batch_.size(); ++i) f(batch_[i]);
+    for (uint64_t s = 0; s < kSlots; ++s)
+      for (uint32_t c = head_of_[s]; c != kNil; c = chunks_[c].next)
+        for (uint32_t k = 0; k < chunks_[c].n; ++k) f(chunks_[c].ev[k]);
+    for (const Event& e : far_) f(e);
+  }
+
  private:
   static constexpr int kShift = 10;
   static constexpr uint64_t kSlots = 4096;

@@ -21,12 +21,24 @@
 // follow; an engine across processes (MPI) would carry the target as an
 // entity id and the payload as bytes, one exchange per window.
 //
-// Not covered: Simulator::stop() ends only its own partition's window (the
-// engine runs until `end` or until every queue is empty), and nothing global
-// (a failure plan, a sampler) runs between windows yet.
+// Events global to every partition (a failure, a sample, an ECMP
+// reconvergence) live in a Simulator of their own, the global one: they run
+// between windows, on one thread, with every partition's clock moved to
+// their time (windows end before the next one), so they may read and change
+// any partition's elements and schedule events in any partition's queue. At
+// a given time they run before every partition's events. An element running
+// in a partition may schedule a global event: at a time inside the window
+// being run it runs right after the window (the windows, and so that time,
+// are the same however the model is split).
+//
+// Simulator::stop() in any partition ends the run after the window it was
+// called in (every partition completes it), and stop_time() is the time of
+// the earliest stop: a run stops at the same point of simulated time
+// however it is partitioned.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sim/engine/simulator.hpp"
@@ -40,7 +52,11 @@ class ParallelEngine {
   /// smallest delay of any send() (> 0; PartitionPlan::lookahead). A
   /// lookahead of 0 or no partition is a programming error (aborts with a
   /// message).
-  ParallelEngine(std::vector<Simulator*> parts, Duration lookahead);
+  /// `global` (not owned, may be null): the Simulator of the events global
+  /// to every partition (see above). With it, even one partition runs in
+  /// windows, so that stopping and global events happen at the same points
+  /// as with several.
+  ParallelEngine(std::vector<Simulator*> parts, Duration lookahead, Simulator* global = nullptr);
 
   uint32_t partitions() const { return static_cast<uint32_t>(parts_.size()); }
   Duration lookahead() const { return lookahead_; }
@@ -52,16 +68,36 @@ class ParallelEngine {
   /// thread running `src` may call it during run_until().
   void send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key);
 
-  /// Runs every partition's events up to and including `end`, window by
-  /// window, partition 0 on the calling thread and each other one on a
-  /// thread of its own (one partition: the Simulator's own run_until).
-  /// Every partition's clock is left at `end` (unless `end` is never).
+  /// Runs every partition's events (and the global ones) up to and
+  /// including `end`, window by window, partition 0 on the calling thread
+  /// and each other one on a thread of its own (one partition without a
+  /// global Simulator: the Simulator's own run_until). Every partition's
+  /// clock is left at `end` (unless `end` is never), or, when an event
+  /// called stop(), at the end of that window (then stopped() is true).
   /// Returns false if every queue emptied.
   bool run_until(Time end);
+
+  /// An event called Simulator::stop() in some partition: the last
+  /// run_until() ended after that window. stop_time(): the earliest such
+  /// call's time. A later run_until() clears it.
+  bool stopped() const { return stopped_; }
+  Time stop_time() const { return stop_time_; }
+  /// The time every partition has run to (the last window's end).
+  Time now() const { return done_until_; }
+
+  /// Called at every window boundary, on one thread while no partition
+  /// runs (e.g. to hand packets released in one partition back to the one
+  /// that allocates them). Set before run_until().
+  void set_on_barrier(std::function<void()> f) { on_barrier_ = std::move(f); }
 
   /// Windows run, and messages moved between partitions, since construction.
   uint64_t windows() const { return windows_; }
   uint64_t messages() const { return messages_; }
+  /// CPU time (s) of each partition's thread in run_until() calls with
+  /// more than one partition, its waits at the barrier included (the
+  /// barrier's own step, global events included, counts where it ran): how
+  /// the work was balanced.
+  const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
 
  private:
   struct Message {
@@ -71,15 +107,32 @@ class ParallelEngine {
     uint64_t tag;
   };
   /// At the barrier: every outbox into its destination's queue (sources in
-  /// order), then the next window's end; false when there is none by `end`.
+  /// order), the global events due, then the next window's end; false when
+  /// there is none by `end` (or a partition stopped).
   bool next_window(Time end);
+  /// Every outbox into its destination's queue (sources in order).
+  void deliver_outboxes();
+  /// The earliest pending event of any partition.
+  Time first_event() const;
+  /// Runs one partition's share of the window (finishing it after a stop()).
+  void run_window(uint32_t p);
+  /// Runs the global events due before the next partition event, each at
+  /// its time or, if it fell inside a window already run, right after it.
+  void run_globals(Time end);
 
   std::vector<Simulator*> parts_;
+  Simulator* global_ = nullptr;
   Duration lookahead_;
+  std::function<void()> on_barrier_;
+  std::vector<Time> stop_at_;  ///< per partition: its earliest stop() this window, or never
+  bool stopped_ = false;
+  Time stop_time_ = Time::never();
+  Time done_until_;  ///< every partition has run its events up to here
   std::vector<std::vector<Message>> out_;  ///< [src * partitions + dst]
   Time window_end_;
   uint64_t windows_ = 0;
   uint64_t messages_ = 0;
+  std::vector<double> cpu_s_;
 };
 
 }  // namespace mrc::sim

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "sim/engine/simulator.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace mrc::sim {
 
 namespace {
@@ -18,6 +21,15 @@ inline void prefetch_lines(const Event& e) {
   if (e.tag - kMinHint < kMaxHint - kMinHint) __builtin_prefetch(reinterpret_cast<const void*>(e.tag));
 }
 }  // namespace
+
+void Simulator::advance_to(Time t) {
+  if (t < now_ || next_event_time() < t) {
+    std::fprintf(stderr, "mrc-sim: internal error: the clock cannot move from %lld ps to %lld ps past pending events\n",
+                 static_cast<long long>(now_.ps()), static_cast<long long>(t.ps()));
+    std::abort();
+  }
+  now_ = t;
+}
 
 bool Simulator::run_until(Time end) {
   stop_ = false;

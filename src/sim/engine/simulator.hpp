@@ -62,7 +62,12 @@ class Simulator {
   /// A fresh entity id, for event keys. The model's builders take them in a
   /// fixed order (construction order), so ids, like streams, depend only on
   /// the configuration. Ids above 2^28 - 1 wrap (event_key).
-  uint32_t new_entity() { return next_entity_++; }
+  uint32_t new_entity() { return ids_ ? ids_->new_entity() : next_entity_++; }
+  /// Takes entity ids from `owner` from now on (not owned; it must outlive
+  /// this one): the Simulators of a partitioned run (ParallelEngine) number
+  /// their entities from one count, in construction order, so an entity has
+  /// the same id, hence the same event keys, however the model is split.
+  void share_entities(Simulator* owner) { ids_ = owner; }
   /// EventKeys for a fresh entity.
   EventKeys new_keys() { return EventKeys(new_entity()); }
   /// Processes events up to and including `end`; the clock is left at `end`
@@ -74,6 +79,18 @@ class Simulator {
   bool stopped() const { return stop_; }
 
   uint64_t events_processed() const { return events_; }
+  /// Moves the clock forward to `t` without running anything: for a
+  /// ParallelEngine at a window boundary, before events global to every
+  /// partition run at `t`. An event pending before `t`, or a `t` before
+  /// now(), is a programming error (aborts with a message).
+  void advance_to(Time t);
+  /// Calls f(const Event&) for every pending event, in no particular order,
+  /// without running or removing any: for a teardown to release what the
+  /// events still hold (a packet on its way between partitions).
+  template <class F>
+  void for_each_pending(F&& f) const {
+    queue_.for_each(f);
+  }
   /// Time of the earliest pending event, or Time::never() if none.
   Time next_event_time() const { return queue_.empty() ? Time::never() : queue_.top().at; }
   size_t pending_events() const { return queue_.size(); }
@@ -85,6 +102,10 @@ class Simulator {
   Packet* new_packet() { return packets_.acquire(); }
   void free_packet(Packet* p) { packets_.release(p); }
   size_t live_packets() const { return packets_.live(); }
+  /// Takes the packets released to `other`'s pool into this one's free
+  /// list: in a partitioned run one partition allocates (the NICs') and the
+  /// others release what their switches drop. Neither may be running.
+  void take_free_packets(Simulator& other) { packets_.take_free(other.packets_); }
 
  private:
   Time now_ = Time::zero();
@@ -93,6 +114,7 @@ class Simulator {
   ObjectPool<Packet, 1024> packets_;
   uint64_t events_ = 0;
   uint32_t next_entity_ = 1;
+  Simulator* ids_ = nullptr;  ///< share_entities
   bool stop_ = false;
 };
 

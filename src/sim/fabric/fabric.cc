@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "sim/engine/parallel.hpp"
 #include "sim/fabric/fabric_impl.hpp"
 
 namespace mrc::sim {
@@ -32,6 +33,30 @@ const char* tier_name(SwitchRef::Tier t) {
   return kTier[static_cast<int>(t)];
 }
 }  // namespace
+
+// ---------------------------------------------------------------- context
+
+void FabricStats::add(const FabricStats& o) {
+  packets_forwarded += o.packets_forwarded;
+  delivered += o.delivered;
+  drops_queue += o.drops_queue;
+  drops_link_down += o.drops_link_down;
+  drops_random += o.drops_random;
+  drops_no_route += o.drops_no_route;
+  trims += o.trims;
+  trims_last_hop += o.trims_last_hop;
+  ecn_marks += o.ecn_marks;
+  pfc_pauses += o.pfc_pauses;
+  peak_queue_bytes = std::max(peak_queue_bytes, o.peak_queue_bytes);
+  for (int c = 0; c < 3; ++c) drops_by_class[c] += o.drops_by_class[c];
+}
+
+void FabricContext::post(uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key) {
+  if (dst == part || !engine)
+    sim->schedule(at, node, tag, key);
+  else
+    engine->send(part, dst, at, node, tag, key);
+}
 
 // ---------------------------------------------------------------- Impl
 
@@ -171,6 +196,12 @@ Fabric::Fabric(Simulator& sim, const TopologyConfig& cfg) {
   impl_ = std::make_unique<Impl>(sim, cfg);
 }
 
+Fabric::Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions& parts) {
+  std::string why;
+  if (!cfg.validate(&why)) fatal("invalid topology: " + why);
+  impl_ = std::make_unique<Impl>(sim, cfg, &parts);
+}
+
 Fabric::~Fabric() = default;
 
 Result<std::unique_ptr<Fabric>> Fabric::create(Simulator& sim, const TopologyConfig& cfg, std::string* why) {
@@ -228,10 +259,10 @@ void Fabric::inject(Packet* p) {
   if (p->src >= m.shape.hosts || p->dst >= m.shape.hosts || p->plane >= m.shape.planes) {
     ++m.ctx.stats.drops_no_route;
     m.ctx.stats.count_drop(static_cast<uint8_t>(p->cls));
-    m.sim.free_packet(p);
+    m.ctx.sim->free_packet(p);
     return;
   }
-  m.up_pipe(m.host_link(p->plane, p->src)).send(p, m.sim.now());
+  m.up_pipe(m.host_link(p->plane, p->src)).send(p, m.ctx.sim->now());
 }
 
 std::vector<core::EvEntry> Fabric::make_evs(uint32_t, uint32_t, uint32_t per_plane, Prng& rng) const {
@@ -330,10 +361,16 @@ std::string Fabric::name(const SwitchRef& s) const {
   return cat({"p", str(s.plane), ":", tier_name(s.tier), "[", str(s.index), "]"});
 }
 
-const FabricStats& Fabric::stats() const { return impl_->ctx.stats; }
+FabricStats Fabric::stats() const {
+  FabricStats s;
+  impl_->for_each_ctx([&](const FabricContext& c) { s.add(c.stats); });
+  return s;
+}
 
 void Fabric::Impl::catch_up_ports() {
-  const Time now = sim.now();
+  // Partitioned: called between windows, where every partition's clock
+  // reads the same.
+  const Time now = ctx.sim->now();
   for (uint32_t i = 0; i < nports(); ++i) ports[i].port.catch_up(now);
 }
 
@@ -356,7 +393,9 @@ uint64_t Fabric::max_queue_bytes(std::string* where) {
 
 uint64_t Fabric::total_queued_bytes() {
   impl_->catch_up_ports();
-  return impl_->ctx.queued_bytes;
+  uint64_t n = 0;
+  impl_->for_each_ctx([&](const FabricContext& c) { n += c.queued_bytes; });
+  return n;
 }
 
 LinkCounters Fabric::link_counters(const LinkRef& l, bool upward) {

@@ -46,6 +46,18 @@
 namespace mrc::sim {
 
 class Pipe;
+class ParallelEngine;
+
+/// How a parallel run splits the fabric among partitions (each a Simulator
+/// driven by one ParallelEngine): switches as `sw` says, every host's NIC
+/// side (the pipes NICs transmit into, PFC frames towards NICs) in
+/// partition 0. Links whose ends are in different partitions carry their
+/// packets through the engine (Pipe::set_sender).
+struct FabricPartitions {
+  std::vector<Simulator*> sims;  ///< one per partition (not owned; they outlive the fabric)
+  ParallelEngine* engine = nullptr;
+  std::vector<uint32_t> sw;      ///< partition of each switch, in switch order (PartitionPlan::sw)
+};
 
 /// Bit set in the event tag the fabric sends a NIC when one of its ports is
 /// resumed after a PFC pause: on_event(sim, kUnpauseTag | plane).
@@ -74,6 +86,13 @@ class Fabric {
   /// aborts with the validation message otherwise: use create() for
   /// configurations that come from users).
   Fabric(Simulator& sim, const TopologyConfig& cfg);
+  /// A fabric split over `parts` (see FabricPartitions; sw must have one
+  /// entry per switch, each below sims.size()): `sim` then runs only the
+  /// fabric's own events (ECMP reconvergence), global to every partition
+  /// (ParallelEngine's global Simulator), and numbers the elements' entities
+  /// (Simulator::share_entities); the NICs attach in partition 0. Aborts
+  /// with a message on a plan that does not fit the topology.
+  Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions& parts);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -140,7 +159,8 @@ class Fabric {
   std::string name(const SwitchRef& s) const;
 
   // ---- observation
-  const FabricStats& stats() const;
+  /// Counters over the whole fabric (every partition's, added up).
+  FabricStats stats() const;
   /// Bytes queued in the data class of the busiest switch egress port, and its name.
   uint64_t max_queue_bytes(std::string* where = nullptr);
   /// Sum of bytes queued at every switch egress port.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "sim/fabric/fabric_impl.hpp"
 #include "sim/fabric/usid.hpp"
@@ -19,10 +20,35 @@ constexpr uint64_t kStreamSwitch = uint64_t{0xFAB3} << 40;
 uint32_t bits_for(uint32_t n) { return n <= 1 ? 0u : static_cast<uint32_t>(std::bit_width(n - 1)); }
 }  // namespace
 
-Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c) : sim(s), cfg(c), shape(c.shape()) {
+Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions* parts)
+    : sim(s), cfg(c), shape(c.shape()) {
   ctx.sim = &sim;
   ctx.pfc_host_sink = this;
   ctx.pfc_delay = cfg.link_delay;
+  if (parts) {
+    if (parts->sims.empty() || parts->sw.size() != shape.switches()) {
+      std::fprintf(stderr, "mrc-sim: internal error: a partition plan for %zu switches, the fabric has %u\n",
+                   parts->sw.size(), shape.switches());
+      std::abort();
+    }
+    for (uint32_t p : parts->sw)
+      if (p >= parts->sims.size()) {
+        std::fprintf(stderr, "mrc-sim: internal error: a switch in partition %u of %zu\n", p, parts->sims.size());
+        std::abort();
+      }
+    sw_part = parts->sw;
+    ctx.sim = parts->sims[0];
+    ctx.engine = parts->engine;
+    for (uint32_t p = 1; p < parts->sims.size(); ++p) {
+      auto pc = std::make_unique<FabricContext>();
+      pc->sim = parts->sims[p];
+      pc->engine = parts->engine;
+      pc->part = p;
+      pc->pfc_host_sink = this;
+      pc->pfc_delay = cfg.link_delay;
+      pctx.push_back(std::move(pc));
+    }
+  }
   keys = sim.new_keys();
   ev.w0 = bits_for(shape.t0_up);
   ev.w1 = shape.three_tier ? bits_for(shape.t1_up) : 0;
@@ -34,11 +60,26 @@ Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c) : sim(s), cfg(c), shap
 Fabric::Impl::~Impl() {
   // Packets still in flight or queued go back to the simulator's pool (which
   // must outlive the fabric); no PFC frames are sent on the way out.
-  ctx.closing = true;
+  for_each_ctx([](FabricContext& c) { c.closing = true; });
   for (uint64_t i = 0; i < uint64_t{shape.planes} * shape.hosts; ++i) host_pipes[i].flush();
   for (uint32_t i = 0; i < nports(); ++i) {
     ports[i].pipe.flush();
     ports[i].port.flush();
+  }
+  // A partitioned run: the packets on cut links are events of the receiving
+  // partition, which flush() marks lost but cannot reach. (Other pending
+  // events may name nodes already gone: only the pipes' are looked at.)
+  if (!pctx.empty()) {
+    std::unordered_set<const Node*> cut;
+    for (uint64_t i = 0; i < uint64_t{shape.planes} * shape.hosts; ++i)
+      if (host_pipes[i].cut()) cut.insert(&host_pipes[i]);
+    for (uint32_t i = 0; i < nports(); ++i)
+      if (ports[i].pipe.cut()) cut.insert(&ports[i].pipe);
+    for_each_ctx([&cut](FabricContext& c) {
+      c.sim->for_each_pending([&](const Event& e) {
+        if (cut.count(e.node)) c.sim->free_packet(reinterpret_cast<Packet*>(e.tag));
+      });
+    });
   }
 }
 
@@ -66,7 +107,7 @@ void Fabric::Impl::build() {
   host_paused.assign(size_t{s.hosts} * s.planes, 0);
 
   auto init_switch = [&](uint32_t id, SwitchRef ref, uint32_t pod, uint32_t pos) {
-    switches[id].init(&ctx, &shape, ref, pod, pos, &ports[port_base[id]], port_base[id + 1] - port_base[id],
+    switches[id].init(ctx_of(id), &shape, ref, pod, pos, &ports[port_base[id]], port_base[id + 1] - port_base[id],
                       sim.rng_for(kStreamSwitch + id).next_u64());
   };
   for (uint32_t plane = 0; plane < s.planes; ++plane) {
@@ -128,9 +169,15 @@ void Fabric::Impl::wire(uint32_t link, Switch* lower, uint32_t lower_port, Switc
   r.to_lower = &upper->out_pipe(upper_port);
   Pipe& up = *r.to_upper;
   Pipe& down = *r.to_lower;
-  up.init(&ctx, bps, into_switch, kStreamPipe + 2 * uint64_t{link});
+  // Each pipe runs its deliveries in the receiver's partition and is fed
+  // from the sender's (the NICs' side is partition 0).
+  FabricContext* upper_ctx = ctx_of(upper);
+  FabricContext* lower_ctx = lower ? ctx_of(lower) : &ctx;
+  up.init(upper_ctx, bps, into_switch, kStreamPipe + 2 * uint64_t{link});
+  up.set_sender(lower_ctx);
   up.connect_to_switch(upper, upper_port);
-  down.init(&ctx, bps, lower ? into_switch : cfg.link_delay, kStreamPipe + 2 * uint64_t{link} + 1);
+  down.init(lower_ctx, bps, lower ? into_switch : cfg.link_delay, kStreamPipe + 2 * uint64_t{link} + 1);
+  down.set_sender(upper_ctx);
   if (lower)
     down.connect_to_switch(lower, lower_port);
   else
@@ -140,18 +187,18 @@ void Fabric::Impl::wire(uint32_t link, Switch* lower, uint32_t lower_port, Switc
     return static_cast<uint32_t>(&sw->slot(port) - ports.get());
   };
   const uint32_t upper_global = global(upper, upper_port);
-  upper->port(upper_port).init(&ctx, &down, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, lower == nullptr),
+  upper->port(upper_port).init(upper_ctx, &down, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, lower == nullptr),
                                kStreamPort + upper_global, upper, upper->nports());
   port_link[upper_global] = link;
   if (lower) {
     const uint32_t lower_global = global(lower, lower_port);
-    lower->port(lower_port).init(&ctx, &up, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, false),
+    lower->port(lower_port).init(lower_ctx, &up, PortParams::resolve(cfg.queue, bps, cfg.base_rtt, false),
                                  kStreamPort + lower_global, lower, lower->nports());
     port_link[lower_global] = link;
-    upper->set_upstream(upper_port, Switch::Upstream{&lower->port(lower_port), 0, 0});
-    lower->set_upstream(lower_port, Switch::Upstream{&upper->port(upper_port), 0, 0});
+    upper->set_upstream(upper_port, Switch::Upstream{&lower->port(lower_port), 0, 0, lower_ctx->part});
+    lower->set_upstream(lower_port, Switch::Upstream{&upper->port(upper_port), 0, 0, upper_ctx->part});
   } else {
-    upper->set_upstream(upper_port, Switch::Upstream{nullptr, host, plane});
+    upper->set_upstream(upper_port, Switch::Upstream{nullptr, host, plane, 0});
   }
 }
 

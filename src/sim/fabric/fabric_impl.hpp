@@ -51,7 +51,23 @@ struct EvLayout {
 };
 
 struct Fabric::Impl final : Node {
-  Impl(Simulator& sim, const TopologyConfig& cfg);
+  Impl(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions* parts = nullptr);
+  /// The context of switch `id`'s partition.
+  FabricContext* ctx_of(uint32_t switch_id) {
+    return sw_part.empty() || sw_part[switch_id] == 0 ? &ctx : pctx[sw_part[switch_id] - 1].get();
+  }
+  FabricContext* ctx_of(const Switch* sw) { return ctx_of(static_cast<uint32_t>(sw - switches.get())); }
+  /// Calls f(FabricContext&) for every partition's context.
+  template <class F>
+  void for_each_ctx(F&& f) {
+    f(ctx);
+    for (auto& c : pctx) f(*c);
+  }
+  template <class F>
+  void for_each_ctx(F&& f) const {
+    f(ctx);
+    for (const auto& c : pctx) f(*c);
+  }
   ~Impl() override;
 
   // ---- identity and indexing
@@ -113,10 +129,12 @@ struct Fabric::Impl final : Node {
 
   static constexpr uint64_t kReconvergeTag = uint64_t{2} << 60;
 
-  Simulator& sim;
+  Simulator& sim;  ///< the fabric's own events (and, not partitioned, everything)
   TopologyConfig cfg;
   TopologyShape shape;
-  FabricContext ctx;
+  FabricContext ctx;  ///< partition 0's: the hosts' side, and every switch not partitioned
+  std::vector<std::unique_ptr<FabricContext>> pctx;  ///< partitions 1.. of a parallel run
+  std::vector<uint32_t> sw_part;  ///< partition of each switch (empty: all 0)
   EvLayout ev;
   uint32_t nswitches = 0;
   std::unique_ptr<Switch[]> switches;

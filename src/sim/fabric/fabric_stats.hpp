@@ -11,6 +11,7 @@ namespace mrc::sim {
 
 class Simulator;
 class Node;
+class ParallelEngine;
 
 /// Counters over the whole fabric.
 struct FabricStats {
@@ -30,12 +31,20 @@ struct FabricStats {
   /// NACKs, CNPs, probes), trimmed headers, data.
   uint64_t drops_by_class[3] = {0, 0, 0};
   void count_drop(uint8_t cls) { ++drops_by_class[cls < 3 ? cls : 2]; }
+  /// Adds `o`'s counters (peak_queue_bytes: the larger): the fabric's
+  /// totals over the partitions of a parallel run.
+  void add(const FabricStats& o);
 };
 
 /// Shared state of one fabric's elements. Tests of a single element build one
-/// by hand; Fabric owns one for all of its elements.
+/// by hand; Fabric owns one for all of its elements, or one per partition of
+/// a parallel run (each element uses its partition's).
 struct FabricContext {
   Simulator* sim = nullptr;
+  /// A parallel run: the engine that carries events to other partitions,
+  /// and this context's partition. Null: one partition.
+  ParallelEngine* engine = nullptr;
+  uint32_t part = 0;
   FabricStats stats;
   /// Bytes queued right now over every class of every switch egress port.
   uint64_t queued_bytes = 0;
@@ -45,6 +54,11 @@ struct FabricContext {
   Duration pfc_delay;
   /// Set while the fabric is torn down: no more PFC frames are scheduled.
   bool closing = false;
+
+  /// Runs node->on_event(tag) at `at`, keyed `key`, in partition `dst`:
+  /// this context's queue, or another partition's through the engine (then
+  /// `at` must be at least its lookahead after now).
+  void post(uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key);
 };
 
 /// Event tag of a PFC frame towards a NIC port (see FabricContext).

@@ -29,6 +29,11 @@ void Pipe::connect_to_host(uint32_t host, uint32_t plane) {
   in_port_ = plane;
 }
 
+void Pipe::set_sender(FabricContext* tx) {
+  cut_ = tx != ctx_;
+  tx_ = tx;
+}
+
 void Pipe::set_rate(uint64_t bps) {
   // Transmissions that started before now keep the old rate.
   if (feeder_) feeder_->catch_up(ctx_->sim->now());
@@ -43,17 +48,20 @@ void Pipe::set_loss(double p) {
   loss_ = p;
 }
 
+void Pipe::drop(FabricContext& c, Packet* p, uint64_t& counter) {
+  ++counter;
+  c.stats.count_drop(static_cast<uint8_t>(p->cls));
+  c.sim->free_packet(p);
+}
+
 bool Pipe::send(Packet* p, Time done) {
+  if (cut_) return send_cut(p, done);
   if (!alive_) {
-    ++ctx_->stats.drops_link_down;
-    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
-    ctx_->sim->free_packet(p);
+    drop(*ctx_, p, ctx_->stats.drops_link_down);
     return false;
   }
   if (loss_ > 0 && rng_.chance(loss_)) {
-    ++ctx_->stats.drops_random;
-    ctx_->stats.count_drop(static_cast<uint8_t>(p->cls));
-    ctx_->sim->free_packet(p);
+    drop(*ctx_, p, ctx_->stats.drops_random);
     return false;
   }
   const Time at = done + delay_;
@@ -77,8 +85,36 @@ bool Pipe::send(Packet* p, Time done) {
   return true;
 }
 
+bool Pipe::send_cut(Packet* p, Time done) {
+  FabricContext& tx = *tx_;
+  if (!alive_) {
+    drop(tx, p, tx.stats.drops_link_down);
+    return false;
+  }
+  if (loss_ > 0 && rng_.chance(loss_)) {
+    drop(tx, p, tx.stats.drops_random);
+    return false;
+  }
+  ++sent_cls_[static_cast<uint8_t>(p->cls) < 3 ? static_cast<uint8_t>(p->cls) : 2];
+  tx.post(ctx_->part, done + delay_, this, reinterpret_cast<uintptr_t>(p), event_key(id_, sent_++));
+  return false;
+}
+
 uint64_t Pipe::flush() {
   uint64_t n = 0;
+  if (cut_) {
+    // Runs where neither side does: what was sent and has not arrived is
+    // lost now; its deliveries only release it.
+    for (int c = 0; c < 3; ++c) {
+      const uint64_t k = sent_cls_[c] - recv_cls_[c];
+      ctx_->stats.drops_by_class[c] += k;
+      recv_cls_[c] = sent_cls_[c];
+      n += k;
+    }
+    flushed_upto_ = sent_;
+    ctx_->stats.drops_link_down += n;
+    return n;
+  }
   while (head_) {
     Packet* p = head_;
     head_ = p->pipe_next;
@@ -95,7 +131,17 @@ uint64_t Pipe::flush() {
   return n;
 }
 
-void Pipe::on_event(Simulator& sim, uint64_t) {
+void Pipe::on_event(Simulator& sim, uint64_t tag) {
+  if (cut_) {
+    Packet* p = reinterpret_cast<Packet*>(tag);
+    if (recv_++ < flushed_upto_) {
+      sim.free_packet(p);  // lost with the link (flush counted it)
+      return;
+    }
+    ++recv_cls_[static_cast<uint8_t>(p->cls) < 3 ? static_cast<uint8_t>(p->cls) : 2];
+    deliver(p);
+    return;
+  }
   const Time now = sim.now();
   // Deliveries never push into this pipe (a packet never turns back onto the
   // link it arrived on), so the loop sees a stable FIFO. (The tag, the head
@@ -121,7 +167,13 @@ void Pipe::on_event(Simulator& sim, uint64_t) {
   }
 }
 
-void Pipe::prefetch(uint64_t) const {
+void Pipe::prefetch(uint64_t tag) const {
+  if (cut_) {
+    // The tag is the packet; the feeder and the FIFO fields are the other
+    // partition's.
+    if (sw_) sw_->prefetch_route(*reinterpret_cast<const Packet*>(tag));
+    return;
+  }
   // After its deliveries the event lets the feeding port catch up, which
   // pops the entry it queued last and appends to this pipe's tail.
   if (feeder_) {

@@ -21,6 +21,16 @@
 // The pipe also owns the link's physical state in its direction: rate (which
 // the sender reads to serialize), alive (link up and both end switches up),
 // and random gray loss from its own seeded stream.
+//
+// A pipe whose sender runs in another partition of a parallel run (a cut
+// link, set_sender) has no FIFO: send() hands each packet to the engine as
+// an event of the receiving partition, keyed by its ordinal as above, and
+// each delivery is its own event. The two sides share no field that either
+// writes while the other runs: the sender counts what it sent, the receiver
+// what arrived, and a flush (at a window boundary, where nothing runs) marks
+// what was sent by then as lost, which the deliveries then release. The
+// port feeding it gets no catch-up from the deliveries (they run elsewhere):
+// send() returns false, so it schedules its own transmissions.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +55,12 @@ class alignas(64) Pipe final : public Node {
   /// The far end is NIC port `plane` of `host`; the NIC attaches later.
   void connect_to_host(uint32_t host, uint32_t plane);
   void attach_nic(Node* nic) { nic_ = nic; }
+  /// The sender runs in context `tx` (its partition's); when that is not
+  /// the context init() gave (the receiver's), the pipe crosses partitions
+  /// and works as described above. Call after init(), before any send().
+  void set_sender(FabricContext* tx);
+  /// The pipe crosses partitions (set_sender).
+  bool cut() const { return cut_; }
   /// The switch port that transmits into this pipe, if it is one that
   /// advances lazily (EgressPort::catch_up): each delivery, and any change
   /// of rate or loss, first lets it catch up to now.
@@ -72,13 +88,15 @@ class alignas(64) Pipe final : public Node {
   /// The last bit of `p` leaves the sender at `done` (>= now): the packet is
   /// lost (dead pipe: drops_link_down; gray loss: drops_random) or arrives at
   /// the far end at done + delay(). Returns true in the second case (its
-  /// delivery will run this pipe's event).
+  /// delivery will run this pipe's event, which lets the feeder catch up),
+  /// false for a cut pipe, whose deliveries run in another partition.
   bool send(Packet* p, Time done);
   /// Loses every packet in flight (the link or a switch at its end died),
   /// counting drops_link_down. Returns how many.
   uint64_t flush();
 
-  /// Packets and wire bytes that completed this pipe.
+  /// Packets and wire bytes that completed this pipe. (in_flight(): of a
+  /// pipe that is not cut.)
   uint64_t packets() const { return packets_; }
   uint64_t bytes() const { return bytes_; }
   size_t in_flight() const { return count_; }
@@ -91,6 +109,8 @@ class alignas(64) Pipe final : public Node {
 
  private:
   void deliver(Packet* p);
+  bool send_cut(Packet* p, Time done);
+  void drop(FabricContext& c, Packet* p, uint64_t& counter);
 
   // Hot fields first, in one cache line: on_event and send read these.
   FabricContext* ctx_ = nullptr;
@@ -117,6 +137,14 @@ class alignas(64) Pipe final : public Node {
   uint32_t id_ = 0;         ///< entity id (event keys)
   uint64_t head_seq_ = 0;   ///< ordinal of head_: packets that entered the FIFO before it
   Prng rng_;
+  // A cut pipe (set_sender): the sender's side, then the receiver's.
+  bool cut_ = false;
+  FabricContext* tx_ = nullptr;  ///< the sender's context (ctx_ is the receiver's)
+  uint64_t sent_ = 0;            ///< packets sent: the next one's ordinal
+  uint64_t sent_cls_[3] = {0, 0, 0};
+  alignas(64) uint64_t recv_ = 0;  ///< deliveries run (flushed ones too)
+  uint64_t recv_cls_[3] = {0, 0, 0};  ///< delivered, and flushed, by class
+  uint64_t flushed_upto_ = 0;    ///< deliveries before this ordinal were flushed
 };
 
 }  // namespace mrc::sim

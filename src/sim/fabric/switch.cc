@@ -113,13 +113,13 @@ uint32_t Switch::route_ecmp(const Packet& p) const {
 void Switch::pfc_signal(uint32_t in_port, bool pause) {
   if (in_port >= upstream_.size() || ctx_->closing) return;
   const Upstream& u = upstream_[in_port];
-  Simulator& sim = *ctx_->sim;
-  // The frame crosses the link back to the sender.
-  const Time at = sim.now() + ctx_->pfc_delay;
+  // The frame crosses the link back to the sender (possibly in another
+  // partition: the PFC delay is a link delay, at least the lookahead).
+  const Time at = ctx_->sim->now() + ctx_->pfc_delay;
   if (u.port)
-    sim.schedule(at, u.port, pause ? EgressPort::kTagPause : EgressPort::kTagResume, pfc_keys_.next());
+    ctx_->post(u.part, at, u.port, pause ? EgressPort::kTagPause : EgressPort::kTagResume, pfc_keys_.next());
   else if (ctx_->pfc_host_sink)
-    sim.schedule(at, ctx_->pfc_host_sink, pfc_host_tag(u.host, u.plane, pause), pfc_keys_.next());
+    ctx_->post(u.part, at, ctx_->pfc_host_sink, pfc_host_tag(u.host, u.plane, pause), pfc_keys_.next());
 }
 
 }  // namespace mrc::sim

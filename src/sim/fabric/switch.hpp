@@ -51,6 +51,7 @@ class alignas(64) Switch final : public PfcPeer {
     EgressPort* port = nullptr;
     uint32_t host = 0;
     uint32_t plane = 0;
+    uint32_t part = 0;  ///< partition of the sender (FabricContext::part)
   };
 
   Switch() = default;

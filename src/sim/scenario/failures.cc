@@ -283,12 +283,12 @@ void FailureSchedule::start() {
     if (specs_[i].at_step < 0) sim_.schedule(specs_[i].at, this, (i << 1) | 1, keys_.next());
 }
 
-void FailureSchedule::step_started(uint32_t step) {
+void FailureSchedule::step_started(uint32_t step, Time now) {
   for (size_t i = 0; i < specs_.size(); ++i) {
     FailureSpec& f = specs_[i];
     if (f.at_step != static_cast<int32_t>(step)) continue;
     // From here on the spec's times are absolute, as for a run-relative one.
-    const Time anchor = sim_.now();
+    const Time anchor = now;
     f.at = anchor + (f.at - Time::zero());
     if (f.until != Time::never()) f.until = anchor + (f.until - Time::zero());
     sim_.schedule(f.at, this, (i << 1) | 1, keys_.next());

@@ -109,9 +109,11 @@ class FailureSchedule final : public Node {
   FailureSchedule(Simulator& sim, Fabric& fabric, Cluster& cluster, std::vector<FailureSpec> specs);
   /// Schedules the failures timed from the start of the run.
   void start();
-  /// Training step `step` starts now: schedules the failures timed from it
-  /// (RingTraining::on_step_start).
-  void step_started(uint32_t step);
+  /// Training step `step` starts at `now` (the training's clock, which in a
+  /// partitioned run is not the schedule's): schedules the failures timed
+  /// from it (RingTraining::on_step_start). One due inside the window being
+  /// run takes effect right after it (ParallelEngine).
+  void step_started(uint32_t step, Time now);
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
   /// (time, text) of every action taken, for output and plots.

@@ -8,6 +8,9 @@
 #include <numeric>
 #include <string>
 
+#include "sim/engine/parallel.hpp"
+#include "sim/fabric/partition.hpp"
+
 namespace mrc::sim {
 
 namespace {
@@ -161,14 +164,52 @@ std::vector<FlowSpec> scenario_flows(const Scenario& sc) {
   return {};
 }
 
+Duration scenario_lookahead(const TopologyConfig& topo) {
+  return topo.link_delay > Duration::ps(1) ? topo.link_delay : Duration::ps(1);
+}
+
 RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   RunResult r;
   r.transport = spec.name;
   const auto wall0 = std::chrono::steady_clock::now();
-  Simulator sim(sc.seed);
   TopologyConfig topo = sc.topology;
   if (spec.name == "roce-pfc") topo.queue.pfc = true;  // lossless data class for the baseline
-  Fabric fabric(sim, topo);
+  // The events global to every partition (failures, samples, the fabric's
+  // reconvergence) run in `global`, which also numbers every entity; the
+  // hosts, their NICs and the workload run in partition 0.
+  Simulator global(sc.seed);
+  const uint32_t nparts = std::max<uint32_t>(1, sc.partitions);
+  std::vector<std::unique_ptr<Simulator>> parts;
+  std::vector<Simulator*> part_ptrs;
+  for (uint32_t p = 0; p < nparts; ++p) {
+    parts.push_back(std::make_unique<Simulator>(sc.seed));
+    parts.back()->share_entities(&global);
+    part_ptrs.push_back(parts.back().get());
+  }
+  FabricPartitions fp;
+  fp.sims = part_ptrs;
+  if (nparts > 1) {
+    std::string why;
+    auto plan = plan_partitions(topo, nparts, &why);
+    if (!plan) {
+      std::fprintf(stderr, "mrc-sim: %s\n", why.c_str());
+      std::abort();
+    }
+    fp.sw = plan->sw;
+  } else {
+    fp.sw.assign(topo.shape().switches(), 0);
+  }
+  ParallelEngine engine(part_ptrs, scenario_lookahead(topo), &global);
+  fp.engine = &engine;
+  // Only the NICs (partition 0) allocate packets; the switches of other
+  // partitions release the ones they drop: back to partition 0 between
+  // windows.
+  if (nparts > 1)
+    engine.set_on_barrier([&parts] {
+      for (size_t p = 1; p < parts.size(); ++p) parts[0]->take_free_packets(*parts[p]);
+    });
+  Simulator& sim = *parts[0];
+  Fabric fabric(global, topo, fp);
   core::EndpointConfig ec;
   ec.protocol = sc.protocol;
   ec.balance_peer_ports = sc.balance_peer_ports;
@@ -206,9 +247,9 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       cluster.nic(h).on_transmit = [&sim, &tap = sc.packet_tap](const Nic& nic, const Packet& p) {
         tap(sim.now(), nic.host(), p);
       };
-  FailureSchedule sched(sim, fabric, cluster, sc.failures);
+  FailureSchedule sched(global, fabric, cluster, sc.failures);
   sched.start();
-  Sampler sampler(sim, cluster, fabric, sc.sample_every, &r.series, sc.on_sample);
+  Sampler sampler(global, cluster, fabric, sc.sample_every, &r.series, sc.on_sample);
   if (sc.series_hosts || sc.series_planes || sc.series_flows) {
     std::vector<std::pair<uint32_t, uint32_t>> pairs;
     if (sc.series_flows)
@@ -230,7 +271,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       train = std::make_unique<RingTraining>(sim, cluster, ring, sc.bytes, training ? sc.steps : 1,
                                              training ? sc.compute : Duration{});
       r.ideal_collective = train->ideal_collective();
-      train->on_step_start = [&sched](uint32_t k) { sched.step_started(k); };
+      train->on_step_start = [&sched, &sim](uint32_t k) { sched.step_started(k, sim.now()); };
       train->start();
       break;
     }
@@ -239,17 +280,24 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       flows->start();
     }
   }
+  auto events = [&] {
+    uint64_t n = global.events_processed();
+    for (const auto& p : parts) n += p->events_processed();
+    return n;
+  };
   const Time limit = Time::zero() + sc.time_limit;
+  bool stopped = false;
   while (sim.now() < limit) {
-    sim.run_until(min(limit, sim.now() + Duration::us(200)));
+    engine.run_until(min(limit, sim.now() + Duration::us(200)));
+    stopped = engine.stopped();
     const bool done = train ? train->done() : flows->done();
     if (sc.progress)
-      sc.progress(Progress{sim.now(), sc.time_limit, sim.events_processed(), train ? train->step_times().size() : 0,
+      sc.progress(Progress{sim.now(), sc.time_limit, events(), train ? train->step_times().size() : 0,
                            train ? train->steps() : 0, flows ? flows->finished() : 0,
                            flows ? flows->records().size() : 0});
-    if (done) break;
+    if (done || stopped) break;
   }
-  r.end = sim.now();
+  r.end = stopped ? engine.stop_time() : sim.now();
   sampler.finish(r.end);
   if (sc.at_end) sc.at_end(sim.now(), cluster);
   r.completed = train ? train->done() : flows->done();
@@ -277,7 +325,11 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.evs_suspected = cluster.sum_path_stats([](const core::PathStats& s) { return s.suspected; });
   r.evs_cleared = cluster.sum_path_stats([](const core::PathStats& s) { return s.cleared; });
   r.qp_failures = cluster.qp_failures();
-  r.events = sim.events_processed();
+  r.events = events();
+  r.windows = nparts > 1 ? engine.windows() : 0;
+  r.messages = engine.messages();
+  for (const auto& p : parts) r.partition_events.push_back(p->events_processed());
+  if (nparts > 1) r.partition_cpu_s = engine.thread_cpu_s();
   r.failure_log = sched.log();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.peak_rss_kb = peak_rss_kb();

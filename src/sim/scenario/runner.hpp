@@ -46,6 +46,11 @@ struct Scenario {
   /// empty: the transport's own EV sets and congestion control.
   ControllerPlan controller;
   uint64_t seed = 1;
+  /// Partitions of a parallel run (ParallelEngine, one thread each): the
+  /// switches split as plan_partitions() says, every host in partition 0.
+  /// Results are the same for every count; plan_partitions() must accept
+  /// it for `topology` (run_scenario aborts with its message otherwise).
+  uint32_t partitions = 1;
   Duration time_limit = Duration::ms(200);
   Duration sample_every = Duration::us(20);
   /// Protocol knobs for every endpoint; base_rtt 0 = twice the fabric's
@@ -110,6 +115,15 @@ struct RunResult {
   /// and those put back without retiring (cleared).
   uint64_t ev_congestion_swaps = 0, evs_suspected = 0, evs_cleared = 0;
   uint64_t events = 0;
+  /// Windows of the parallel engine and events carried between partitions
+  /// (0 with one partition).
+  uint64_t windows = 0, messages = 0;
+  /// Events run in each partition (the global ones not included): the
+  /// balance of the work, which bounds the speedup at sum / max.
+  std::vector<uint64_t> partition_events;
+  /// CPU time of each partition's thread (ParallelEngine::thread_cpu_s;
+  /// empty with one partition).
+  std::vector<double> partition_cpu_s;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;
@@ -143,7 +157,19 @@ struct RunResult {
 std::vector<FlowSpec> scenario_flows(const Scenario& sc);
 
 /// Runs `sc` once with transport `t`.
+///
+/// The run goes in synchronous windows (ParallelEngine) whatever
+/// sc.partitions is, so that it stops at the same point with any count: a
+/// window spans the fabric's link delay (the lookahead; 1 ps without one),
+/// the events global to the hosts and switches (failures, samples, ECMP
+/// reconvergence) run between windows before anything else at their time,
+/// and the run ends after the window in which the workload finished (its
+/// end, RunResult::end, is the finishing event's time).
 RunResult run_scenario(const Scenario& sc, const TransportSpec& t);
+
+/// The lookahead of run_scenario's windows for `topo`: its link delay (at
+/// least 1 ps), the least time a packet or a PFC frame takes over a link.
+Duration scenario_lookahead(const TopologyConfig& topo);
 
 /// The transports mrc-sim knows by name: "mrc" (MRC with NSCC; "mrc-nscc"
 /// is the same), "mrc-fixed" (MRC with a constant window), "mrc-oblivious"

@@ -43,11 +43,13 @@ class TokenNode final : public Node {
 };
 
 struct Model {
-  explicit Model(uint32_t partitions) : parts(partitions) {
+  /// `with_global`: the engine gets a global Simulator (windows even on one
+  /// partition), for the global events of the tests below.
+  explicit Model(uint32_t partitions, bool with_global = false) : parts(partitions) {
     for (uint32_t p = 0; p < partitions; ++p) sims.push_back(std::make_unique<Simulator>(1));
     std::vector<Simulator*> ptrs;
     for (auto& s : sims) ptrs.push_back(s.get());
-    engine = std::make_unique<ParallelEngine>(ptrs, kLookahead);
+    engine = std::make_unique<ParallelEngine>(ptrs, kLookahead, with_global ? &global : nullptr);
     for (uint32_t i = 0; i < kNodes; ++i) nodes.push_back(std::make_unique<TokenNode>(this, i));
     EventKeys start(1000);
     for (uint32_t t = 0; t < kTokens; ++t) {
@@ -65,6 +67,7 @@ struct Model {
   }
 
   uint32_t parts;
+  Simulator global{1};
   std::vector<std::unique_ptr<Simulator>> sims;
   std::unique_ptr<ParallelEngine> engine;
   std::vector<std::unique_ptr<TokenNode>> nodes;
@@ -124,6 +127,85 @@ TEST(ParallelEngine, TheModelHasSameTimeEvents) {
   for (const auto& t : seq.traces)
     for (size_t i = 1; i < t.size(); ++i) ties += t[i].first == t[i - 1].first;
   EXPECT_GT(ties, 100u);
+}
+
+// A global event: reads every node's state (a sample), changes one node's
+// state (a failure would), and at the last one stops the run from inside a
+// partition, which ends it after that window.
+class Sampler final : public Node {
+ public:
+  explicit Sampler(Model* m) : m_(m) {}
+  void on_event(Simulator& sim, uint64_t tag) override {
+    uint64_t sum = 0;
+    for (const auto& n : m_->nodes) sum = sum * 31 + n->state;
+    samples.emplace_back(sim.now().ps(), sum);
+    // Global events run at their own time: no window ran past it.
+    for (const auto& p : m_->sims) EXPECT_EQ(p->now(), sim.now());
+    m_->nodes[tag % kNodes]->state ^= sum;
+    if (tag < 20) sim.schedule(sim.now() + Duration::ps(7'300), this, tag + 1, keys_.next());
+  }
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+  std::vector<std::pair<int64_t, uint64_t>> samples;
+
+ private:
+  Model* m_;
+  EventKeys keys_{2000};
+};
+
+// Calls stop() in its partition at a fixed time.
+class Stopper final : public Node {
+ public:
+  void on_event(Simulator& sim, uint64_t) override { sim.stop(); }
+  void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+};
+
+struct GlobalOutcome {
+  Outcome o;
+  std::vector<std::pair<int64_t, uint64_t>> samples;
+  bool stopped = false;
+  int64_t stop_ps = 0, now_ps = 0;
+};
+
+GlobalOutcome run_with_globals(uint32_t partitions) {
+  Model m(partitions, /*with_global=*/true);
+  Sampler sampler(&m);
+  Stopper stopper;
+  m.global.schedule(Time::from_ps(1'000), &sampler, 0, event_key(3000, 0));
+  // In the last partition (as any node could).
+  m.sims.back()->schedule(Time::from_ps(150'050), &stopper, 0, event_key(3001, 0));
+  // In chunks, as the scenario runner calls it.
+  GlobalOutcome g;
+  for (Time t = Time::zero(); t < kEnd && !g.stopped; t = t + Duration::ps(40'000)) {
+    m.engine->run_until(min(kEnd, t + Duration::ps(40'000)));
+    g.stopped = m.engine->stopped();
+  }
+  for (const auto& n : m.nodes) {
+    g.o.traces.push_back(n->trace);
+    g.o.states.push_back(n->state);
+  }
+  g.samples = sampler.samples;
+  g.stop_ps = m.engine->stop_time().ps();
+  g.now_ps = m.sims[0]->now().ps();
+  return g;
+}
+
+TEST(ParallelEngine, GlobalEventsAndStopGiveTheSameRunOnEveryPartitioning) {
+  const GlobalOutcome one = run_with_globals(1);
+  ASSERT_TRUE(one.stopped);
+  EXPECT_EQ(one.stop_ps, 150'050);
+  // The run went on to the end of the stopping window, and not past it.
+  EXPECT_GE(one.now_ps, 150'050);
+  EXPECT_LT(one.now_ps, 150'050 + kLookahead.count_ps());
+  EXPECT_EQ(one.samples.size(), 21u);
+  for (uint32_t p : {2u, 3u, 4u}) {
+    const GlobalOutcome par = run_with_globals(p);
+    EXPECT_TRUE(par.stopped) << p << " partitions";
+    EXPECT_EQ(par.stop_ps, one.stop_ps) << p << " partitions";
+    EXPECT_EQ(par.now_ps, one.now_ps) << p << " partitions";
+    EXPECT_EQ(par.samples, one.samples) << p << " partitions";
+    EXPECT_EQ(par.o.traces, one.o.traces) << p << " partitions";
+    EXPECT_EQ(par.o.states, one.o.states) << p << " partitions";
+  }
 }
 
 }  // namespace

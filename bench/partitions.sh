@@ -1,0 +1,51 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# mrc-sim's parallel engine: wall and CPU time of the same run on 1 and on N
+# partitions, in interleaved rounds (the median of each, and of the
+# per-round ratio, since a shared machine's speed drifts within minutes).
+#
+#   bench/partitions.sh [--bin PATH] [--rounds R] [--partitions N] HOSTS...
+#
+# Each run: clos2 (8 planes at 400 Gb/s), a 4 MiB permutation, MRC only, no
+# failures. Prints one line per host count: wall and CPU (user + sys) medians
+# for 1 and N partitions, the speedup (wall ratio), the parallel efficiency
+# (speedup / N) and the engine's windows and messages per window.
+set -euo pipefail
+bin=build/release/tools/mrc-sim/mrc-sim
+rounds=3
+parts=2
+hosts=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --partitions) parts=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) hosts+=("$1"); shift ;;
+  esac
+done
+[ ${#hosts[@]} -gt 0 ] || hosts=(1024 2048 4096)
+[ -x "$bin" ] || { echo "partitions.sh: no mrc-sim at $bin (build the release preset, or give --bin)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+printf "%6s %10s %10s %10s %10s %8s %10s %9s %9s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" speedup efficiency windows msg/w
+for h in "${hosts[@]}"; do
+  : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"
+  for r in $(seq "$rounds"); do
+    for p in 1 "$parts"; do
+      /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
+        --workload permutation --bytes 4194304 --transports mrc --no-default-failures --partitions "$p" \
+        >"$tmp/out"
+      read -r wall user sys <"$tmp/t"
+      cpu=$(printf "%.2f" "$(echo "$user + $sys" | bc -l)")
+      if [ "$p" = 1 ]; then echo "$wall" >>"$tmp/w1"; echo "$cpu" >>"$tmp/c1"; w1=$wall
+      else echo "$wall" >>"$tmp/wn"; echo "$cpu" >>"$tmp/cn"; echo "$w1 / $wall" | bc -l >>"$tmp/ratio"
+        win=$(awk '/^windows/ {print $2, $3}' "$tmp/out" | tr -d '(')
+      fi
+    done
+  done
+  s=$(median <"$tmp/ratio")
+  printf "%6s %10s %10s %10s %10s %8.2f %10.2f %9s %9s\n" "$h" "$(median <"$tmp/w1")" "$(median <"$tmp/c1")" \
+    "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" $win
+done

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// mrc-sim --partitions: a run split over 1, 2 and 4 partitions (threads of
+// the parallel engine) writes the same JSON, but for the two fields that
+// measure the engine rather than the model (wall_s; events, which the
+// partitioning adds to: a port feeding a link across partitions schedules
+// its own transmissions). A training run with a T1 reboot and a flapping
+// host link (MRC, and RoCE with PFC, whose frames cross partitions too),
+// a permutation with a dead T0-T1 link and a lossy host, and an incast under
+// PFC.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "mrc-sim/options.hpp"
+#include "mrc-sim/output.hpp"
+
+namespace mrc::sim::tool {
+namespace {
+
+// 32 hosts, 4 planes, 4 T0s of 8 hosts with 4 uplinks over 2 T1s.
+SimOptions small() {
+  SimOptions o;
+  o.planes = 4;
+  o.hosts = 32;
+  o.t0_down = 8;
+  o.t0_up = 4;
+  o.t1 = 2;
+  o.default_failures = false;
+  return o;
+}
+
+struct Runs {
+  std::string json;  ///< without wall_s and events
+  uint64_t windows = 0, messages = 0;
+};
+
+Runs run(SimOptions o, uint32_t partitions) {
+  o.partitions = partitions;
+  std::string why;
+  auto resolved = resolve(o, &why);
+  EXPECT_TRUE(resolved) << why;
+  Runs out;
+  if (!resolved) return out;
+  std::vector<RunResult> results;
+  for (const TransportSpec& t : resolved->transports) {
+    results.push_back(run_scenario(resolved->scenario, t));
+    EXPECT_TRUE(results.back().completed) << t.name << " on " << partitions << " partitions";
+    out.windows += results.back().windows;
+    out.messages += results.back().messages;
+  }
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(results_json(results, o.seed));
+  for (auto& r : j["runs"]) {
+    r.erase("wall_s");
+    r.erase("events");
+  }
+  out.json = j.dump(1);
+  return out;
+}
+
+void expect_same_on_2_and_4(const SimOptions& o, uint64_t min_messages = 1000) {
+  const Runs one = run(o, 1);
+  ASSERT_FALSE(one.json.empty());
+  EXPECT_EQ(one.messages, 0u);
+  for (uint32_t p : {2u, 4u}) {
+    const Runs par = run(o, p);
+    EXPECT_EQ(par.json, one.json) << p << " partitions";
+    // The partitions did exchange packets, over many windows.
+    EXPECT_GT(par.windows, 100u) << p << " partitions";
+    EXPECT_GT(par.messages, min_messages) << p << " partitions";
+  }
+}
+
+TEST(Partitions, TrainingWithAT1RebootAndALinkFlapIsTheSameOn1To4) {
+  SimOptions o = small();
+  o.workload = "train";
+  o.bytes = 1 << 20;
+  o.steps = 2;
+  o.transports = {"mrc", "roce-pfc"};
+  o.failures = {"switch-down:tier=t1,plane=0,index=1,at=100us,for=150us",
+                "link-flap:tier=host,plane=3,a=5,at=120us,until=300us,period=60us,duty=0.5"};
+  expect_same_on_2_and_4(o);
+}
+
+TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {
+  SimOptions o = small();
+  o.workload = "permutation";
+  o.bytes = 2 << 20;
+  o.transports = {"mrc"};
+  o.failures = {"link-down:tier=t0t1,plane=1,a=0,b=1,at=20us", "loss:tier=host,plane=*,a=3,p=0.01,at=0us"};
+  expect_same_on_2_and_4(o);
+}
+
+// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE the NICs (partition 0)
+// and their neighbours (other partitions) across the cut.
+TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
+  SimOptions o = small();
+  o.workload = "incast";
+  o.fan_in = 12;
+  o.bytes = 256 * 1024;
+  o.transports = {"roce-pfc"};
+  SimOptions probe = o;
+  std::string why;
+  auto resolved = resolve(probe, &why);
+  ASSERT_TRUE(resolved) << why;
+  EXPECT_GT(run_scenario(resolved->scenario, resolved->transports[0]).fabric.pfc_pauses, 10u);
+  expect_same_on_2_and_4(o, 500);
+}
+
+TEST(Partitions, ACountThePlanCannotUseIsRefusedNamingTheFlag) {
+  SimOptions o = small();
+  o.partitions = 64;  // 4 planes x 4 T0s at most
+  std::string why;
+  EXPECT_FALSE(resolve(o, &why));
+  EXPECT_EQ(why.rfind("--partitions 64 ", 0), 0u) << why;
+  EXPECT_NE(why.find("use at most 16"), std::string::npos) << why;
+  o.partitions = 2;
+  o.link_delay_ns = 0;
+  EXPECT_FALSE(resolve(o, &why));
+  EXPECT_NE(why.find("--link-delay-ns"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace mrc::sim::tool
