@@ -416,7 +416,8 @@ void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uin
     return;
   }
   if (p.h.bth.dest_qp == kEndpointOpsQpn) {
-    if (p.h.opcode() == wire::Opcode::endpoint_request) on_endpoint_request(now, meta, p);
+    if (p.h.bth.sec) ++stats_.rx_malformed;  // endpoint operations are never sealed
+    else if (p.h.opcode() == wire::Opcode::endpoint_request) on_endpoint_request(now, meta, p);
     else if (p.h.opcode() == wire::Opcode::endpoint_response) on_endpoint_response(now, meta, p);
     else ++stats_.rx_malformed;
     return;
@@ -434,12 +435,29 @@ void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uin
     ++stats_.rx_wrong_peer;
     return;
   }
-  q->on_packet(now, meta, p, bytes.data() + p.header_len);
+  const uint8_t* payload = bytes.data() + p.header_len;
+  if (q->secure() != nullptr || p.h.bth.sec) {
+    // Secure QPs: tag, key id and replay window before anything else.
+    payload = open_secure(*q, meta, p, bytes);
+    if (payload == nullptr) return;
+  }
+  q->on_packet(now, meta, p, payload);
   refresh(*q);
 }
 
-Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr) {
-  if (hdr.size() < wire::kMaxHeaderBytes) return Errc::invalid_argument;
+Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
+                                         std::span<uint8_t> payload_buf) {
+  if (hdr.size() < wire::kMaxPlainHeaderBytes) return Errc::invalid_argument;
+  for (;;) {
+    Qp* from = nullptr;
+    Result<Transmit> r = next_transmit(now, port_mask, hdr, from);
+    if (!r || from == nullptr || from->secure() == nullptr) return r;
+    if (seal_transmit(*from, hdr, *r, payload_buf)) return r;
+    --stats_.tx_packets;  // not sent after all; the next one may be
+  }
+}
+
+Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, Qp*& from) {
   port_mask &= local_up_;
   if (port_mask == 0) return Errc::done;
   Transmit tx;
@@ -461,6 +479,7 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
     else q->in_ctrl_list_ = false;
     if (sent) {
       ++stats_.tx_packets;
+      from = q;
       return tx;
     }
   }
@@ -493,7 +512,10 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       const DataTurn t = data_turn(now, q, port_mask, hdr.data(), tx, true);
       if (t == DataTurn::ports_busy) data_list_.push_front(q);
       put_back();
-      if (t == DataTurn::sent) return tx;
+      if (t == DataTurn::sent) {
+        from = q;
+        return tx;
+      }
       break;
     }
   }
@@ -508,6 +530,7 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       if (first) data_list_.pop_front();
       put_back();
       if (first) data_list_.push_front(q);
+      from = q;
       return tx;
     }
     if (t == DataTurn::ports_busy) {
@@ -523,14 +546,12 @@ void Endpoint::on_transmit_refused(Time now, const Transmit& tx, std::span<const
   if (tx.qpn == 0 || tx.tc == TrafficClass::control) return;
   Qp* q = find_qp(tx.qpn);
   if (!q) return;
-  // An MRC data header: BTH, METH, then the TSETH the record keeps.
+  // An MRC data header (a secure QP's with a SECETH): the PSN and the
+  // TSETH stamp the record keeps.
   hdr = hdr.first(std::min<size_t>(hdr.size(), tx.header_len));
-  if (hdr.size() < wire::Bth::kSize + wire::Meth::kSize + wire::Tseth::kSize) return;
-  const auto bth = wire::decode<wire::Bth>(hdr);
-  if (!bth || !bth->ts) return;
-  const auto ts = wire::decode<wire::Tseth>(hdr.subspan(wire::Bth::kSize + wire::Meth::kSize));
-  if (!ts) return;
-  q->on_send_refused(now, bth->psn, ts->timestamp);
+  wire::Parsed p;
+  if (!wire::parse_into(hdr, p) || !p.h.info().data || !p.h.bth.ts) return;
+  q->on_send_refused(now, p.h.bth.psn, p.h.tseth.timestamp);
   refresh(*q);
 }
 
