@@ -448,23 +448,37 @@ void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uin
 Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
                                          std::span<uint8_t> payload_buf) {
   if (hdr.size() < wire::kMaxPlainHeaderBytes) return Errc::invalid_argument;
+  Transmit tx;
+  Qp* from = nullptr;
+  if (!next_transmit(now, port_mask, hdr, tx, from)) return Errc::done;
+  if (from != nullptr && from->secure() != nullptr) [[unlikely]]
+    if (!sealed_transmit(now, port_mask, hdr, payload_buf, from, tx)) return Errc::done;
+  return tx;
+}
+
+// Out of poll_transmit's line: plain QPs pay one test for secure ones.
+bool Endpoint::sealed_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, std::span<uint8_t> payload_buf,
+                               Qp* from, Transmit& tx) {
   for (;;) {
-    Qp* from = nullptr;
-    Result<Transmit> r = next_transmit(now, port_mask, hdr, from);
-    if (!r || from == nullptr || from->secure() == nullptr) return r;
-    if (seal_transmit(*from, hdr, *r, payload_buf)) return r;
+    if (seal_transmit(*from, hdr, tx, payload_buf)) return true;
     --stats_.tx_packets;  // not sent after all; the next one may be
+    from = nullptr;
+    tx = Transmit{};
+    if (!next_transmit(now, port_mask, hdr, tx, from)) return false;
+    if (from == nullptr || from->secure() == nullptr) return true;
   }
 }
 
-Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, Qp*& from) {
+// Inlined into poll_transmit (where it was before secure QPs split it off).
+// Fills `tx`, fresh (false: nothing to send), and names the QP it came from.
+[[gnu::always_inline]] inline bool Endpoint::next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
+                                                           Transmit& tx, Qp*& from) {
   port_mask &= local_up_;
-  if (port_mask == 0) return Errc::done;
-  Transmit tx;
+  if (port_mask == 0) return false;
   // Control first (reference 3.9: the control class outranks data).
   if (build_ep_ctrl(now, port_mask, hdr.data(), tx)) {
     ++stats_.tx_packets;
-    return tx;
+    return true;
   }
   for (size_t n = ctrl_list_.size(); n > 0; --n) {
     Qp* q = ctrl_list_.front();
@@ -480,7 +494,7 @@ Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span
     if (sent) {
       ++stats_.tx_packets;
       from = q;
-      return tx;
+      return true;
     }
   }
   // Data: the QPs with something to send take turns. A QP that cannot use
@@ -514,7 +528,7 @@ Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span
       put_back();
       if (t == DataTurn::sent) {
         from = q;
-        return tx;
+        return true;
       }
       break;
     }
@@ -531,7 +545,7 @@ Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span
       put_back();
       if (first) data_list_.push_front(q);
       from = q;
-      return tx;
+      return true;
     }
     if (t == DataTurn::ports_busy) {
       if (n_ahead < kArbiterScan) ahead[n_ahead++] = q;
@@ -539,7 +553,7 @@ Result<Transmit> Endpoint::next_transmit(Time now, uint32_t port_mask, std::span
     }
   }
   put_back();
-  return Errc::done;
+  return false;
 }
 
 void Endpoint::on_transmit_refused(Time now, const Transmit& tx, std::span<const uint8_t> hdr) {

@@ -341,9 +341,14 @@ class Endpoint {
                           Duration timeout);
 
  private:
-  /// poll_transmit before sealing; `from` is the QP whose packet it is
-  /// (null for endpoint operations).
-  Result<Transmit> next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, Qp*& from);
+  /// poll_transmit before sealing: fills `tx` (false: nothing to send now)
+  /// and names the QP whose packet it is in `from` (null for endpoint
+  /// operations).
+  bool next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, Transmit& tx, Qp*& from);
+  /// poll_transmit's path for a secure QP's packet `tx` from `from`: sealed,
+  /// or (if sealing fails) the next packet; false if none is left.
+  bool sealed_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, std::span<uint8_t> payload_buf,
+                       Qp* from, Transmit& tx);
   // Secure QPs (core/secure.cc). seal_transmit adds the SECETH and tag to
   // q's packet (false: not sent); open_secure checks a packet for q and
   // returns where its verified (decrypted) payload is, or null if refused.
