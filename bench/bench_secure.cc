@@ -81,22 +81,7 @@ struct Pair {
     connect(*b, qb, qa, 1, secure_of(mode, false));
   }
   void connect(Endpoint& e, uint32_t qpn, uint32_t peer_qpn, uint64_t peer, const QpSecure& s) {
-    using namespace qp_attr;
-    QpAttr at;
-    at.state = QpState::init;
-    at.cc_profile_id = 1;
-    (void)e.modify_qp(now, qpn, at, kState | kCcProfileId);
-    at.state = QpState::rtr;
-    at.dest_qpn = peer_qpn;
-    at.rq_psn = 100;
-    at.peer = peer;
-    at.mpr_dest = 16;
-    at.secure = s;
-    (void)e.modify_qp(now, qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest | kSecure);
-    at.state = QpState::rts;
-    at.sq_psn = 100;
-    at.mpr = 16;
-    (void)e.modify_qp(now, qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout);
+    bench::connect_qp(e, now, qpn, peer_qpn, peer, &s);
   }
   void post() {
     SendWr wr;

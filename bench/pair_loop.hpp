@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The timed loop of the back-to-back endpoint pairs (bench_core.cc,
-// bench_secure.cc): the requester's next packet goes to `deliver`, which
+// The setup and timed loop of the back-to-back endpoint pairs (bench_core.cc,
+// bench_secure.cc). The loop: the requester's next packet goes to `deliver`, which
 // hands it to the responder and its answers back; a closed window lets the
 // requester's timers run and reposts the WRITE when it completed.
 #pragma once
@@ -12,6 +12,30 @@
 #include "core/endpoint.hpp"
 
 namespace mrc::bench {
+
+/// Takes QP `qpn` of `e` through INIT (CC profile 1), RTR towards `peer_qpn`
+/// at `peer` and RTS, PSNs 100 and MPR 16 both ways; with `secure`, a secure
+/// QP under those keys.
+inline void connect_qp(core::Endpoint& e, Time now, uint32_t qpn, uint32_t peer_qpn, uint64_t peer,
+                       const core::QpSecure* secure = nullptr) {
+  using namespace core::qp_attr;
+  core::QpAttr at;
+  at.state = core::QpState::init;
+  at.cc_profile_id = 1;
+  (void)e.modify_qp(now, qpn, at, kState | kCcProfileId);
+  at.state = core::QpState::rtr;
+  at.dest_qpn = peer_qpn;
+  at.rq_psn = 100;
+  at.peer = peer;
+  at.mpr_dest = 16;
+  if (secure) at.secure = *secure;
+  (void)e.modify_qp(now, qpn, at,
+                    kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest | (secure ? kSecure : 0u));
+  at.state = core::QpState::rts;
+  at.sq_psn = 100;
+  at.mpr = 16;
+  (void)e.modify_qp(now, qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout);
+}
 
 /// `p` has endpoints a (requester) and b, `now`, a header buffer `hdr` and
 /// post(). Returns the data packets delivered. Simulated time advances by
