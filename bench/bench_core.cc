@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/endpoint.hpp"
+#include "pair_loop.hpp"
 #include "wire/packet.hpp"
 
 namespace {
@@ -63,21 +64,7 @@ struct Pair {
     connect(*b, qb, qa, 1);
   }
   void connect(Endpoint& e, uint32_t qpn, uint32_t peer_qpn, uint64_t peer) {
-    using namespace qp_attr;
-    QpAttr at;
-    at.state = QpState::init;
-    at.cc_profile_id = 1;
-    (void)e.modify_qp(now, qpn, at, kState | kCcProfileId);
-    at.state = QpState::rtr;
-    at.dest_qpn = peer_qpn;
-    at.rq_psn = 100;
-    at.peer = peer;
-    at.mpr_dest = 16;
-    (void)e.modify_qp(now, qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest);
-    at.state = QpState::rts;
-    at.sq_psn = 100;
-    at.mpr = 16;
-    (void)e.modify_qp(now, qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout);
+    bench::connect_qp(e, now, qpn, peer_qpn, peer);
   }
   void post() {
     SendWr wr;
@@ -103,35 +90,15 @@ struct Pair {
 };
 
 void run_pair(benchmark::State& state, Pair& p) {
-  p.post();
-  uint64_t packets = 0;
-  uint32_t port = 0;
-  for (auto _ : state) {
-    auto tx = p.a->poll_transmit(p.now, 1u << port, p.hdr);
-    port = (port + 1) & 7;
-    if (!tx) {
-      // Window full or message done: let timers run, re-post if needed.
-      p.a->handle_timeout(p.now);
-      WorkCompletion wc;
-      while (p.a->poll_cq(0, {&wc, 1})) p.post();
-      while (p.a->poll_event()) {
-      }
-      p.now += kPacketTime;
-      continue;
-    }
+  const uint64_t packets = bench::run_pair_loop(state, p, kPacketTime, [&p](const Transmit& tx) {
     RxMeta m;
-    m.port = tx->port;
+    m.port = tx.port;
     m.peer = 1;
-    m.entropy = tx->entropy;
-    m.phantom_payload = tx->payload_len;
-    p.b->handle_datagram(p.now, m, std::span<const uint8_t>(p.hdr, tx->header_len));
+    m.entropy = tx.entropy;
+    m.phantom_payload = tx.payload_len;
+    p.b->handle_datagram(p.now, m, std::span<const uint8_t>(p.hdr, tx.header_len));
     p.drain_control(*p.b, *p.a, 2);
-    if (p.now >= p.b->next_timeout()) p.b->handle_timeout(p.now);
-    while (p.b->poll_event()) {
-    }
-    p.now += kPacketTime;
-    ++packets;
-  }
+  });
   state.counters["data_pkts"] = static_cast<double>(packets);
   // Control packets (SACKs) the responder sent per data packet, and polls
   // that found the window closed: what separates the CC profiles' costs.

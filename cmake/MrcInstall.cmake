@@ -33,7 +33,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} 
 
 # What a program linking libopenmrc.a needs besides it: the C++ runtime and
 # the libraries the layers use.
-set(MRC_STATIC_LIBS fmt stdc++ m pthread ${CMAKE_DL_LIBS})
+set(MRC_STATIC_LIBS fmt crypto stdc++ m pthread ${CMAKE_DL_LIBS})  # crypto: OpenSSL's libcrypto (secure QPs)
 if(MRC_USE_URING)
   list(APPEND MRC_STATIC_LIBS uring)
 endif()
@@ -74,6 +74,6 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libibverbs-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libibverbs-dev, libssl-dev")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 include(CPack)

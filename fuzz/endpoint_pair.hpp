@@ -37,7 +37,11 @@
 //     requester never sent does not fail the QP, and (ProtocolConfig::
 //     confirm_fatal, the default) no AETH NAK fails it at all;
 //  6. every completion matches a posted WR, once; without injected, dropped
-//     or delayed packets every WR completes successfully.
+//     or delayed packets every WR completes successfully;
+//  7. with secure QPs (the first byte's bit 7), an injected packet to a
+//     QP that is not a copy of one the peer sent (nor trimmed, a loss hint)
+//     is refused: one of the receiver's drop counters grows. (Endpoint
+//     operations, QP 2, are not sealed.)
 #pragma once
 
 #include <algorithm>
@@ -57,6 +61,7 @@
 
 #include "core/endpoint.hpp"
 #include "core/qp.hpp"
+#include "crypto/aes_gcm.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::fuzz {
@@ -104,6 +109,7 @@ struct PairVariant {
   bool fixed_cc = false;     ///< fixed window instead of NSCC
   bool tiny_mpr = false;     ///< MPR 1 both ways: the PSN window is 128 packets
   bool finite_retry = false; ///< retry_exp 3 (else 25 = forever)
+  core::SecureMode secure = core::SecureMode::off;  ///< bit 7 set: secure QPs; bit 6 then: encrypt
   static PairVariant from_byte(uint8_t b) {
     static constexpr uint32_t kMtus[4] = {256, 1024, 4096, 4096};
     PairVariant v;
@@ -112,6 +118,9 @@ struct PairVariant {
     v.fixed_cc = b >> 3 & 1;
     v.tiny_mpr = b >> 4 & 1;
     v.finite_retry = b >> 5 & 1;
+    // Bit 7 (clear in every seed before secure QPs, so they keep their
+    // meaning): secure QPs, bit 6 saying whether they encrypt.
+    if (b & 0x80) v.secure = (b & 0x40) ? core::SecureMode::encrypt : core::SecureMode::integrity;
     return v;
   }
 };
@@ -178,6 +187,7 @@ class EndpointPair {
     ec.max_qps = 4;
     ec.max_send_wr = 64;
     ec.max_recv_wr = 256;
+    ec.make_aead = &crypto::make_aes_gcm;
     for (int h = 0; h < 2; ++h) {
       ec.seed = 0x5eed0000u + static_cast<uint64_t>(h);
       std::string why;
@@ -240,7 +250,19 @@ class EndpointPair {
                                                                 : core::TrimMark::none;
     const core::QpState before = state(kRequester);
     const std::optional<uint32_t> fatal_psn = dst == kRequester ? fatal_nack_psn(bytes) : std::nullopt;
+    const uint64_t refused_before = refused(dst);
     ep(dst).handle_datagram(now_, meta, bytes);
+    // Invariant 7.
+    const bool endpoint_op = bytes.size() >= wire::Bth::kSize &&
+                             wire::decode<wire::Bth>(bytes).value().dest_qp == core::kEndpointOpsQpn;
+    if (v_.secure != core::SecureMode::off && meta.trim == core::TrimMark::none && !endpoint_op &&
+        refused(dst) == refused_before) {
+      const std::deque<Captured>& sent = captured_[1 - dst];
+      const bool copy = std::any_of(sent.begin(), sent.end(), [&](const Captured& c) {
+        return c.bytes.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), c.bytes.begin());
+      });
+      MRC_PAIR_CHECK(copy, "a secure QP took an injected packet of %zu bytes that its peer never sent", bytes.size());
+    }
     // Invariant 5.
     if (fatal_psn && before == core::QpState::rts && state(kRequester) == core::QpState::error) {
       MRC_PAIR_CHECK(sent_psns_.count(*fatal_psn), "a forged fatal NACK/NAK for PSN 0x%06x, which the "
@@ -404,8 +426,18 @@ class EndpointPair {
       at.peer = static_cast<uint64_t>(1 - h);
       at.path_mtu = v_.mtu;
       at.mpr_dest = v_.tiny_mpr ? 1 : 8;
+      // Secure QPs: host h sends under key h, its peer's under 1 - h.
+      at.secure.mode = v_.secure;
+      for (int k = 0; k < 2; ++k) {
+        core::SecureKey& key = k == 0 ? at.secure.send : at.secure.recv;
+        const int owner = k == 0 ? h : 1 - h;
+        key.key.fill(static_cast<uint8_t>(0x40 + owner));
+        key.key_len = 16;
+        key.salt = static_cast<uint32_t>(owner);
+        key.key_id = static_cast<uint8_t>(owner);
+      }
       MRC_PAIR_CHECK(ep(h).modify_qp(now_, qpn_[h], at,
-                                     kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest)
+                                     kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest | kSecure)
                          .ok(),
                      "RTR");
       at.state = core::QpState::rts;
@@ -528,6 +560,13 @@ class EndpointPair {
                       static_cast<unsigned long long>(st.timeouts), static_cast<unsigned long long>(st.tail_probes));
       }
     }
+  }
+
+  /// Packets host `h` dropped before they reached a QP's logic.
+  uint64_t refused(int h) const {
+    const core::EndpointStats& s = ep_[h]->stats();
+    return s.rx_malformed + s.rx_unknown_qp + s.rx_wrong_peer + s.rx_bad_state + s.rx_auth_failures + s.rx_replays +
+           s.rx_bad_key_id;
   }
 
   void note_sent(int h, const std::vector<uint8_t>& bytes, uint8_t port, uint32_t entropy) {

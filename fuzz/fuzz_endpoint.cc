@@ -7,7 +7,7 @@
 // completions that match the posted work.
 //
 // Input: one byte selecting the pair's configuration (MTU, initial PSN, CC,
-// MPR, retries), then records (RecordOp). Seeds: fuzz_gen_corpus writes
+// MPR, retries, secure QPs), then records (RecordOp). Seeds: fuzz_gen_corpus writes
 // some from a clean transfer (fuzz/corpus/endpoint/), where the regress_*
 // inputs, each a core issue the target once found, are committed by hand.
 //

@@ -210,7 +210,9 @@ int write_endpoint_seeds() {
   int files = 0;
   // MTU 4096; MTU 256; MTU 1024 with the PSN wrapping; fixed CC with a
   // 128-PSN window; MTU 256, wrapping, finite retries (PairVariant::from_byte).
-  static constexpr uint8_t kVariants[] = {0x02, 0x00, 0x05, 0x1A, 0x24};
+  // 0x82, 0xC0: secure QPs (integrity; encrypt), whose captured packets replay
+  // and mutate into refusals.
+  static constexpr uint8_t kVariants[] = {0x02, 0x00, 0x05, 0x1A, 0x24, 0x82, 0xC0};
   for (const uint8_t variant : kVariants) {
     char tag[8];
     std::snprintf(tag, sizeof tag, "v%02x", variant);

@@ -13,6 +13,7 @@ pkgs=(
   libibverbs-dev             # verbs types (ibv_send_wr, ibv_wc, ...) for the OCP C API
   libisal-dev                # ISA-L's PCLMULQDQ CRC-32 for the ICRC (MRC_WITH_ISAL)
   liburing-dev               # the software device's io_uring send path (MRC_WITH_URING)
+  libssl-dev                 # OpenSSL's libcrypto: AES-GCM of secure QPs (src/crypto)
   iproute2 ethtool nftables iputils-ping  # tools/fabric and its test (namespace Clos)
   tshark                     # tests/wireshark: tools/wireshark/mrc.lua under Debian's tshark
 )

@@ -248,6 +248,14 @@ struct mrc_soft_stats {
    *  credited to the congestion window). */
   uint64_t rx_stale_acks;
   uint64_t tx_paced;          /**< times a plane was held back by pacing (link_rate_bps) */
+  /** Secure QPs (mrc_soft_set_qp_secure): packets refused before any state
+   *  changed because their tag did not verify (forged, altered, injected),
+   *  they lacked a SECETH a secure QP requires (or carried one to a plain
+   *  QP), or named another key id. Also in rx_dropped. */
+  uint64_t rx_auth_failures;
+  /** Secure QPs: packets refused as replays (a transmission counter already
+   *  received or below the replay window). Also in rx_dropped. */
+  uint64_t rx_replays;
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);
@@ -302,6 +310,63 @@ struct mrc_soft_qp_stats {
  * argument or a QP that is not a software device's (or no longer exists).
  */
 int mrc_soft_query_qp_stats(struct mrc_qp *qp, struct mrc_soft_qp_stats *stats);
+
+/** What a secure QP protects (an OpenMRC extension; docs/security.md). */
+enum mrc_soft_secure_mode {
+  MRC_SOFT_SECURE_OFF = 0,       /**< plain MRC */
+  /** Every packet carries an AES-GCM tag (GMAC) over its headers and
+   *  payload; the payload travels in clear. */
+  MRC_SOFT_SECURE_INTEGRITY = 1,
+  /** Every packet carries an AES-GCM tag and its payload is encrypted. */
+  MRC_SOFT_SECURE_ENCRYPT = 2,
+};
+
+/** One direction's key. */
+struct mrc_soft_secure_key {
+  uint8_t key[32];   /**< the AES key: its first key_len bytes */
+  uint32_t key_len;  /**< 16 (AES-128-GCM) or 32 (AES-256-GCM) */
+  uint32_t salt;     /**< the first 32 bits of every nonce under this key */
+  uint8_t key_id;    /**< carried in each packet; a packet with another id is refused */
+};
+
+struct mrc_soft_qp_secure {
+  enum mrc_soft_secure_mode mode;
+  /** Seals what this QP sends: the peer QP's `recv`. */
+  struct mrc_soft_secure_key send;
+  /** Opens what the peer QP sends: the peer QP's `send`. */
+  struct mrc_soft_secure_key recv;
+};
+
+/**
+ * Makes `qp` a secure QP (an OpenMRC extension, OCP's API has none): from
+ * its transition to RTR every packet it sends carries a SECETH and an
+ * AES-GCM tag (payload encrypted too with MRC_SOFT_SECURE_ENCRYPT), and
+ * every packet it receives must carry a valid tag under `recv`, a key id
+ * of `recv.key_id` and a transmission counter not seen before: any other
+ * is dropped before it changes anything and counted (mrc_soft_stats
+ * rx_auth_failures, rx_replays).
+ *
+ * Call it while the QP is in RESET or INIT; the keys are copied, held
+ * until the QP moves to RTR (mrc_modify_qp), then erased here and kept by
+ * the device only. MRC_SOFT_SECURE_OFF withdraws keys given before RTR.
+ * Moving the QP to RESET forgets them: give keys again (new ones) before
+ * the next RTR. Both QPs of a connection must be given matching keys (one's
+ * send is the other's recv) and the same mode: a secure QP and a plain one
+ * drop each other's packets, and the requester ends with
+ * MRC_WC_RETRY_EXC_ERR.
+ *
+ * Keys come from the application or its controller, over a channel it
+ * trusts; never reuse a key for another QP or connection (each QP's packet
+ * counter restarts at 0 with its keys, and GCM must never see a nonce
+ * twice under one key). The send and receive keys must differ.
+ *
+ * Returns 0, or: EINVAL for a NULL argument, a QP that is not a software
+ * device's or is past INIT, an unknown mode, a key_len other than 16 or
+ * 32, or the same key and salt for both directions; EOPNOTSUPP on a device
+ * whose transport is MRC_SOFT_TRANSPORT_ROCE_RC (the RoCEv2 baseline has no
+ * secure mode).
+ */
+int mrc_soft_set_qp_secure(struct mrc_qp *qp, const struct mrc_soft_qp_secure *secure);
 
 #ifdef __cplusplus
 }

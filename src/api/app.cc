@@ -821,9 +821,19 @@ MRC_EXPORT int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* ia, int ibv_mask, mrc_qp_a
   const bool moves = ev_id != qp->ctl_ev || cc_id != qp->ctl_cc;
   if (moves)
     if (int e = api::ctl_attach_qp(dev, ev_id, cc_id); e != 0) return e;
-  if (Status s = dev.rt->modify_qp(qp->qpn, a, mask); !s) {
+  // Keys given by mrc_soft_set_qp_secure go with the transition to RTR;
+  // none stays here after it (nor after a RESET).
+  const bool secure_now = qp->secure && a.state == core::QpState::rtr && cur->state == core::QpState::init;
+  if (secure_now) {
+    a.secure = *qp->secure;
+    mask |= kSecure;
+  }
+  const Status modified = dev.rt->modify_qp(qp->qpn, a, mask);
+  api::erase_secure(a.secure);
+  if (modified.ok() && (secure_now || a.state == core::QpState::reset)) api::erase_secure(qp->secure);
+  if (!modified.ok()) {
     if (moves) api::ctl_detach_qp(dev, ev_id, cc_id);
-    return api::errno_of(s.error());
+    return api::errno_of(modified.error());
   }
   if (moves) api::ctl_set_qp_profiles(dev, qp, ev_id, cc_id);  // drops the old hold
   if (a.state == core::QpState::rtr) api::ctl_apply_denials(dev, qp);

@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -208,6 +209,15 @@ class PendingAcks {
   uint64_t out_ = 0;
 };
 
+/// Overwrites a secure QP's keys (mrc_soft_set_qp_secure) so that they do
+/// not linger in freed or reused memory; the pointer form also frees it.
+inline void erase_secure(core::QpSecure& s) { explicit_bzero(&s, sizeof s); }
+inline void erase_secure(std::unique_ptr<core::QpSecure>& p) {
+  if (!p) return;
+  erase_secure(*p);
+  p.reset();
+}
+
 }  // namespace mrc::api
 
 struct mrc_context {
@@ -257,4 +267,7 @@ struct mrc_qp {
   uint64_t ctl_cc = 0;
   std::mutex post_mu;              ///< serializes posts to this QP
   mrc::api::PendingAcks acks;
+  /// Keys given by mrc_soft_set_qp_secure, applied at RTR and then erased
+  /// (mrc::api::erase_secure); guarded by post_mu.
+  std::unique_ptr<mrc::core::QpSecure> secure;
 };

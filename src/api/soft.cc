@@ -404,7 +404,10 @@ MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->rx_unknown_source = s.rx_unknown_source;
   out->rx_malformed = s.core.rx_malformed + s.rx_short;
   out->rx_dropped = s.core.rx_unknown_qp + s.core.rx_wrong_peer + s.core.rx_bad_state + s.core.rx_psn_out_of_window +
-                    s.core.rx_bad_ack + s.core.rx_nak_unconfirmed + s.core.rx_ep_refused;
+                    s.core.rx_bad_ack + s.core.rx_nak_unconfirmed + s.core.rx_ep_refused + s.core.rx_auth_failures +
+                    s.core.rx_replays + s.core.rx_bad_key_id;
+  out->rx_auth_failures = s.core.rx_auth_failures + s.core.rx_bad_key_id;
+  out->rx_replays = s.core.rx_replays;
   out->rx_stale_acks = s.core.rx_stale_ack;
   out->rx_access_errors = s.core.rx_access_errors;
   out->retransmissions = s.retransmissions;
@@ -456,6 +459,39 @@ MRC_EXPORT int mrc_soft_query_qp_stats(mrc_qp* qp, mrc_soft_qp_stats* stats) {
   stats->ev_suspected = info->path.suspected;
   stats->ev_retired = info->path.retired;
   stats->ev_resurrected = info->path.resurrected;
+  return 0;
+}
+
+MRC_EXPORT int mrc_soft_set_qp_secure(mrc_qp* qp, const mrc_soft_qp_secure* secure) {
+  if (!qp || !secure || !qp->ctx || !qp->ctx->dev || soft_device(&qp->ctx->dev->ibv) != qp->ctx->dev) return EINVAL;
+  mrc::api::SoftDevice& dev = *qp->ctx->dev;
+  mrc::core::QpSecure s;
+  switch (secure->mode) {
+    case MRC_SOFT_SECURE_OFF: s.mode = mrc::core::SecureMode::off; break;
+    case MRC_SOFT_SECURE_INTEGRITY: s.mode = mrc::core::SecureMode::integrity; break;
+    case MRC_SOFT_SECURE_ENCRYPT: s.mode = mrc::core::SecureMode::encrypt; break;
+    default: return EINVAL;
+  }
+  if (s.mode != mrc::core::SecureMode::off && dev.transport != mrc::core::Transport::mrc) return EOPNOTSUPP;
+  const std::pair<const mrc_soft_secure_key*, mrc::core::SecureKey*> keys[] = {{&secure->send, &s.send},
+                                                                              {&secure->recv, &s.recv}};
+  for (const auto& [from, to] : keys) {
+    if (from->key_len > sizeof from->key) return EINVAL;
+    std::memcpy(to->key.data(), from->key, from->key_len);
+    to->key_len = static_cast<uint8_t>(from->key_len);
+    to->salt = from->salt;
+    to->key_id = from->key_id;
+  }
+  const bool valid = mrc::core::validate_secure(s).ok();
+  std::lock_guard<std::mutex> g(qp->post_mu);
+  const auto cur = dev.rt->query_qp(qp->qpn);
+  if (valid && cur && (cur->state == mrc::core::QpState::reset || cur->state == mrc::core::QpState::init)) {
+    if (s.mode == mrc::core::SecureMode::off) mrc::api::erase_secure(qp->secure);
+    else qp->secure = std::make_unique<mrc::core::QpSecure>(s);
+  }
+  mrc::api::erase_secure(s);
+  if (!valid || !cur || (cur->state != mrc::core::QpState::reset && cur->state != mrc::core::QpState::init))
+    return EINVAL;
   return 0;
 }
 

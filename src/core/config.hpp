@@ -11,6 +11,7 @@
 #include "util/result.hpp"
 #include "core/incast_guard.hpp"
 #include "core/mr_table.hpp"
+#include "core/secure.hpp"
 #include "core/wire_ev.hpp"
 #include "util/time.hpp"
 
@@ -292,6 +293,10 @@ struct EndpointConfig {
   /// simulator, whose memory cannot vanish). The device passes
   /// platform::guarded_copy.
   bool (*place)(void* dst, const void* src, size_t bytes) = nullptr;
+  /// Keys the AES-GCM of secure QPs (QpAttr::secure, core/secure.hpp): one
+  /// Aead per key. Null: no cipher, and modify_qp refuses a secure QP with
+  /// Errc::not_supported. The device passes crypto::make_aes_gcm (OpenSSL).
+  AeadFactory make_aead = nullptr;
   std::vector<PortConfig> ports = {PortConfig{}};
   uint32_t max_qps = 4096;
   /// Sharding: the low `qpn_shard_bits` bits of every QPN this endpoint

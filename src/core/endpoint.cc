@@ -416,7 +416,8 @@ void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uin
     return;
   }
   if (p.h.bth.dest_qp == kEndpointOpsQpn) {
-    if (p.h.opcode() == wire::Opcode::endpoint_request) on_endpoint_request(now, meta, p);
+    if (p.h.bth.sec) ++stats_.rx_malformed;  // endpoint operations are never sealed
+    else if (p.h.opcode() == wire::Opcode::endpoint_request) on_endpoint_request(now, meta, p);
     else if (p.h.opcode() == wire::Opcode::endpoint_response) on_endpoint_response(now, meta, p);
     else ++stats_.rx_malformed;
     return;
@@ -434,19 +435,50 @@ void Endpoint::handle_datagram(Time now, const RxMeta& meta, std::span<const uin
     ++stats_.rx_wrong_peer;
     return;
   }
-  q->on_packet(now, meta, p, bytes.data() + p.header_len);
+  const uint8_t* payload = bytes.data() + p.header_len;
+  if (q->secure() != nullptr || p.h.bth.sec) {
+    // Secure QPs: tag, key id and replay window before anything else.
+    payload = open_secure(*q, meta, p, bytes);
+    if (payload == nullptr) return;
+  }
+  q->on_packet(now, meta, p, payload);
   refresh(*q);
 }
 
-Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr) {
-  if (hdr.size() < wire::kMaxHeaderBytes) return Errc::invalid_argument;
-  port_mask &= local_up_;
-  if (port_mask == 0) return Errc::done;
+Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
+                                         std::span<uint8_t> payload_buf) {
+  if (hdr.size() < wire::kMaxPlainHeaderBytes) return Errc::invalid_argument;
   Transmit tx;
+  Qp* from = nullptr;
+  if (!next_transmit(now, port_mask, hdr, tx, from)) return Errc::done;
+  if (from != nullptr && from->secure() != nullptr) [[unlikely]]
+    if (!sealed_transmit(now, port_mask, hdr, payload_buf, from, tx)) return Errc::done;
+  return tx;
+}
+
+// Out of poll_transmit's line: plain QPs pay one test for secure ones.
+bool Endpoint::sealed_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, std::span<uint8_t> payload_buf,
+                               Qp* from, Transmit& tx) {
+  for (;;) {
+    if (seal_transmit(*from, hdr, tx, payload_buf)) return true;
+    --stats_.tx_packets;  // not sent after all; the next one may be
+    from = nullptr;
+    tx = Transmit{};
+    if (!next_transmit(now, port_mask, hdr, tx, from)) return false;
+    if (from == nullptr || from->secure() == nullptr) return true;
+  }
+}
+
+// Inlined into poll_transmit (where it was before secure QPs split it off).
+// Fills `tx`, fresh (false: nothing to send), and names the QP it came from.
+[[gnu::always_inline]] inline bool Endpoint::next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
+                                                           Transmit& tx, Qp*& from) {
+  port_mask &= local_up_;
+  if (port_mask == 0) return false;
   // Control first (reference 3.9: the control class outranks data).
   if (build_ep_ctrl(now, port_mask, hdr.data(), tx)) {
     ++stats_.tx_packets;
-    return tx;
+    return true;
   }
   for (size_t n = ctrl_list_.size(); n > 0; --n) {
     Qp* q = ctrl_list_.front();
@@ -461,7 +493,8 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
     else q->in_ctrl_list_ = false;
     if (sent) {
       ++stats_.tx_packets;
-      return tx;
+      from = q;
+      return true;
     }
   }
   // Data: the QPs with something to send take turns. A QP that cannot use
@@ -493,7 +526,10 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       const DataTurn t = data_turn(now, q, port_mask, hdr.data(), tx, true);
       if (t == DataTurn::ports_busy) data_list_.push_front(q);
       put_back();
-      if (t == DataTurn::sent) return tx;
+      if (t == DataTurn::sent) {
+        from = q;
+        return true;
+      }
       break;
     }
   }
@@ -508,7 +544,8 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
       if (first) data_list_.pop_front();
       put_back();
       if (first) data_list_.push_front(q);
-      return tx;
+      from = q;
+      return true;
     }
     if (t == DataTurn::ports_busy) {
       if (n_ahead < kArbiterScan) ahead[n_ahead++] = q;
@@ -516,21 +553,19 @@ Result<Transmit> Endpoint::poll_transmit(Time now, uint32_t port_mask, std::span
     }
   }
   put_back();
-  return Errc::done;
+  return false;
 }
 
 void Endpoint::on_transmit_refused(Time now, const Transmit& tx, std::span<const uint8_t> hdr) {
   if (tx.qpn == 0 || tx.tc == TrafficClass::control) return;
   Qp* q = find_qp(tx.qpn);
   if (!q) return;
-  // An MRC data header: BTH, METH, then the TSETH the record keeps.
+  // An MRC data header (a secure QP's with a SECETH): the PSN and the
+  // TSETH stamp the record keeps.
   hdr = hdr.first(std::min<size_t>(hdr.size(), tx.header_len));
-  if (hdr.size() < wire::Bth::kSize + wire::Meth::kSize + wire::Tseth::kSize) return;
-  const auto bth = wire::decode<wire::Bth>(hdr);
-  if (!bth || !bth->ts) return;
-  const auto ts = wire::decode<wire::Tseth>(hdr.subspan(wire::Bth::kSize + wire::Meth::kSize));
-  if (!ts) return;
-  q->on_send_refused(now, bth->psn, ts->timestamp);
+  wire::Parsed p;
+  if (!wire::parse_into(hdr, p) || !p.h.info().data || !p.h.bth.ts) return;
+  q->on_send_refused(now, p.h.bth.psn, p.h.tseth.timestamp);
   refresh(*q);
 }
 

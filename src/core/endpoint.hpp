@@ -131,6 +131,20 @@ struct EndpointStats {
   /// QP control packets (SACK/NACK/NAK/probe answers) not queued: a
   /// duplicate of one already pending, or over a cap (Qp::kMaxCtrl).
   uint64_t ctrl_shed = 0;
+  /// Secure QPs (core/secure.hpp). Packets refused before any state
+  /// changed: a tag that does not verify (forged, altered, or sealed under
+  /// another key), a packet without a SECETH to a secure QP or with one to
+  /// a plain QP, a payload-encryption flag other than the QP's mode.
+  uint64_t rx_auth_failures = 0;
+  /// A transmission counter already accepted or below the replay window: a
+  /// replayed (captured and resent) packet.
+  uint64_t rx_replays = 0;
+  /// A SECETH key id other than the QP's receive key's.
+  uint64_t rx_bad_key_id = 0;
+  /// Packets a secure QP could not seal (the cipher failed, its counter
+  /// reached 2^48, or the driver's header buffer was shorter than
+  /// wire::kMaxHeaderBytes): not sent; loss recovery resends them.
+  uint64_t tx_seal_failures = 0;
 };
 
 class Endpoint {
@@ -254,9 +268,19 @@ class Endpoint {
   void handle_datagram(Time now, const RxMeta& meta, std::span<const uint8_t> bytes);
   /// The next packet to send on one of the ports in `port_mask` (bit i =
   /// port i has room). Header bytes are written to `hdr` (at least
-  /// wire::kMaxHeaderBytes); the payload is described by the Transmit. Returns
-  /// Errc::done when nothing can be sent on those ports now.
-  Result<Transmit> poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr);
+  /// wire::kMaxPlainHeaderBytes, else Errc::invalid_argument); the payload is
+  /// described by the Transmit. Returns Errc::done when nothing can be sent
+  /// on those ports now.
+  ///
+  /// A secure QP's packet (QpAttr::secure) leaves sealed: its header carries
+  /// a SECETH and tag, so a driver with secure QPs gives wire::kMaxHeaderBytes
+  /// (a secure packet that does not fit is not sent, counted in
+  /// EndpointStats::tx_seal_failures, and recovered as a loss). If the QP encrypts, the Transmit's payload is the
+  /// ciphertext, written to `payload_buf` when that holds the payload (give
+  /// one per packet a driver keeps before sending, at least the path MTU),
+  /// else to a buffer of the endpoint's that the next poll_transmit reuses.
+  Result<Transmit> poll_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr,
+                                 std::span<uint8_t> payload_buf = {});
   /// The packet `tx` (header bytes `hdr`, as poll_transmit wrote them) never
   /// left this host: the driver's socket buffer or egress queue refused it
   /// (EAGAIN, ENOBUFS). A QP's data packet is resent at once without
@@ -317,6 +341,21 @@ class Endpoint {
                           Duration timeout);
 
  private:
+  /// poll_transmit before sealing: fills `tx` (false: nothing to send now)
+  /// and names the QP whose packet it is in `from` (null for endpoint
+  /// operations).
+  bool next_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, Transmit& tx, Qp*& from);
+  /// poll_transmit's path for a secure QP's packet `tx` from `from`: sealed,
+  /// or (if sealing fails) the next packet; false if none is left.
+  bool sealed_transmit(Time now, uint32_t port_mask, std::span<uint8_t> hdr, std::span<uint8_t> payload_buf,
+                       Qp* from, Transmit& tx);
+  // Secure QPs (core/secure.cc). seal_transmit adds the SECETH and tag to
+  // q's packet (false: not sent); open_secure checks a packet for q and
+  // returns where its verified (decrypted) payload is, or null if refused.
+  bool seal_transmit(Qp& q, std::span<uint8_t> hdr, Transmit& tx, std::span<uint8_t> payload_buf);
+  const uint8_t* open_secure(Qp& q, const RxMeta& meta, const wire::Parsed& p, std::span<const uint8_t> bytes);
+  std::vector<uint8_t> tx_cipher_;  ///< ciphertext when the driver gives no buffer
+  std::vector<uint8_t> rx_plain_;   ///< a verified packet's plaintext, before placement
   Status send_ep_request(Time now, wire::EpWireOp op, uint16_t req_id, uint64_t peer, uint8_t port, uint32_t entropy,
                          uint32_t mask, Duration timeout);
   friend class Qp;

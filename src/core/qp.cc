@@ -57,7 +57,7 @@ Status Qp::check_transition(const QpAttr& a, uint32_t mask) const {
       allowed |= kEvProfileId | kCcProfileId | kHint;
     } else if (from == QpState::init && to == QpState::rtr) {
       required = kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest;
-      allowed |= required | kCap | kEvProfileId | kCcProfileId;
+      allowed |= required | kCap | kEvProfileId | kCcProfileId | kSecure;
     } else if (from == QpState::rtr && to == QpState::rts) {
       required = kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout;
       allowed |= required | kCap;
@@ -86,6 +86,11 @@ Status Qp::check_transition(const QpAttr& a, uint32_t mask) const {
   if ((mask & kRetryCnt) && (a.retry_linear > 7 || a.retry_exp > 25)) return Errc::invalid_argument;
   if ((mask & kEvProfileId) && !ep_.ev_profiles_.count(a.ev_profile_id)) return Errc::invalid_argument;
   if ((mask & kCcProfileId) && !ep_.cc_profiles_.count(a.cc_profile_id)) return Errc::invalid_argument;
+  if (mask & kSecure) {
+    if (!validate_secure(a.secure)) return Errc::invalid_argument;
+    // The RoCEv2 baseline stays the reference's RC: no secure mode.
+    if (roce() && a.secure.mode != SecureMode::off) return Errc::not_supported;
+  }
   if (mask & kCap) {
     constexpr uint32_t known =
         qp_cap::kTrimNackDestUnsupported | qp_cap::kDynamicMpr | qp_cap::kSvcTimeDestUnsupported;
@@ -98,6 +103,10 @@ Status Qp::check_transition(const QpAttr& a, uint32_t mask) const {
 Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
   using namespace qp_attr;
   if (Status s = check_transition(a, mask); !s) return s;
+  // Keyed before anything changes: a driver without a cipher refuses here.
+  std::unique_ptr<SecureQp> secure;
+  if ((mask & kSecure) && a.secure.mode != SecureMode::off)
+    if (Status s = make_secure_qp(ep_.cfg_.make_aead, a.secure, secure); !s) return s;
   auto take = [&](uint32_t bit, auto field) {
     if (mask & bit) attr_.*field = a.*field;
   };
@@ -114,6 +123,16 @@ Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
   take(kEvProfileId, &QpAttr::ev_profile_id);
   take(kCcProfileId, &QpAttr::cc_profile_id);
   take(kHint, &QpAttr::hint);
+  if (mask & kSecure) {
+    secure_ = std::move(secure);
+    // Kept for query_qp: the mode and key ids, never the keys.
+    attr_.secure = QpSecure{};
+    attr_.secure.mode = a.secure.mode;
+    attr_.secure.send.key_len = a.secure.send.key_len;
+    attr_.secure.send.key_id = a.secure.send.key_id;
+    attr_.secure.recv.key_len = a.secure.recv.key_len;
+    attr_.secure.recv.key_id = a.secure.recv.key_id;
+  }
   if (mask & kCap) attr_.cap = a.cap;
   if (mask & kRetryCnt) {
     attr_.retry_linear = a.retry_linear;
@@ -124,6 +143,7 @@ Status Qp::modify(Time now, const QpAttr& a, uint32_t mask) {
   if (to == QpState::reset) {
     reset_state();
     attr_ = QpAttr{};
+    secure_.reset();
   } else if (to == QpState::error) {
     if (state_ != QpState::error) fail(now, WcStatus::wr_flush_err, SIZE_MAX);
   } else if (to == QpState::rtr) {

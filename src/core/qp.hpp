@@ -32,6 +32,7 @@
 #include "core/endpoint.hpp"
 #include "core/path/path_policy.hpp"
 #include "core/reorder_window.hpp"
+#include "core/secure.hpp"
 #include "core/types.hpp"
 #include "util/ring.hpp"
 #include "util/sack_bitmap.hpp"
@@ -91,8 +92,12 @@ class Qp {
   const QpStats& stats() const { return stats_; }
   const path::PathPolicy* path() const { return path_.get(); }
   const cc::Controller* controller() const { return cc_.get(); }
-  /// Attributes as last set (query).
+  /// Attributes as last set (query); secure.send/recv hold no key bytes.
   const QpAttr& attr() const { return attr_; }
+  /// The secure QP state (keys, counter, replay window), or null for a
+  /// plain QP (core/secure.hpp).
+  SecureQp* secure() { return secure_.get(); }
+  const SecureQp* secure() const { return secure_.get(); }
   /// Everything Endpoint::query_qp reports.
   QpInfo info() const;
 
@@ -377,6 +382,7 @@ class Qp {
   const uint64_t stream_;
   QpState state_ = QpState::reset;
   QpAttr attr_;
+  std::unique_ptr<SecureQp> secure_;  ///< set on the way to RTR (qp_attr::kSecure), dropped at RESET
   uint64_t peer_ = 0;
   uint32_t mtu_ = 4096;
   QpStats stats_;

@@ -735,7 +735,7 @@ bool Qp::tail_probe_due() const { return tail_probes_sent_ < ep_.cfg_.protocol.t
 uint32_t Qp::burst_packets() const {
   const ProtocolConfig& pc = ep_.cfg_.protocol;
   if (pc.ev_burst <= 1 || pc.ev_burst_bytes == 0) return std::max<uint32_t>(1, pc.ev_burst);
-  const uint32_t per_packet = mtu_ + static_cast<uint32_t>(wire::kMaxHeaderBytes) + 4 /*ICRC*/;
+  const uint32_t per_packet = mtu_ + static_cast<uint32_t>(wire::kMaxPlainHeaderBytes) + 4 /*ICRC*/;
   return std::clamp<uint32_t>(pc.ev_burst_bytes / per_packet, 1, pc.ev_burst);
 }
 

@@ -3,6 +3,7 @@
 // work requests, completions, events and packet descriptors.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -64,7 +65,37 @@ inline constexpr uint32_t kCcProfileId = 1u << 14;
 inline constexpr uint32_t kRetryCnt = 1u << 15;
 inline constexpr uint32_t kCap = 1u << 16;
 inline constexpr uint32_t kHint = 1u << 17;     ///< ->INIT: traffic hint (QpHint)
+inline constexpr uint32_t kSecure = 1u << 18;   ///< ->RTR: secure QP mode and keys (QpSecure, OpenMRC)
 }  // namespace qp_attr
+
+/// What a secure QP protects (QpAttr::secure; core/secure.hpp, an OpenMRC
+/// extension both peers must enable).
+enum class SecureMode : uint8_t {
+  off = 0,        ///< plain MRC
+  integrity = 1,  ///< every packet tagged (AES-GCM as GMAC), payload in clear
+  encrypt = 2,    ///< every packet tagged, payload encrypted (AES-GCM)
+};
+
+/// One direction's AES-GCM key.
+struct SecureKey {
+  std::array<uint8_t, 32> key{};
+  uint8_t key_len = 0;   ///< 16 (AES-128) or 32 (AES-256)
+  uint32_t salt = 0;     ///< the nonce's first 32 bits
+  uint8_t key_id = 0;    ///< carried in SECETH; a packet with another id is refused
+};
+
+/// QpAttr::secure (qp_attr::kSecure, on the way to RTR): the mode and the
+/// two keys. `send` seals what this QP sends; `recv` opens what its peer
+/// sends, so it is the peer's `send` (and `send` the peer's `recv`). The
+/// two must differ: both directions' counters start at 0, and one key used
+/// both ways would repeat nonces. A key must never be given to a QP again
+/// once used (its counter restarts with it): take fresh keys for every
+/// connection. query_qp reports the mode and key ids, never the keys.
+struct QpSecure {
+  SecureMode mode = SecureMode::off;
+  SecureKey send;
+  SecureKey recv;
+};
 
 /// The application's traffic hint for a QP (the OCP API's mrc_qp_hint,
 /// reference 6.2); 0 = not given. The core uses it to size the QP's first
@@ -104,6 +135,7 @@ struct QpAttr {
   uint64_t cc_profile_id = 0;
   uint32_t cap = 0;            ///< qp_cap bits
   QpHint hint;                 ///< kHint, on the way to INIT
+  QpSecure secure;             ///< kSecure, on the way to RTR (OpenMRC secure QPs)
 };
 
 /// Per-QP counters.

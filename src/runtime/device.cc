@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdio>
 
+#include "crypto/aes_gcm.hpp"
 #include "platform/os_error.hpp"
 #include "platform/memory_guard.hpp"
 #include "runtime/device_internal.hpp"
@@ -188,6 +189,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   // (platform/memory_guard.hpp).
   platform::install_fault_guard();
   ec.place = &platform::guarded_copy;
+  // Secure QPs (QpAttr::secure) seal and open with OpenSSL's AES-GCM.
+  ec.make_aead = &crypto::make_aes_gcm;
 
   // Profile 0 of each kind is what QPs use unless the controller says
   // otherwise: every EV of every plane, all active.
@@ -379,6 +382,10 @@ DeviceStats Device::stats() {
     s.core.ep_responses += c.ep_responses;
     s.core.ep_replies_shed += c.ep_replies_shed;
     s.core.ctrl_shed += c.ctrl_shed;
+    s.core.rx_auth_failures += c.rx_auth_failures;
+    s.core.rx_replays += c.rx_replays;
+    s.core.rx_bad_key_id += c.rx_bad_key_id;
+    s.core.tx_seal_failures += c.tx_seal_failures;
     for (uint32_t qpn : e->ep->qp_numbers()) {
       const auto q = e->ep->query_qp(qpn);
       if (!q) continue;

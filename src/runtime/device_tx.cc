@@ -56,7 +56,8 @@ size_t Device::poll_transmits(Engine& e, Time now) {
     const bool in_burst = n > 0 && e.slots[n - 1].tx.burst_more;
     if (!in_burst && offer == 0) break;
     TxSlot& s = e.slots[n];
-    auto tx = e.ep->poll_transmit(now, in_burst ? all_planes() : offer, s.hdr);
+    // An encrypting secure QP's ciphertext goes to the slot's bounce buffer.
+    auto tx = e.ep->poll_transmit(now, in_burst ? all_planes() : offer, s.hdr, s.bounce);
     if (!tx) break;
     s.tx = *tx;
     s.payload = s.tx.payload;

@@ -41,10 +41,16 @@ struct Bth {
   bool ack_req = false;    ///< A: ask the responder for an immediate SACK
   bool rtx = false;        ///< this transmission is a retransmission
   bool ts = false;         ///< a TSETH follows METH
+  /// OpenMRC secure QPs (docs/security.md): a SECETH follows BTH, before
+  /// every other extension header. Reserved (0) in plain MRC.
+  bool sec = false;
   uint32_t psn = 0;        ///< 24 bits
 
+  // Inlined into encode/decode on every packet: at 12 fields GCC stopped
+  // inlining it on its own, which cost the responder 10 ns a packet
+  // (bench_core, docs/performance.md).
   template <class V, class S>
-  static void fields(V&& v, S& s) {
+  MRC_WIRE_INLINE static void fields(V&& v, S& s) {
     v(0, 8, s.opcode);
     v(8, 1, s.solicited);
     v(9, 1, s.mig_req);
@@ -55,7 +61,36 @@ struct Bth {
     v(64, 1, s.ack_req);
     v(66, 1, s.rtx);
     v(67, 1, s.ts);
+    v(68, 1, s.sec);
     v(72, 24, s.psn);
+  }
+};
+
+/// Security Extended Transport Header, 24 bytes (OpenMRC secure QPs,
+/// docs/security.md "Secure QPs"): present when BTH.sec is set, right after
+/// BTH. The AES-GCM tag rides here rather than after the payload, so a
+/// sealed packet is laid out as a plain one (headers, payload, ICRC) and no
+/// driver's scatter-gather or GSO layout changes.
+///   0: key id;  1: flags (bit 7: E, payload encrypted; others 0);
+///   2-7: transmission counter (48 bits);  8-23: GCM tag (128 bits).
+struct Seceth {
+  static constexpr size_t kSize = 24;
+  /// Offset of the tag in the header: the additional data skips it.
+  static constexpr size_t kTagOffset = 8;
+  static constexpr size_t kTagBytes = 16;
+  uint8_t key_id = 0;
+  bool encrypted = false;
+  uint64_t counter = 0;    ///< 48 bits
+  uint64_t tag_hi = 0;     ///< tag bytes 0-7
+  uint64_t tag_lo = 0;     ///< tag bytes 8-15
+
+  template <class V, class S>
+  static void fields(V&& v, S& s) {
+    v(0, 8, s.key_id);
+    v(8, 1, s.encrypted);
+    v(16, 48, s.counter);
+    v(64, 64, s.tag_hi);
+    v(128, 64, s.tag_lo);
   }
 };
 

@@ -74,7 +74,7 @@ const OpcodeInfo& opcode_info(uint8_t opcode) { return kTable[opcode]; }
 size_t header_size(const Headers& h) {
   const OpcodeInfo& info = opcode_info(h.bth.opcode);
   if (!info.valid) return 0;
-  size_t n = Bth::kSize;
+  size_t n = Bth::kSize + (h.bth.sec ? Seceth::kSize : 0);
   if (info.data) {
     if (info.meth) n += Meth::kSize + (h.bth.ts ? Tseth::kSize : 0);
     n += (info.reth ? Reth::kSize : 0) + (info.imm ? ImmDt::kSize : 0);
@@ -92,6 +92,10 @@ Result<size_t> encode(const Headers& h, std::span<uint8_t> out) {
   uint8_t* p = out.data();
   encode(h.bth, p);
   p += Bth::kSize;
+  if (h.bth.sec) {
+    encode(h.sec, p);
+    p += Seceth::kSize;
+  }
   if (info.data) {
     if (info.meth) {
       encode(h.meth, p);
@@ -151,6 +155,7 @@ Status parse_into(std::span<const uint8_t> in, Parsed& p) {
   const OpcodeInfo& info = opcode_info(p.h.bth.opcode);
   if (!info.valid) return Errc::unknown_opcode;
   if (p.h.bth.tver != 0) return Errc::malformed;
+  if (p.h.bth.sec && !take(in, off, p.h.sec)) return Errc::truncated;
   if (info.data) {
     if (p.h.bth.dest_qp <= 2) return Errc::malformed;  // reserved QPNs never take data
     if (info.meth) {

@@ -87,15 +87,19 @@ struct OpcodeInfo {
 /// the RC baseline defines.
 const OpcodeInfo& opcode_info(uint8_t opcode);
 
-/// Largest header chain any packet carries (MRC BTH+METH+TSETH+RETH+ImmDt = 40,
-/// BTH+SETH+CC_STATE = 48, BTH+EETH = 48; RC at most BTH+RETH+ImmDt = 32),
-/// rounded up.
-inline constexpr size_t kMaxHeaderBytes = 64;
+/// Largest header chain a plain packet carries (MRC BTH+METH+TSETH+RETH+ImmDt
+/// = 40, BTH+SETH+CC_STATE = 48, BTH+EETH = 48; RC at most BTH+RETH+ImmDt =
+/// 32), rounded up. Sizes of simulated packets are reckoned with it.
+inline constexpr size_t kMaxPlainHeaderBytes = 64;
+/// Largest header chain any packet carries: a plain one and a SECETH (secure
+/// QPs). Header buffers given to the core hold this many bytes.
+inline constexpr size_t kMaxHeaderBytes = kMaxPlainHeaderBytes + Seceth::kSize;
 
 /// The decoded header chain of one packet. Only the members the opcode (and,
 /// for TSETH, BTH.ts) calls for are meaningful.
 struct Headers {
   Bth bth;
+  Seceth sec;   ///< when bth.sec
   Meth meth;
   Tseth tseth;
   Reth reth;
@@ -128,7 +132,9 @@ struct Parsed {
   size_t payload_len = 0;  ///< payload bytes present after the chain (pad removed)
 };
 
-/// Parses a packet (UDP payload, no ICRC). Fails with:
+/// Parses a packet (UDP payload, no ICRC). With BTH.sec set, a SECETH is
+/// taken after BTH (its checks are the secure QP's, not the parser's).
+/// Fails with:
 ///  - Errc::truncated if the bytes end inside a header the opcode requires;
 ///  - Errc::unknown_opcode for an opcode outside the table;
 ///  - Errc::length_mismatch if a control packet has trailing bytes, a data

@@ -1088,6 +1088,81 @@ TEST(Api, LateAcknowledgementsAreCountedApartFromDrops) {
   b.close();
 }
 
+/// Secure-QP keys for `End`s a and b: a sends under 0x5A.., b under 0xA5...
+mrc_soft_qp_secure secure_keys(mrc_soft_secure_mode mode, bool for_a) {
+  mrc_soft_qp_secure s{};
+  s.mode = mode;
+  mrc_soft_secure_key ka{}, kb{};
+  std::memset(ka.key, 0x5A, sizeof ka.key);
+  std::memset(kb.key, 0xA5, sizeof kb.key);
+  ka.key_len = 16;
+  kb.key_len = 32;
+  ka.salt = 1;
+  kb.salt = 2;
+  ka.key_id = kb.key_id = 9;
+  s.send = for_a ? ka : kb;
+  s.recv = for_a ? kb : ka;
+  return s;
+}
+
+TEST(Api, SecureQpsAreSetBeforeRtrAndCheckTheirArguments) {
+  // 127.0.76.x: no other test uses these addresses.
+  End a, b;
+  a.open({"127.0.76.1"});
+  b.open({"127.0.76.2"});
+  mrc_soft_qp_secure sa = secure_keys(MRC_SOFT_SECURE_ENCRYPT, true), sb = secure_keys(MRC_SOFT_SECURE_ENCRYPT, false);
+  EXPECT_EQ(mrc_soft_set_qp_secure(nullptr, &sa), EINVAL);
+  EXPECT_EQ(mrc_soft_set_qp_secure(a.qp, nullptr), EINVAL);
+  mrc_soft_qp_secure bad = sa;
+  bad.mode = static_cast<mrc_soft_secure_mode>(3);
+  EXPECT_EQ(mrc_soft_set_qp_secure(a.qp, &bad), EINVAL);
+  bad = sa;
+  bad.send.key_len = 20;
+  EXPECT_EQ(mrc_soft_set_qp_secure(a.qp, &bad), EINVAL);
+  bad = sa;
+  bad.recv = bad.send;
+  EXPECT_EQ(mrc_soft_set_qp_secure(a.qp, &bad), EINVAL) << "one key both ways would repeat nonces";
+  ASSERT_EQ(mrc_soft_set_qp_secure(a.qp, &sa), 0);
+  ASSERT_EQ(mrc_soft_set_qp_secure(b.qp, &sb), 0);
+  connect(a, b, 1);
+  EXPECT_EQ(mrc_soft_set_qp_secure(a.qp, &sa), EINVAL) << "past INIT";
+  write_arrives(a, b, 1);
+  write_arrives(a, b, 2);
+  mrc_soft_stats st{};
+  ASSERT_EQ(mrc_soft_query_stats(b.dev, &st), 0);
+  EXPECT_EQ(st.rx_auth_failures, 0u);
+  EXPECT_EQ(st.rx_replays, 0u);
+  a.close();
+  b.close();
+
+  // Keys that do not match: nothing is placed, and the drops are counted.
+  End c, d;
+  c.open({"127.0.76.3"});
+  d.open({"127.0.76.4"});
+  mrc_soft_qp_secure sc = secure_keys(MRC_SOFT_SECURE_INTEGRITY, true), sd = secure_keys(MRC_SOFT_SECURE_INTEGRITY, false);
+  sd.recv.key[0] ^= 1;
+  ASSERT_EQ(mrc_soft_set_qp_secure(c.qp, &sc), 0);
+  ASSERT_EQ(mrc_soft_set_qp_secure(d.qp, &sd), 0);
+  connect(c, d, 1);
+  std::fill(c.mem.begin(), c.mem.begin() + 1000, 0x77);
+  ASSERT_EQ(post_write(c, d, 0, 1000, 3), 0);
+  const auto end = Clock::now() + std::chrono::seconds(10);
+  do {
+    ASSERT_EQ(mrc_soft_query_stats(d.dev, &st), 0);
+  } while (st.rx_auth_failures == 0 && Clock::now() < end);
+  EXPECT_GT(st.rx_auth_failures, 0u);
+  EXPECT_EQ(st.rx_dropped >= st.rx_auth_failures, true);
+  EXPECT_EQ(std::count(d.mem.begin(), d.mem.end(), 0x77), 0);
+  c.close();
+  d.close();
+
+  // The RoCE baseline has no secure mode.
+  End r;
+  r.open({"127.0.76.5"}, 1 << 20, 256, 256, MRC_SOFT_TRANSPORT_ROCE_RC);
+  EXPECT_EQ(mrc_soft_set_qp_secure(r.qp, &sa), EOPNOTSUPP);
+  r.close();
+}
+
 TEST(Api, ControllerPortCallsAndArgumentChecks) {
   End a;
   a.open({"127.0.2.14"});

@@ -353,7 +353,7 @@ TEST(Spraying, ABurstKeepsOneEvForKPacketsThenPicksAgain) {
 // GSO super-packet (ev_burst_bytes, at the QP's 4 KiB MTU with the largest
 // headers and the ICRC): 16 asked for, 5 fit.
 TEST(Spraying, ABurstEndsWhereItsBytesWouldExceedTheLimit) {
-  const uint32_t per_packet = 4096 + static_cast<uint32_t>(wire::kMaxHeaderBytes) + 4;
+  const uint32_t per_packet = 4096 + static_cast<uint32_t>(wire::kMaxPlainHeaderBytes) + 4;
   for (const uint32_t bytes : {5 * per_packet, 6 * per_packet - 1}) {
     const std::vector<uint32_t> evs = data_evs(16, bytes);
     ASSERT_GE(evs.size(), 30u);

@@ -354,6 +354,8 @@ ConnInfo sample_conn_info() {
   c.qps = {{0x123456, 0xabcdef, 0xdeadbeef, 0x7f0000001000, 8u << 20},
            {0x000001, 0, 1, 0x1000, 1},
            {0xffffff, 0xffffff, 0xffffffff, 0xffffffff0000, 0xffff}};
+  c.qps[0].key.fill(0xA5);  // --secure: a send key and salt
+  c.qps[0].salt = 0x01020304;
   return c;
 }
 
@@ -375,7 +377,7 @@ TEST(PerfMessages, HeaderRejections) {
   EXPECT_FALSE(d);
   EXPECT_NE(d.error.find("magic"), std::string::npos);
   bad = h;
-  bad[4] = 2;  // version
+  bad[4] = kProtocolVersion + 1;  // version
   EXPECT_NE(decode_header(bad).error.find("version"), std::string::npos);
   bad = h;
   bad[5] = 0;  // type
@@ -402,6 +404,7 @@ TEST(PerfMessages, ParamsRoundTrip) {
   p.iters = 123456789;
   p.duration_s = 0;
   p.size = 3;
+  p.secure = Secure::encrypt;
   auto d = decode_params(encode(p));
   ASSERT_TRUE(d) << d.error;
   EXPECT_EQ(*d.value, p);
@@ -456,6 +459,9 @@ TEST(PerfMessages, GarbledFieldsAreRejected) {
   auto bytes = encode(p);
   bytes[0] = 9;  // tool
   EXPECT_FALSE(decode_params(bytes));
+  bytes = encode(p);
+  bytes.back() = 3;  // secure mode
+  EXPECT_NE(decode_params(bytes).error.find("secure"), std::string::npos);
   Params q = p;
   q.mtu = 1500;
   EXPECT_NE(decode_params(encode(q)).error.find("MTU"), std::string::npos);
@@ -846,6 +852,29 @@ TEST(PerfOptions, TransportIsAShapeFlagTheServerTakesOver) {
   const auto r = parse_command_line(Tool::write_bw, {"host", "--transport", "iwarp"}, bad);
   EXPECT_FALSE(r.run);
   EXPECT_NE(r.text.find("--transport"), std::string::npos) << r.text;
+}
+
+TEST(PerfOptions, SecureIsAShapeFlagWithAnOptionalMode) {
+  Options plain, integrity, encrypt, server, server_given;
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"host"}, plain).run);
+  EXPECT_EQ(plain.secure, Secure::off);
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"host", "--secure"}, integrity).run);
+  EXPECT_EQ(integrity.secure, Secure::integrity);
+  ASSERT_TRUE(parse_command_line(Tool::write_lat, {"host", "--secure=encrypt"}, encrypt).run);
+  EXPECT_EQ(encrypt.secure, Secure::encrypt);
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {}, server).run);
+  ASSERT_TRUE(parse_command_line(Tool::write_bw, {"--secure=integrity"}, server_given).run);
+  Params p = params_from(integrity);
+  p.secure = Secure::encrypt;
+  EXPECT_EQ(check_compatible(server, p), "");
+  adopt(server, p);
+  EXPECT_EQ(server.secure, Secure::encrypt);
+  EXPECT_NE(check_compatible(server_given, p).find("--secure integrity but the client asks for encrypt"),
+            std::string::npos);
+  Options bad;
+  const auto r = parse_command_line(Tool::write_bw, {"host", "--secure=maybe"}, bad);
+  EXPECT_FALSE(r.run);
+  EXPECT_NE(r.text.find("--secure"), std::string::npos) << r.text;
 }
 
 TEST(PerfOptions, ProfilesNeedACtlFileAndTimelineIsTheClients) {

@@ -50,7 +50,8 @@ constexpr const char* kNackNames[] = {"TRIMMED",     "TRIMMED_LASTHOP", "NO_BITM
 // The packets, in capture order; frame numbers are index + 1.
 struct Capture {
   std::vector<TestPacket> pkts;
-  size_t write_first, write_imm, sack, nack0, ack, probe, epreq, epresp, stev, srv6, truncated, rc;
+  size_t write_first, write_imm, sack, nack0, ack, probe, epreq, epresp, stev, srv6, truncated, rc, secure_write,
+      secure_sack;
 };
 
 Capture make_capture() {
@@ -189,6 +190,35 @@ Capture make_capture() {
     p.payload.assign(16, 3);
     c.rc = add(p);
   }
+  {
+    // A secure QP's WRITE (docs/security.md): BTH.sec, SECETH, then METH,
+    // TSETH and RETH as usual, the payload encrypted.
+    TestPacket p = base(Opcode::write_only, 91, 49182);
+    p.h.bth.ts = true;
+    p.h.bth.sec = true;
+    p.h.sec.key_id = 3;
+    p.h.sec.encrypted = true;
+    p.h.sec.counter = 0x0000a1b2c3d4e5f6ull;
+    p.h.sec.tag_hi = 0x0011223344556677ull;
+    p.h.sec.tag_lo = 0x8899aabbccddeeffull;
+    p.h.meth.msn = 12;
+    p.h.tseth.timestamp = 0x2222;
+    p.h.reth.va = 0x5000;
+    p.h.reth.rkey = 0x0badf00d;
+    p.h.reth.dma_length = 48;
+    p.payload.assign(48, 0xc3);
+    c.secure_write = add(p);
+  }
+  {
+    // A secure QP's SACK: SECETH (integrity only) before SETH.
+    TestPacket p = base(Opcode::sack, 0, 49183);
+    p.h.bth.sec = true;
+    p.h.sec.key_id = 4;
+    p.h.sec.counter = 7;
+    p.h.seth.cack_psn = 4321;
+    p.h.cc.reflected_ts = 99;
+    c.secure_sack = add(p);
+  }
   return c;
 }
 
@@ -283,6 +313,40 @@ TEST_F(Dissector, DataPacketsBthMethTsethRethImmPayloadIcrc) {
   }
 }
 
+TEST_F(Dissector, SecureQpPacketsShowSecethAndTheHeadersAfterIt) {
+  MRC_REQUIRE_TSHARK(tshark);
+  const auto rows = decode(*tshark, {"mrc.bth.sec", "mrc.seceth.key_id", "mrc.seceth.encrypted", "mrc.seceth.counter",
+                                     "mrc.seceth.tag", "mrc.meth.msn", "mrc.tseth.timestamp", "mrc.reth.rkey",
+                                     "mrc.payload_len", "mrc.sack.cack_psn", "mrc.ccstate.reflected_ts", "_ws.col.Info"});
+  ASSERT_EQ(rows.size(), cap_.pkts.size());
+  {
+    const auto& r = row(rows, cap_.secure_write);
+    EXPECT_TRUE(flag(r[1]));
+    EXPECT_EQ(num(r[2]), 3u);
+    EXPECT_TRUE(flag(r[3]));
+    EXPECT_EQ(num(r[4]), 0xa1b2c3d4e5f6ull);
+    std::string tag = r[5];
+    tag.erase(std::remove(tag.begin(), tag.end(), ':'), tag.end());
+    EXPECT_EQ(tag, "00112233445566778899aabbccddeeff");
+    EXPECT_EQ(num(r[6]), 12u);
+    EXPECT_EQ(num(r[7]), 0x2222u);
+    EXPECT_EQ(num(r[8]), 0x0badf00du);
+    EXPECT_EQ(num(r[9]), 48u);
+    EXPECT_NE(r[12].find("sec ctr=177789161760246 enc"), std::string::npos) << r[12];
+  }
+  {
+    const auto& r = row(rows, cap_.secure_sack);
+    EXPECT_TRUE(flag(r[1]));
+    EXPECT_EQ(num(r[2]), 4u);
+    EXPECT_FALSE(flag(r[3]));
+    EXPECT_EQ(num(r[4]), 7u);
+    EXPECT_EQ(num(r[10]), 4321u);
+    EXPECT_EQ(num(r[11]), 99u);
+  }
+  EXPECT_FALSE(flag(row(rows, cap_.write_first)[1])) << "plain packets: BTH.sec clear";
+  EXPECT_EQ(row(rows, cap_.write_first)[2], "") << "and no SECETH";
+}
+
 TEST_F(Dissector, StevFlowLabelCarriesTheHighEvBits) {
   MRC_REQUIRE_TSHARK(tshark);
   const auto rows = decode(*tshark, {"ipv6.flow", "udp.srcport"}, "mrc.bth.psn == 77");
@@ -301,7 +365,7 @@ TEST_F(Dissector, SackFieldsBitmapAndCcState) {
                             "mrc.ccstate.reflected_ts", "mrc.ccstate.ooo_count", "mrc.ccstate.rc",
                             "mrc.ccstate.rcv_cwnd_pen", "mrc.ccstate.rcvd_bytes", "_ws.col.Info"},
                            "mrc.bth.opcode == 0xdc");
-  ASSERT_EQ(rows.size(), 2u);  // the SACK and the truncated one
+  ASSERT_EQ(rows.size(), 3u);  // the SACK, the truncated one and the secure QP's
   const auto& r = row(rows, cap_.sack);
   EXPECT_EQ(num(r[1]), 0xDCu);
   EXPECT_EQ(num(r[2]), 1000u);

@@ -41,6 +41,15 @@ enum class Transport : uint8_t { mrc = 0, roce = 1 };
 /// "mrc" / "roce".
 std::string_view transport_name(Transport t);
 
+/// --secure[=integrity|encrypt]: secure QPs (mrc_soft_set_qp_secure), an
+/// OpenMRC extension. The client decides; the server takes it over (Params).
+/// Each side draws its QPs' send keys and sends them in ConnInfo over the
+/// TCP exchange, which is not protected: a test tool's shortcut, where a
+/// deployment gets its keys from its controller.
+enum class Secure : uint8_t { off = 0, integrity = 1, encrypt = 2 };
+/// "off" / "integrity" / "encrypt".
+std::string_view secure_name(Secure s);
+
 /// "mrc_write_bw" / "mrc_write_lat".
 std::string_view tool_name(Tool tool);
 /// perftest's centred title: "RDMA_Write BW Test" / "RDMA_Write Latency Test".
@@ -139,6 +148,8 @@ struct Options {
   uint32_t retry_exp = 8;    ///< doubling retries after 7 linear ones; 25 = forever
   /// --transport (test shape: the server takes the client's).
   Transport transport = Transport::mrc;
+  /// --secure (test shape: the server takes the client's).
+  Secure secure = Secure::off;
   /// --ctl: mrcctl's controller file, applied to this side's device before
   /// its QPs are created (mrcctl/ctl_apply.hpp); empty = none.
   std::string ctl_file;
@@ -198,7 +209,7 @@ int mtu_to_ibv(uint32_t mtu_bytes);
 // Either side may send Error instead of its next message and then closes.
 
 inline constexpr std::array<uint8_t, 4> kMagic = {'M', 'R', 'C', 'P'};
-inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr uint8_t kProtocolVersion = 2;  // 2: Params.secure, QpInfo key and salt
 inline constexpr size_t kHeaderBytes = 12;
 inline constexpr uint32_t kMaxPayloadBytes = 1u << 20;
 
@@ -230,6 +241,7 @@ struct Params {
   uint32_t duration_s = 0;
   uint64_t size = 0;  ///< -s (ignored with all)
   Transport transport = Transport::mrc;
+  Secure secure = Secure::off;
   bool operator==(const Params&) const = default;
 };
 
@@ -240,6 +252,10 @@ struct QpInfo {
   uint32_t rkey = 0;
   uint64_t addr = 0;  ///< target buffer
   uint64_t size = 0;  ///< its length
+  /// --secure: the AES-128-GCM key and salt this QP sends under (the
+  /// peer's receive key); zeros without --secure.
+  std::array<uint8_t, 16> key{};
+  uint32_t salt = 0;
   bool operator==(const QpInfo&) const = default;
 };
 

@@ -212,12 +212,12 @@ std::string Device::stats_text() const {
   return fmt::format(
       " Device counters: tx {} packets ({} datagrams, {} deferred, {} paced, {} io_uring submissions), rx {} packets ({} duplicates), "
       "retransmissions {} (lost by the SACK rule {}, by timeouts {}, tail probes {}; {} proven spurious), dropped: "
-      "{} ICRC, {} unknown source, {} malformed, {} other, {} access; {} late acknowledgements; carrier {} down, {} up "
-      "(watched planes {:#x})",
+      "{} ICRC, {} unknown source, {} malformed, {} other, {} access, {} authentication, {} replays; {} late "
+      "acknowledgements; carrier {} down, {} up (watched planes {:#x})",
       st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_paced, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
       st.losses_rule, st.losses_timeout, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
-      st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.rx_stale_acks, st.carrier_downs, st.carrier_ups,
-      st.carrier_watched_mask);
+      st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.rx_auth_failures, st.rx_replays, st.rx_stale_acks,
+      st.carrier_downs, st.carrier_ups, st.carrier_watched_mask);
 }
 
 void Device::apply_ctl(const std::string& path, const mrcctl::CtlFile& f) {
@@ -688,6 +688,14 @@ void Session::open_and_create(const std::vector<std::string>& planes) {
     info.rkey = dst.back()->rkey();
     info.addr = reinterpret_cast<uintptr_t>(dst.back()->data());
     info.size = dst.back()->size();
+    if (o.secure != Secure::off) {
+      // This QP's send key; the peer's QP receives under it.
+      for (size_t i = 0; i < info.key.size(); i += 4) {
+        const uint32_t r = rd();
+        std::memcpy(info.key.data() + i, &r, 4);
+      }
+      info.salt = rd();
+    }
     local.qps.push_back(info);
   }
 }
@@ -719,6 +727,22 @@ void Session::connect_all() {
                                   o.ev_profile != 0 ? fmt::format(", --ev-profile {}", o.ev_profile) : "",
                                   o.cc_profile != 0 ? fmt::format(", --cc-profile {}", o.cc_profile) : "",
                                   err_text(rc)));
+    if (o.secure != Secure::off) {
+      mrc_soft_qp_secure sec{};
+      sec.mode = o.secure == Secure::encrypt ? MRC_SOFT_SECURE_ENCRYPT : MRC_SOFT_SECURE_INTEGRITY;
+      const std::pair<mrc_soft_secure_key*, const QpInfo*> keys[] = {{&sec.send, &local.qps[q]},
+                                                                     {&sec.recv, &remote.qps[q]}};
+      for (const auto& [k, from] : keys) {
+        std::memcpy(k->key, from->key.data(), from->key.size());
+        k->key_len = static_cast<uint32_t>(from->key.size());
+        k->salt = from->salt;
+        k->key_id = 1;
+      }
+      const int rc = mrc_soft_set_qp_secure(qps[q], &sec);
+      explicit_bzero(&sec, sizeof sec);
+      if (rc != 0)
+        throw PerfError(fmt::format("mrc_soft_set_qp_secure (--secure {}): {}", secure_name(o.secure), err_text(rc)));
+    }
 
     attr = {};
     attr.qp_state = IBV_QPS_RTR;

@@ -105,7 +105,7 @@ constexpr uint32_t kMaxCqMod = 1024;
 constexpr uint32_t kMaxInline = 65536;
 constexpr uint64_t kMaxIters = 1000000000;
 constexpr uint32_t kMaxDuration = 86400;
-constexpr size_t kQpInfoBytes = 28;
+constexpr size_t kQpInfoBytes = 48;
 constexpr size_t kMaxSizeEndValues = 16;
 
 }  // namespace
@@ -154,6 +154,7 @@ std::vector<uint8_t> encode(const Params& p) {
   w.u64(p.iters);
   w.u32(p.duration_s);
   w.u64(p.size);
+  w.u8(static_cast<uint8_t>(p.secure));
   return w.take();
 }
 
@@ -173,7 +174,10 @@ Parsed<Params> decode_params(std::span<const uint8_t> payload) {
   p.iters = r.u64();
   p.duration_s = r.u32();
   p.size = r.u64();
+  const uint8_t secure = r.u8();
   if (auto e = r.length_error("Params"); !e.empty()) return P::fail(e);
+  if (secure > static_cast<uint8_t>(Secure::encrypt)) return P::fail(fmt::format("Params: unknown secure mode {}", secure));
+  p.secure = static_cast<Secure>(secure);
   if (tool != static_cast<uint8_t>(Tool::write_bw) && tool != static_cast<uint8_t>(Tool::write_lat))
     return P::fail(fmt::format("Params: unknown test {}", tool));
   if (verify > static_cast<uint8_t>(VerifyMode::automatic)) return P::fail("Params: bad verify mode");
@@ -206,6 +210,8 @@ std::vector<uint8_t> encode(const ConnInfo& c) {
     w.u32(q.rkey);
     w.u64(q.addr);
     w.u64(q.size);
+    w.bytes(q.key);
+    w.u32(q.salt);
   }
   return w.take();
 }
@@ -234,6 +240,8 @@ Parsed<ConnInfo> decode_conn_info(std::span<const uint8_t> payload) {
     q.rkey = r.u32();
     q.addr = r.u64();
     q.size = r.u64();
+    r.bytes(q.key.data(), q.key.size());
+    q.salt = r.u32();
     if (q.qpn > 0xFFFFFF || q.psn > 0xFFFFFF) return P::fail("ConnInfo: QPN or PSN wider than 24 bits");
     if (q.size == 0 || q.addr + q.size < q.addr) return P::fail("ConnInfo: empty or wrapping buffer");
   }
@@ -340,6 +348,7 @@ Params params_from(const Options& o) {
   p.duration_s = o.duration_s;
   p.size = o.size;
   p.transport = o.transport;
+  p.secure = o.secure;
   return p;
 }
 
@@ -372,6 +381,8 @@ std::string check_compatible(const Options& server, const Params& client) {
     return differ("inline_size", server.inline_size, client.inline_size);
   if (given("transport") && client.transport != server.transport)
     return differ("transport", transport_name(server.transport), transport_name(client.transport));
+  if (given("secure") && client.secure != server.secure)
+    return differ("secure", secure_name(server.secure), secure_name(client.secure));
   if ((given("verify") || given("no-verify")) && client.verify != server.verify)
     return "the server's --verify/--no-verify differs from the client's: give both sides the same";
   return {};
@@ -406,6 +417,7 @@ void adopt(Options& server, const Params& client) {
   server.duration_s = client.duration_s;
   server.size = client.size;
   server.transport = client.transport;
+  server.secure = client.secure;
 }
 
 }  // namespace mrc::perf

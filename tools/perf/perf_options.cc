@@ -278,6 +278,16 @@ void add_flags(CLI::App& app, Tool tool, Options& o, std::string& ev_mode_arg, P
          "QP transport: mrc, or roce (the RoCEv2 RC baseline: one path per QP, go-back-N); the client decides")
       ->check(CLI::IsMember({"mrc", "roce"}))
       ->type_name("mrc|roce");
+  app.add_option_function<std::string>(
+         "--secure",
+         [&o](const std::string& v) { o.secure = v == "encrypt" ? Secure::encrypt : v == "off" ? Secure::off : Secure::integrity; },
+         "secure QPs (an OpenMRC extension): an AES-GCM tag on every packet (integrity, the default) and the payload "
+         "encrypted too (encrypt); keys drawn per QP and sent over the TCP exchange, which is not protected; the "
+         "client decides")
+      ->expected(0, 1)
+      ->default_str("integrity")
+      ->check(CLI::IsMember({"integrity", "encrypt", "off", ""}))
+      ->type_name("[=integrity|encrypt]");
   app.add_option("--ctl", o.ctl_file,
                  "controller file (mrcctl's TOML: [[format]], [[ev_profile]], [[cc_profile]]) applied to this "
                  "side's device before its QPs are created")
@@ -411,7 +421,7 @@ ParseOutcome parse_command_line(Tool tool, int argc, const char* const* argv, Op
     return {false, 2, "--raw-send: sends per packet in UDP EV mode only; drop --burst and --ev-mode, or --raw-send"};
   if (out.timeline_ms != 0 && out.is_server())
     return {false, 2, "--timeline: the client measures the timeline; give it to the client"};
-  for (const char* flag : {"--transport", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--mtu",
+  for (const char* flag : {"--transport", "--secure", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--mtu",
                            "--inline_size", "--verify", "--no-verify"}) {
     if (app.get_option_no_throw(flag) != nullptr && app.count(flag) > 0) out.explicit_shape_flags.emplace_back(flag + 2);
   }

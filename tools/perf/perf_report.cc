@@ -62,6 +62,7 @@ std::vector<KeyValue> banner_cells(const Options& o, uint32_t num_planes, uint32
       {"Number of qps", std::to_string(bw ? o.num_qps : 1)},
       {"Transport type", o.transport == Transport::roce ? "RoCEv2 RC over UDP" : "MRC over UDP"},
       {"Connection type", o.transport == Transport::roce ? "RC" : "MRC"},
+      {"Secure QPs", o.secure == Secure::off ? "OFF" : o.secure == Secure::integrity ? "integrity (AES-GCM tag)" : "encrypt (AES-GCM)"},
       {"Using SRQ", "OFF"},
       {"TX depth", std::to_string(o.tx_depth)},
       {"CQ Moderation", std::to_string(o.cq_mod)},
@@ -283,6 +284,7 @@ void JsonReport::set_config(const Options& o, uint32_t num_planes) {
   c["port"] = o.port;
   c["connection_type"] = o.transport == Transport::roce ? "RC" : "MRC";
   c["transport"] = transport_name(o.transport);
+  c["secure"] = secure_name(o.secure);
   c["sizes"] = size_list(o.all, o.size);
   c["iterations"] = o.duration_s == 0 ? o.iters : 0;
   c["duration_s"] = o.duration_s;
@@ -414,6 +416,15 @@ bool JsonReport::write(const std::string& path, std::string& why) const {
 }
 
 std::string_view transport_name(Transport t) { return t == Transport::roce ? "roce" : "mrc"; }
+
+std::string_view secure_name(Secure s) {
+  switch (s) {
+    case Secure::off: return "off";
+    case Secure::integrity: return "integrity";
+    case Secure::encrypt: return "encrypt";
+  }
+  return "off";
+}
 
 std::string format_timeline_sample(const TimelineSample& s) {
   std::string out = fmt::format("{:9.3f} s {:9.3f} Gb/s", s.t_s, s.gbps);

@@ -3,7 +3,8 @@
 -- Connection) over UDP, as OpenMRC puts it on the wire.
 --
 -- Decodes BTH and every MRC header after it (METH, TSETH, RETH, ImmDt, AETH,
--- SETH + CC_STATE, NETH, PETH, ERTH, EETH) with the layouts of
+-- SETH + CC_STATE, NETH, PETH, ERTH, EETH, and the SECETH of OpenMRC secure
+-- QPs) with the layouts of
 -- src/wire/headers.hpp, the opcode table of src/wire/packet.cc, the pad and
 -- the ICRC. Field names are mrc.<header>.<field> (docs/wireshark.md lists
 -- them).
@@ -75,6 +76,7 @@ local opcodes = {
 local ext_sizes = { aeth = 4, seth = 36, neth = 20, peth = 16, erth = 16, eeth = 36, cnp = 16 }
 local ICRC_BYTES = 4
 local BTH_BYTES = 12
+local SECETH_BYTES = 24
 
 -------------------------------------------------------------------------------
 -- Fields
@@ -94,6 +96,12 @@ field("dqpn", ProtoField.uint24("mrc.bth.dqpn", "Destination QP", base.HEX))
 field("ackreq", ProtoField.bool("mrc.bth.ackreq", "A (ack request)", 8, nil, 0x80))
 field("rtx", ProtoField.bool("mrc.bth.rtx", "rtx (retransmission)", 8, nil, 0x20))
 field("ts", ProtoField.bool("mrc.bth.ts", "ts (TSETH present)", 8, nil, 0x10))
+field("sec", ProtoField.bool("mrc.bth.sec", "sec (SECETH present: OpenMRC secure QP)", 8, nil, 0x08))
+-- SECETH (OpenMRC secure QPs, docs/security.md): key id, E, counter, GCM tag.
+field("sec_keyid", ProtoField.uint8("mrc.seceth.key_id", "Key id", base.DEC))
+field("sec_enc", ProtoField.bool("mrc.seceth.encrypted", "E (payload encrypted)", 8, nil, 0x80))
+field("sec_counter", ProtoField.uint64("mrc.seceth.counter", "Transmission counter", base.DEC))
+field("sec_tag", ProtoField.bytes("mrc.seceth.tag", "AES-GCM tag (not verified)"))
 field("psn", ProtoField.uint24("mrc.bth.psn", "PSN", base.DEC))
 -- METH
 field("rqmsn", ProtoField.uint16("mrc.meth.rqmsn", "RQMSN", base.DEC))
@@ -386,6 +394,8 @@ local function dissect_mrc(tvb, pinfo, tree)
   local rt = bth:add(F.rtx, tvb(8, 1))
   if rtx and op and not op.rc then rt:add_proto_expert_info(ef_rtx) end
   bth:add(F.ts, tvb(8, 1))
+  local sec = bit32.btest(tvb(8, 1):uint(), 0x08)
+  bth:add(F.sec, tvb(8, 1))
   bth:add(F.psn, tvb(9, 3))
   root:append_text(string.format(", %s, QP 0x%06x, PSN %d", name, dqpn, psn))
 
@@ -404,6 +414,18 @@ local function dissect_mrc(tvb, pinfo, tree)
 
   local icrc = mrc.prefs.has_icrc and ICRC_BYTES or 0
   local off = BTH_BYTES
+  local encrypted = false
+  if sec then
+    local t = header_tree(root, tvb, off, SECETH_BYTES, "SECETH (secure QP)")
+    if not t then return finish() end
+    t:add(F.sec_keyid, tvb(off, 1))
+    t:add(F.sec_enc, tvb(off + 1, 1))
+    t:add(F.sec_counter, tvb(off + 2, 6), tvb(off + 2, 6):uint64())
+    t:add(F.sec_tag, tvb(off + 8, 16))
+    encrypted = bit32.btest(tvb(off + 1, 1):uint(), 0x80)
+    info[#info + 1] = string.format("sec ctr=%s%s", tostring(tvb(off + 2, 6):uint64()), encrypted and " enc" or "")
+    off = off + SECETH_BYTES
+  end
   if op.data then
     if op.meth then
       local t = header_tree(root, tvb, off, 4, "METH")
@@ -444,7 +466,10 @@ local function dissect_mrc(tvb, pinfo, tree)
     end
     local plen = rest - padcnt
     root:add(F.payload_len, plen):set_generated()
-    if plen > 0 then root:add(F.payload, tvb(off, plen)) end
+    if plen > 0 then
+      local pt = root:add(F.payload, tvb(off, plen))
+      if encrypted then pt:append_text(" (encrypted)") end
+    end
     if padcnt > 0 then root:add(F.padding, tvb(off + plen, padcnt)) end
     info[#info + 1] = string.format("payload=%d", plen)
     off = off + rest
@@ -501,7 +526,7 @@ local function heuristic(tvb, pinfo, tree)
   local op = opcodes[opcode]
   if not op or op.rc then return false end
   if bit32.band(tvb(1, 1):uint(), 0x0F) ~= 0 or tvb(2, 2):uint() ~= 0xFFFF then return false end
-  local need = BTH_BYTES
+  local need = BTH_BYTES + (bit32.btest(tvb(8, 1):uint(), 0x08) and SECETH_BYTES or 0)
   if op.data then
     need = need + 4 + 16 + (op.imm and 4 or 0) + (bit32.btest(tvb(8, 1):uint(), 0x10) and 4 or 0)
     if len < need + ICRC_BYTES then return false end

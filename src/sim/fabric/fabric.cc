@@ -276,7 +276,7 @@ EvPath Fabric::ev_path(uint32_t src, uint32_t ev) const { return impl_->ev_path(
 Duration Fabric::max_one_way_latency() const {
   const Impl& m = *impl_;
   const TopologyShape& s = m.shape;
-  const uint32_t bytes = 4096 + static_cast<uint32_t>(wire::kMaxHeaderBytes) + kWireOverhead +
+  const uint32_t bytes = 4096 + static_cast<uint32_t>(wire::kMaxPlainHeaderBytes) + kWireOverhead +
                          (m.cfg.routing == Routing::srv6 ? kSrv6Overhead : 0);
   // Fabric links on the longest path: up and down through T1 (and T2).
   uint32_t fabric_links = 0;

@@ -16,7 +16,7 @@ constexpr uint32_t kMaxRadix = 1024;
 constexpr uint32_t kMaxPlanes = 32;
 /// A full-size packet on the wire: 4 KiB payload, the largest MRC header,
 /// framing and the SRv6 outer header. A data queue must hold one.
-constexpr uint64_t kFullPacketBytes = 4096 + wire::kMaxHeaderBytes + kWireOverhead + kSrv6Overhead;
+constexpr uint64_t kFullPacketBytes = 4096 + wire::kMaxPlainHeaderBytes + kWireOverhead + kSrv6Overhead;
 
 Status reject(std::string* why, const std::string& msg) {
   if (why) *why = msg;

@@ -60,9 +60,11 @@ inline void create_resources(Endpoint& s, size_t bytes) {
 
 /// Declares the peer (its planes `peer_planes`, the first its address) and
 /// takes `me`'s QP through INIT, RTR (to `peer_qpn`) and RTS; `timeout`, when
-/// given, replaces the default ACK timeout.
+/// given, replaces the default ACK timeout; `secure`, when given, makes it a
+/// secure QP with those keys.
 inline void connect_qp(Endpoint& me, const std::vector<platform::SockAddr>& peer_planes, uint32_t peer_qpn,
-                       uint32_t my_psn, uint32_t peer_psn, std::optional<uint8_t> timeout = std::nullopt) {
+                       uint32_t my_psn, uint32_t peer_psn, std::optional<uint8_t> timeout = std::nullopt,
+                       const core::QpSecure* secure = nullptr) {
   using namespace core::qp_attr;
   ASSERT_TRUE(me.dev->set_peer(peer_planes[0], peer_planes).ok());
   core::QpAttr at;
@@ -73,7 +75,9 @@ inline void connect_qp(Endpoint& me, const std::vector<platform::SockAddr>& peer
   at.rq_psn = peer_psn;
   at.peer = *me.dev->peer_id(peer_planes[0]);
   at.path_mtu = 4096;
-  ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest)
+  if (secure) at.secure = *secure;
+  ASSERT_TRUE(me.dev->modify_qp(me.qpn, at, kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest |
+                                                (secure ? kSecure : 0u))
                   .ok());
   at.state = core::QpState::rts;
   at.sq_psn = my_psn;

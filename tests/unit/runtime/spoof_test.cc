@@ -48,7 +48,7 @@ struct Pair {
   fixture::Endpoint a, b;
   uint32_t psn_a = 0, psn_b = 0;
 
-  Pair(int net, bool confirm_fatal = true) {
+  explicit Pair(int net, bool confirm_fatal = true, core::SecureMode secure = core::SecureMode::off) {
     a.dev = fixture::open_device(config(net, 1, confirm_fatal));
     b.dev = fixture::open_device(config(net, 2, confirm_fatal));
     if (!a.dev || !b.dev) return;
@@ -58,8 +58,23 @@ struct Pair {
     psn_b = b.dev->random_psn();
     std::vector<platform::SockAddr> pa{a.dev->plane_address(0), a.dev->plane_address(1)};
     std::vector<platform::SockAddr> pb{b.dev->plane_address(0), b.dev->plane_address(1)};
-    fixture::connect_qp(a, pb, b.qpn, psn_a, psn_b);
-    fixture::connect_qp(b, pa, a.qpn, psn_b, psn_a);
+    if (secure == core::SecureMode::off) {
+      fixture::connect_qp(a, pb, b.qpn, psn_a, psn_b);
+      fixture::connect_qp(b, pa, a.qpn, psn_b, psn_a);
+      return;
+    }
+    // A sends under key 0x11.., B under 0x22..
+    core::QpSecure sa, sb;
+    sa.mode = sb.mode = secure;
+    sa.send.key.fill(0x11);
+    sb.send.key.fill(0x22);
+    sa.send.key_len = sb.send.key_len = 16;
+    sa.send.salt = 1;
+    sb.send.salt = 2;
+    sa.recv = sb.send;
+    sb.recv = sa.send;
+    fixture::connect_qp(a, pb, b.qpn, psn_a, psn_b, std::nullopt, &sa);
+    fixture::connect_qp(b, pa, a.qpn, psn_b, psn_a, std::nullopt, &sb);
   }
   bool ok() const { return a.dev && b.dev; }
 
@@ -219,6 +234,51 @@ TEST(DeviceSpoof, AWriteWhoseDmaLengthItsPacketContradictsPlacesNothing) {
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, core::WcStatus::rem_access_err);
   EXPECT_EQ(std::count(p.b.mem.begin(), p.b.mem.end(), 0xEE), 0);
+}
+
+TEST(DeviceSpoof, SecureQpsRefuseEveryForgeryEvenWithoutConfirmation) {
+  // The reference's fatal-error handling (confirm_fatal off), which a
+  // forged NAK or a bad-key WRITE kills, but secure QPs: forged fatal
+  // feedback to A, bad-key WRITEs and WRITEs with the right rkey and PSNs
+  // ahead of A to B. Every one is refused before the core reads more than
+  // its headers; the transfer completes intact.
+  for (core::SecureMode mode : {core::SecureMode::integrity, core::SecureMode::encrypt}) {
+    Pair p(mode == core::SecureMode::integrity ? 84 : 85, false, mode);
+    ASSERT_TRUE(p.ok());
+    Prng rng(23);
+    const std::vector<uint8_t> junk(4096, 0xEE);
+    auto attack = [&] {
+      forge_fatal_feedback(p, rng);
+      for (uint32_t i = 0; i < Pair::kPsns; i += 8) {
+        wire::Headers h;
+        h.bth.opcode = static_cast<uint8_t>(wire::Opcode::write_only);
+        h.bth.dest_qp = p.b.qpn;
+        h.bth.psn = (p.psn_a + i) & wire::kPsnMask;
+        h.bth.ts = true;
+        h.reth.va = reinterpret_cast<uint64_t>(p.b.mem.data()) + uint64_t{i} * 4096;
+        h.reth.rkey = p.b.mr.rkey ^ (i % 16 == 0 ? 0x5A5Au : 0u);  // a wrong key, or the right one
+        h.reth.dma_length = 4096;
+        p.forge(p.b, p.a, h, junk);
+      }
+    };
+    attack();
+    p.post_writes();
+    const auto done = p.run(attack);
+    ASSERT_EQ(done.size(), Pair::kWrites);
+    for (const auto& wc : done) EXPECT_EQ(wc.status, core::WcStatus::success) << "WR " << wc.wr_id;
+    EXPECT_TRUE(p.data_arrived()) << "every byte A's (none forged)";
+    const DeviceStats sa = p.a.dev->stats(), sb = p.b.dev->stats();
+    EXPECT_GE(sa.core.rx_auth_failures, 2u * Pair::kPsns);
+    EXPECT_GE(sb.core.rx_auth_failures, Pair::kPsns / 8);
+    EXPECT_EQ(sb.core.rx_access_errors, 0u) << "no forged WRITE got as far as its rkey";
+    EXPECT_EQ(sa.core.rx_nak_unconfirmed, 0u);
+    for (fixture::Endpoint* e : {&p.a, &p.b}) {
+      auto q = e->dev->query_qp(e->qpn);
+      ASSERT_TRUE(q.has_value());
+      EXPECT_EQ(q->state, core::QpState::rts);
+      EXPECT_EQ(q->attr.secure.mode, mode);
+    }
+  }
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ TEST(FabricTiming, DeliveredAtExactlyTheComputedTime) {
   EXPECT_EQ(n.f().stats().packets_forwarded, 6u);
   EXPECT_EQ(n.f().stats().delivered, 2u);
   // The longest path, NIC serialization included, with the largest header.
-  const uint32_t full = 4096 + static_cast<uint32_t>(wire::kMaxHeaderBytes) + kWireOverhead + kSrv6Overhead;
+  const uint32_t full = 4096 + static_cast<uint32_t>(wire::kMaxPlainHeaderBytes) + kWireOverhead + kSrv6Overhead;
   EXPECT_EQ(n.f().max_one_way_latency(), Duration::serialization(full, k100G) * 2 +
                                              Duration::serialization(full, k400G) * 2 + kDelay * 4 + kSwitch * 3);
 }
