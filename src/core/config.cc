@@ -54,6 +54,8 @@ Status EndpointConfig::validate(std::string* why) const {
     return reject(why, "protocol.reorder_decay: must be > 0 (default 1 ms)");
   if (p.loss_confirm_wait < Duration{})
     return reject(why, "protocol.loss_confirm_wait: must be >= 0 (0 = 1.5 base RTTs)");
+  if (p.loss_confirm_copies < 1 || p.loss_confirm_copies > 4)
+    return reject(why, "protocol.loss_confirm_copies: must be 1..4 (default 2; 1 = one probe per confirming try)");
   if (p.loss_confirm_probes < 1 || p.loss_confirm_probes > 16)
     return reject(why, "protocol.loss_confirm_probes: must be 1..16 (default 3; 1 = one unanswered probe retires, as the reference)");
   if (!(p.gray_loss_factor == 0 || (p.gray_loss_factor >= 1 && p.gray_loss_factor <= 1000)))

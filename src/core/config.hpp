@@ -136,6 +136,15 @@ struct ProtocolConfig {
   /// may then end without an event at all). 1 = the reference's single
   /// probe.
   uint32_t loss_confirm_probes = 3;
+  /// Copies of each confirming probe, sent back to back on the suspect EV;
+  /// an answer to any of them clears it. A dead path loses every copy, so
+  /// failures are reported no later; random loss must take all of them:
+  /// under 1 % loss on every host link (about 4 % per probe round trip)
+  /// single probes retired 5-8 working EVs in a 64-256 MiB all-reduce, each
+  /// after three probes lost in a row. No copies while the destination's
+  /// last hop trims (an incast fills the control queue that drops them).
+  /// 1 = one probe per try.
+  uint32_t loss_confirm_copies = 2;
   /// Gray failures pass most probes: an EV that loses a packet within 4
   /// probe intervals of the last of this many confirming probes that
   /// vouched for it in a row (each within 4 intervals of the one before)
@@ -145,6 +154,9 @@ struct ProtocolConfig {
   /// retire at once. 1 = the second loss after a probe retires; 2 (the default)
   /// leaves room for the loss rule's occasional false verdict on a path
   /// that only reorders (9 of 6736 suspects in a fault-free 1024-host run).
+  /// An EV whose recent losses are within twice its port's other EVs' rate
+  /// (plus two packets) is never put on trial: its losses are the port's
+  /// common lot, as under uniform random loss.
   uint32_t gray_loss_vouches = 2;
   /// An EV whose recent loss rate is more than this many times its port's
   /// other EVs' (plus two packets, at least four losses, and a count that

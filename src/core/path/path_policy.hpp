@@ -50,6 +50,7 @@ struct EvHealth {
   uint8_t good_probes = 0;      ///< consecutive answered probes while ASSUMED_BAD
   bool probe_outstanding = false;
   bool answer_expected = false; ///< a probe left on this EV and was not answered yet
+  uint8_t copies_due = 0;       ///< copies of its confirming probe still to send (loss_confirm_copies)
   uint16_t probe_ts = 0;        ///< its TSETH-resolution timestamp
   bool hold_reported = false;   ///< an ev_min_active hold was reported (until it leaves service)
   /// Out of service on a loss, its confirming probe not answered yet

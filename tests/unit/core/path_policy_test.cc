@@ -501,8 +501,10 @@ TEST_F(PolicyTest, ALossTakesTheEvOutAtOnceAndAnAnsweredProbeBringsItBackSilentl
   for (int k = 0; k < 40; ++k) EXPECT_NE(pp->select(at, 0b01, kNone), victim);
   for (int k = 0; k < 8; ++k) EXPECT_NE(pp->control_ev(0), victim);
 
-  // Its probe is due now, and only one goes out.
+  // Its probe is due now, and it goes out with one copy (loss_confirm_copies).
   EXPECT_EQ(pp->next_probe(), at);
+  ASSERT_EQ(pp->take_due_probe(at, 0b11), victim);
+  EXPECT_EQ(pp->next_probe(), Time::zero()) << "the copy is due at once";
   ASSERT_EQ(pp->take_due_probe(at, 0b11), victim);
   EXPECT_EQ(pp->take_due_probe(at, 0b11), kNone);
   pp->on_probe_sent(victim, 100, at);
@@ -532,6 +534,8 @@ TEST_F(PolicyTest, AnUnansweredConfirmingProbeRetiresTheEvWithItsLosses) {
   pp->on_lost(at, victim);
   pp->on_lost(at + Duration::us(1), victim);  // another packet of the same path
   ASSERT_EQ(pp->take_due_probe(at + Duration::us(1), 0b11), victim);
+  pp->on_probe_sent(victim, 7, at + Duration::us(1));
+  ASSERT_EQ(pp->take_due_probe(at + Duration::us(1), 0b11), victim);  // its copy
   pp->on_probe_sent(victim, 7, at + Duration::us(1));
   EXPECT_EQ(pp->next_probe(), at + Duration::us(41));
   EXPECT_EQ(pp->take_due_probe(at + Duration::us(40), 0b11), kNone);
