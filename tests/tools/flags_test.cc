@@ -71,9 +71,8 @@ const BadFlag kBadFlags[] = {
     {"--fan-in", "5000000", "an integer from 1 to 1048575"},
     {"--qps-per-peer", "-1", "an integer from 0 to 256"},
     {"--qps-per-peer", "100000", "an integer from 0 to 256"},
-    {"--evs-per-plane", "-32", "an integer from 1 to 4096"},
-    {"--evs-per-plane", "0", "an integer from 1 to 4096"},
-    {"--evs-per-plane", "5000", "an integer from 1 to 4096"},
+    {"--evs-per-plane", "-32", "an integer from 0 to 4096"},
+    {"--evs-per-plane", "5000", "an integer from 0 to 4096"},
     {"--seed", "-1", "an integer from 0 to 18446744073709551615"},
     {"--seed", "18446744073709551616", "an integer from 0 to 18446744073709551615"},
     {"--partitions", "0", "an integer from 1 to 4096"},
@@ -190,7 +189,9 @@ TEST(Flags, TheScenarioFileUsesTheSameRule) {
     const char* message;
   } cases[] = {
       {"[workload]\nbytes = -5\n", "t.toml:2: [workload] bytes = -5 is out of range (an integer from 1 to 2147483648)"},
-      {"[run]\nevs_per_plane = 0\n", "t.toml:2: [run] evs_per_plane = 0 is out of range (an integer from 1 to 4096)"},
+      {"[run]\nevs_per_plane = 5000\n",
+       "t.toml:2: [run] evs_per_plane = 5000 is out of range (an integer from 0 to 4096; 0 = for the routing: "
+       "32 under srv6, 256 and recycling under ecmp)"},
       {"[topology]\nrate_gbps = -100\n",
        "t.toml:2: [topology] rate_gbps = -100 is out of range (a number > 0 and <= 100000)"},
       {"[run]\nsample_us = 0.0\n",
@@ -205,8 +206,8 @@ TEST(Flags, TheScenarioFileUsesTheSameRule) {
     EXPECT_EQ(why, c.message);
   }
   // And the flag's message carries the same text.
-  EXPECT_EQ(parse({"--evs-per-plane", "0"})
-                .error.rfind("--evs-per-plane: 0 is out of range (an integer from 1 to 4096)", 0),
+  EXPECT_EQ(parse({"--evs-per-plane", "5000"})
+                .error.rfind("--evs-per-plane: 5000 is out of range (an integer from 0 to 4096; 0 = for the routing", 0),
             0u);
 }
 
@@ -327,17 +328,17 @@ TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
   const struct {
     uint32_t hosts, evs;
     double mb;
-  } measured[] = {{1024, 2, 53.3}, {1024, 32, 110.8}, {1024, 64, 172.7}, {4096, 32, 428.3}};
+  } measured[] = {{1024, 2, 58.2}, {1024, 32, 81.2}, {1024, 64, 106.0}, {4096, 32, 308.7}};
   for (const auto& m : measured) {
     const double est = static_cast<double>(estimate_memory(clos2_permutation(m.hosts, 8, m.evs)).bytes) / 1e6;
     EXPECT_NEAR(est, m.mb, 0.1 * m.mb) << m.hosts << " hosts, " << m.evs << " EVs per plane";
   }
   // A fat tree has more switch ports per host-plane (5, against 3): 1,024
-  // hosts, 8 planes of a k = 16 fattree3, took 123.4 MB.
+  // hosts, 8 planes of a k = 16 fattree3, took 95.8 MB.
   SimOptions ft3 = clos2_permutation(1024, 8, 32);
   ft3.topology = "fattree3";
   ft3.t0_down = ft3.t0_up = ft3.t1 = 8;
-  EXPECT_NEAR(static_cast<double>(estimate_memory(ft3).bytes) / 1e6, 123.4, 0.05 * 123.4);
+  EXPECT_NEAR(static_cast<double>(estimate_memory(ft3).bytes) / 1e6, 95.8, 0.05 * 95.8);
   // The paper's fabric (8 planes x 131,072 hosts) fits a 24 GB machine; 32
   // planes x 524,288 hosts does not.
   const uint64_t paper = estimate_memory(clos2_permutation(131072, 8, 32)).bytes;
@@ -347,7 +348,7 @@ TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
   // Each QP of an all-to-all holds EVs: it grows with the square of the hosts.
   SimOptions a2a = clos2_permutation(1024, 8, 32);
   a2a.workload = "alltoall";
-  EXPECT_GT(estimate_memory(a2a).bytes, 500 * estimate_memory(clos2_permutation(1024, 8, 32)).bytes);
+  EXPECT_GT(estimate_memory(a2a).bytes, 300 * estimate_memory(clos2_permutation(1024, 8, 32)).bytes);
 }
 
 TEST(Memory, ARunThatDoesNotFitIsRefusedBeforeItIsBuilt) {
@@ -357,7 +358,7 @@ TEST(Memory, ARunThatDoesNotFitIsRefusedBeforeItIsBuilt) {
   EXPECT_EQ(memory_refusal(o), "");
   o.memory_available_bytes = 100'000'000;
   std::string why = memory_refusal(o);
-  EXPECT_NE(why.find("needs about 0.4 GB"), std::string::npos) << why;
+  EXPECT_NE(why.find("needs about 0.3 GB"), std::string::npos) << why;
   EXPECT_NE(why.find("more than the memory available (0.1 GB)"), std::string::npos) << why;
   for (const char* flag : {"--hosts", "--planes", "--evs-per-plane 16", "--memory-limit-gb"})
     EXPECT_NE(why.find(flag), std::string::npos) << flag << " in: " << why;
@@ -370,6 +371,30 @@ TEST(Memory, ARunThatDoesNotFitIsRefusedBeforeItIsBuilt) {
   o.memory_limit_gb = 1;  // the flag wins over what the machine has
   EXPECT_EQ(memory_refusal(o), "");
   EXPECT_TRUE(resolve(o, &why)) << why;
+}
+
+TEST(Flags, EvsPerPlaneZeroPicksTheEvSetForTheRouting) {
+  // SRv6: each EV names its path, 32 per plane; ECMP: the switches hash the
+  // EV, so 256 per plane, recycled (at most 4096 per QP over the planes).
+  const auto resolved = [](const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"--transports", "mrc", "--no-default-failures"};
+    all.insert(all.end(), args.begin(), args.end());
+    const Parsed p = parse(all);
+    EXPECT_EQ(p.rc, -1) << p.error;
+    std::string why;
+    auto r = resolve(p.o, &why);
+    if (!r) {
+      ADD_FAILURE() << why;
+      return std::pair{0u, false};
+    }
+    return std::pair{r->transports.at(0).evs_per_plane, r->scenario.protocol.ev_recycle};
+  };
+  EXPECT_EQ(resolved({}), std::pair(32u, false));
+  EXPECT_EQ(resolved({"--routing", "ecmp"}), std::pair(256u, true));
+  EXPECT_EQ(resolved({"--routing", "ecmp", "--planes", "32"}), std::pair(128u, true));
+  EXPECT_EQ(resolved({"--routing", "ecmp", "--evs-per-plane", "32"}), std::pair(32u, false));
+  EXPECT_EQ(resolved({"--routing", "ecmp", "--evs-per-plane", "32", "--mrc-ev-recycle"}), std::pair(32u, true));
+  EXPECT_EQ(resolved({"--evs-per-plane", "16"}), std::pair(16u, false));
 }
 
 }  // namespace

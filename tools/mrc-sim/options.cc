@@ -229,17 +229,19 @@ int parse_command_line(int argc, const char* const* argv, SimOptions* o, std::st
 
 namespace {
 
-// Memory model of estimate_memory, fitted to peak RSS (/usr/bin/time -v) of
-// release builds with 8 planes, permutations of 1,024 and 4,096 hosts at 2
-// to 64 EVs per plane on clos2 (3 switch ports per host-plane): 53, 111 and
-// 173 MB at 1,024 hosts (2, 32, 64 EVs), 428 MB at 4,096 with 32 (the model:
-// 53, 110, 173 and 419); and 1,024 hosts on fattree3 (5 switch ports per
-// host-plane): 123 MB (the model: 123).
-constexpr double kFixedBytes = 8e6;             // the process, libraries, buffers
-constexpr double kPerHostPlaneBytes = 2090;     // NIC port, host link, pools
-constexpr double kPerSwitchPortBytes = 770;     // egress queues and pipe, links
+// Memory model of estimate_memory, fitted to peak RSS (/usr/bin/time -f %M)
+// of release builds with 8 planes, permutations of 1,024 and 4,096 hosts at
+// 2 to 64 EVs per plane on clos2 (3 switch ports per host-plane): 58.2, 81.2
+// and 106.0 MB at 1,024 hosts (2, 32, 64 EVs), 308.7 MB at 4,096 with 32
+// (the model: 57.9, 81.2, 105.5, 308.4); and 1,024 hosts on fattree3 (5
+// switch ports per host-plane): 95.8 MB (the model: 95.8). An EV that has
+// had trouble (a loss, a SKIP, a probe) takes its EvHealth record on top,
+// about 90 bytes, which a fault-free run never allocates.
+constexpr double kFixedBytes = 5.4e6;           // the process, libraries, buffers
+constexpr double kPerHostPlaneBytes = 2920;     // NIC port, host link, pools
+constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
-constexpr double kPerConnectionEvBytes = 235;   // an EV at both ends (EvSlot, EvHealth, indexes)
+constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
 
 // The planes of the topology `o` names: `planes`, or where it is 0 the
 // topology's own default (8 on clos2, 1 on fattree3); fattree2 has one.
@@ -273,9 +275,33 @@ uint32_t qps_per_peer_for(const SimOptions& o, const std::string& t, uint32_t pl
   return family_qps ? family_qps : o.qps_per_peer ? o.qps_per_peer : (roce ? planes : 1);
 }
 
+// evs_per_plane 0 picks the EV set for the routing. Under ECMP the switches
+// hash the EV onto their uplinks, so a QP needs many EVs, all in use and
+// the well-behaved ones reused first (EV recycling), to spread as evenly as
+// a sprayer drawing from a large entropy space: the 128-host permutation's
+// slowest flow finishes within 5-7 % of UEC htsim's with 256 EVs per plane
+// and recycling, 33-47 % behind with 32 (docs/simulator.md, "ECMP and
+// htsim"). Under SRv6 routing each EV names its path and 32 per plane (half
+// active) are plenty.
+constexpr uint32_t kSrv6EvsPerPlane = 32;
+constexpr uint32_t kEcmpEvsPerPlane = 256;
+
+SimOptions with_routing_defaults(const SimOptions& in) {
+  SimOptions o = in;
+  if (o.evs_per_plane != 0) return o;
+  if (o.routing == "ecmp") {
+    o.evs_per_plane = static_cast<uint32_t>(std::min<uint64_t>(kEcmpEvsPerPlane, kMaxEvsPerQp / planes_of(o)));
+    o.mrc_ev_recycle = true;
+  } else {
+    o.evs_per_plane = kSrv6EvsPerPlane;
+  }
+  return o;
+}
+
 }  // namespace
 
-MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
+MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
+  const SimOptions o = with_routing_defaults(given);
   MemoryEstimate e;
   e.planes = planes_of(o);
   const double hosts = o.hosts;
@@ -304,7 +330,8 @@ MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows) {
   return e;
 }
 
-std::string memory_refusal(const SimOptions& o, size_t matrix_flows) {
+std::string memory_refusal(const SimOptions& given, size_t matrix_flows) {
+  const SimOptions o = with_routing_defaults(given);
   const uint64_t limit =
       o.memory_limit_gb > 0 ? static_cast<uint64_t>(o.memory_limit_gb * 1e9) : o.memory_available_bytes;
   const MemoryEstimate e = estimate_memory(o, matrix_flows);
@@ -318,7 +345,8 @@ std::string memory_refusal(const SimOptions& o, size_t matrix_flows) {
       std::max<uint32_t>(2, o.evs_per_plane / 2));
 }
 
-Result<ResolvedRun> resolve(const SimOptions& o, std::string* why) {
+Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
+  const SimOptions o = with_routing_defaults(given);
   auto fail = [&](Errc e, const std::string& msg) {
     if (why) *why = msg;
     return e;

@@ -51,6 +51,7 @@ struct EvHealth {
   bool probe_outstanding = false;
   bool answer_expected = false; ///< a probe left on this EV and was not answered yet
   uint8_t copies_due = 0;       ///< copies of its confirming probe still to send (loss_confirm_copies)
+  bool copy_next = false;       ///< the next probe sent on it is such a copy
   uint16_t probe_ts = 0;        ///< its TSETH-resolution timestamp
   bool hold_reported = false;   ///< an ev_min_active hold was reported (until it leaves service)
   /// Out of service on a loss, its confirming probe not answered yet
@@ -85,6 +86,41 @@ struct EvHealth {
   Duration probe_backoff;
   Time next_probe = Time::never();
   uint64_t packets_lost = 0;
+};
+
+/// The EvHealth of a QP's EVs, kept only for those that needed one: an EV
+/// that never lost a packet, went to SKIP or was probed reads as a default
+/// EvHealth and costs a null pointer (8 bytes instead of 72; most of a
+/// fabric's EVs never have trouble, and at the paper's scale the EV sets
+/// are most of a run's memory). Writing through the non-const index gives
+/// the EV its own record, which stays at one address for the QP's life, so
+/// a reference taken to one EV's record survives another's creation.
+class EvHealthTable {
+ public:
+  void add() { rows_.emplace_back(); }
+  size_t size() const { return rows_.size(); }
+  /// Read-only: the EV's record, or a default one if it has none.
+  const EvHealth& operator[](size_t i) const { return rows_[i] ? *rows_[i] : idle(); }
+  /// For writing: the EV's record, created on first use.
+  EvHealth& operator[](size_t i) {
+    if (!rows_[i]) rows_[i] = std::make_unique<EvHealth>();
+    return *rows_[i];
+  }
+  /// Read-only access from a non-const context, without creating a record.
+  const EvHealth& peek(size_t i) const { return (*this)[i]; }
+  /// EVs with a record of their own.
+  size_t records() const {
+    size_t n = 0;
+    for (const auto& r : rows_) n += r != nullptr;
+    return n;
+  }
+
+ private:
+  static const EvHealth& idle() {
+    static const EvHealth kIdle{};
+    return kIdle;
+  }
+  std::vector<std::unique_ptr<EvHealth>> rows_;
 };
 
 /// True if a timestamp echo `echo` can answer a transmission stamped
@@ -128,6 +164,9 @@ class PathPolicy {
   void set_wire_evs(std::shared_ptr<const std::vector<WireEv>> w) { wire_ = std::move(w); }
   /// Slot i's losses and probe state.
   const EvHealth& health(int i) const { return health_[static_cast<size_t>(i)]; }
+  /// EVs that have had a loss, a SKIP or a probe (the others share one
+  /// default EvHealth: EvHealthTable).
+  size_t health_records() const { return health_.records(); }
   /// Slot holding EV `value`, or kNone.
   int find(uint32_t value) const;
   /// Number of slots in each state, over the whole set.
@@ -230,7 +269,7 @@ class PathPolicy {
   int pick_control(uint8_t port, int avoid);
 
   std::vector<EvSlot> slots_;
-  std::vector<EvHealth> health_;  ///< parallel to slots_
+  EvHealthTable health_;          ///< parallel to slots_
   std::shared_ptr<const std::vector<WireEv>> wire_;  ///< parallel to slots_, or null
   uint32_t num_ports_;
   uint32_t port_mask_;

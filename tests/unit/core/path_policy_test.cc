@@ -524,6 +524,32 @@ TEST_F(PolicyTest, ALossTakesTheEvOutAtOnceAndAnAnsweredProbeBringsItBackSilentl
   EXPECT_EQ(pp->health(victim).packets_lost, 1u);
 }
 
+TEST_F(PolicyTest, AnAnswerToEitherCopyOfAConfirmingProbeClearsTheSuspect) {
+  // The copy leaves after the first probe, stamped later. Each copy's answer
+  // must pass the echo check, or the copy is worth nothing whenever the
+  // other copy's answer is the one lost.
+  proto.loss_confirm = true;
+  for (const uint16_t echo : {uint16_t{100}, uint16_t{108}}) {
+    SCOPED_TRACE(echo);
+    auto pp = make(small_profile(), 2);
+    const int victim = active_on(*pp, 0)[1];
+    const Time at = t0 + Duration::us(3);
+    pp->on_lost(at, victim);
+    ASSERT_EQ(pp->take_due_probe(at, 0b11), victim);
+    pp->on_probe_sent(victim, 100, at);
+    const Time copy_at = at + Duration::ns(1024);
+    ASSERT_EQ(pp->take_due_probe(copy_at, 0b11), victim);  // its copy
+    pp->on_probe_sent(victim, 108, copy_at);
+    const Time answer = at + Duration::us(12);
+    ASSERT_TRUE(pp->probe_answer_matches(victim, echo, answer, Duration::ns(128)));
+    pp->on_probe_response(answer, victim, wire::Mark::none);
+    EXPECT_FALSE(pp->health(victim).suspect);
+    EXPECT_EQ(pp->stats().cleared, 1u);
+    // One answer is all it takes: the other copy's is no longer expected.
+    EXPECT_FALSE(pp->probe_answer_matches(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)));
+  }
+}
+
 TEST_F(PolicyTest, AnUnansweredConfirmingProbeRetiresTheEvWithItsLosses) {
   proto.loss_confirm = true;
   proto.loss_confirm_probes = 1;  // one unanswered probe retires (the step timing below)
