@@ -13,9 +13,9 @@
 # --out FILE  also write the table to FILE
 # MRC_SIM     the mrc-sim binary (default: build/release/tools/mrc-sim/mrc-sim)
 #
-# Configurations: SRv6 (the default routing), ECMP with the defaults (32 EVs
-# per plane, half active), and ECMP with 256 EVs per plane and EV recycling
-# (--mrc-ev-recycle), with ECN marked when a packet joins the queue (the
+# Configurations: SRv6 (the default routing), ECMP with SRv6's EV set (32
+# EVs per plane, half active), and ECMP with its defaults (256 EVs per plane
+# and EV recycling), with ECN marked when a packet joins the queue (the
 # default) and when it leaves it (--ecn-at-dequeue, as htsim marks).
 # Needs bash and python3 (standard library only). Not part of the test suite.
 set -euo pipefail
@@ -40,10 +40,10 @@ shape128=(--topology fattree2 --hosts 128 --t0-down 16 --t0-up 16 --t1 16 --rate
 shape1024=(--topology fattree3 --hosts 1024 --t0-down 8 --t0-up 8 --t1 8 --rate-gbps 400 --bytes 2097152)
 configs=(
   "srv6|"
-  "ecmp|--routing ecmp"
-  "ecmp, 256 EVs/plane, recycling|--routing ecmp --evs-per-plane 256 --mrc-ev-recycle"
-  "ecmp, ECN at dequeue|--routing ecmp --ecn-at-dequeue"
-  "ecmp, 256 EVs/plane, recycling, ECN at dequeue|--routing ecmp --evs-per-plane 256 --mrc-ev-recycle --ecn-at-dequeue"
+  "ecmp, 32 EVs/plane|--routing ecmp --evs-per-plane 32"
+  "ecmp (the defaults: 256 EVs/plane, recycling)|--routing ecmp"
+  "ecmp, 32 EVs/plane, ECN at dequeue|--routing ecmp --evs-per-plane 32 --ecn-at-dequeue"
+  "ecmp (the defaults), ECN at dequeue|--routing ecmp --ecn-at-dequeue"
 )
 
 tmp="$(mktemp -d)"

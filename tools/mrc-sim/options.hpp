@@ -71,7 +71,10 @@ struct SimOptions {
   double time_limit_ms = 200;                             ///< time_limit_ms: simulated time limit
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE
-  uint32_t evs_per_plane = 32;                            ///< evs_per_plane: EVs per QP and plane (half active)
+  /// evs_per_plane: EVs per QP and plane (half active); 0 = for the
+  /// routing: 32 under srv6, under ecmp 256 (at most 4096 / planes) with
+  /// mrc_ev_recycle on
+  uint32_t evs_per_plane = 0;
   uint32_t mrc_qps_per_peer = 0;   ///< mrc_qps_per_peer: for mrc* transports; 0 = qps_per_peer
   uint32_t roce_qps_per_peer = 0;  ///< roce_qps_per_peer: for roce* transports; 0 = qps_per_peer
   uint32_t mrc_ack_timeout = 6;    ///< mrc_ack_timeout: ACK timeout 1.024 us x 2^N (mrc* transports)

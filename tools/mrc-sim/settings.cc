@@ -149,7 +149,7 @@ std::vector<Setting> settings(SimOptions& o) {
       // A QP has at most 4096 EVs (core::EvProfile); resolve() checks the
       // total over the planes.
       {"run", "evs_per_plane", "--evs-per-plane", "EVs per QP and plane (half active)", &o.evs_per_plane,
-       integer(1, 4096)},
+       integer(0, 4096, "0 = for the routing: 32 under srv6, 256 and recycling under ecmp")},
       {"run", "mrc_qps_per_peer", "--mrc-qps-per-peer", "QPs per host pair of the mrc* transports",
        &o.mrc_qps_per_peer, integer(0, 256, "0 = --qps-per-peer")},
       {"run", "roce_qps_per_peer", "--roce-qps-per-peer", "QPs per host pair of the roce* transports",
@@ -168,7 +168,7 @@ std::vector<Setting> settings(SimOptions& o) {
        integer(256, 16 << 20, "16384")},
       {"run", "mrc_ev_recycle", "--mrc-ev-recycle",
        "an mrc* QP sends its next packets on the EVs whose packets came back unmarked before the rotation's "
-       "(core::ProtocolConfig::ev_recycle); for ECMP with many EVs: --evs-per-plane 256",
+       "(core::ProtocolConfig::ev_recycle); on by itself under --routing ecmp with --evs-per-plane 0",
        &o.mrc_ev_recycle, any()},
       {"run", "mrc_sack_ports", "--mrc-sack-ports",
        "spread: an mrc* responder's SACKs take turns over the ports; arrival: each leaves on the plane its "
