@@ -132,11 +132,15 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   }
   for (const Plane& p : d->planes_) {
     d->paced_ = d->paced_ || p.rate_bps != 0;
-    // An engine may run this far ahead of its share of the rate: 64 KiB
-    // (a batch of a GSO burst's size), or 50 us of the link if that is
-    // more, so that a wake-up's lateness does not idle a fast link.
+    // An engine may run this far ahead of its share of the rate, so that a
+    // wake-up's lateness does not idle the link: 3 ms of it (kPaceLead), at
+    // most 4 MiB, at least 64 KiB (a batch of a GSO burst's size) or 50 us.
+    // On the fabric's 300 Mbit/s links, 64 KiB alone (1.7 ms) left the link
+    // idle whenever a loaded 2-vCPU host kept the engine from a CPU longer
+    // than that (docs/fabric.md, "The software device against raw UDP").
     const uint64_t share = p.rate_bps == 0 ? 1 : std::max<uint64_t>(1, p.rate_bps / cfg.engines);
-    d->pace_ahead_.push_back(std::max(Duration::serialization(64 * 1024, share), Duration::us(50)));
+    const Duration lead = std::min(kPaceLead, Duration::serialization(kPaceLeadMaxBytes, share));
+    d->pace_ahead_.push_back(std::max({lead, Duration::serialization(64 * 1024, share), Duration::us(50)}));
   }
   d->fmt_.mode = cfg.ev_mode == EvWire::stev ? wire::EvMode::stev : wire::EvMode::udp;
   d->fmt_.ip = d->planes_[0].addr.is_ipv4() ? wire::IpVersion::v4 : wire::IpVersion::v6;
