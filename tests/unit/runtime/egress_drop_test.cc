@@ -31,7 +31,6 @@ namespace mrc::rt {
 namespace {
 
 using namespace fixture;
-using test_support::in_netns;
 using test_support::sh;
 
 /// Namespaces A and B joined by one veth pair, A's end behind a small
@@ -103,12 +102,6 @@ class DropNet {
   std::string a_, b_, a_addr_, b_addr_, skip_;
 };
 
-std::unique_ptr<Device> open_in(const std::string& ns, const DeviceConfig& c) {
-  std::unique_ptr<Device> d;
-  EXPECT_TRUE(in_netns(ns, [&] { d = open_device(c); })) << "cannot enter namespace " << ns;
-  return d;
-}
-
 DeviceConfig one_plane(const std::string& addr, uint32_t burst) {
   DeviceConfig c;
   c.planes = {addr};
@@ -127,8 +120,8 @@ void drops_are_local(bool ipv6, uint32_t burst) {
   DropNet net(ipv6);
   if (!net.skip().empty()) GTEST_SKIP() << net.skip();
   Endpoint a, b;
-  a.dev = open_in(net.a(), one_plane(net.a_addr(), burst));
-  b.dev = open_in(net.b(), one_plane(net.b_addr(), burst));
+  a.dev = open_device_in(net.a(), one_plane(net.a_addr(), burst));
+  b.dev = open_device_in(net.b(), one_plane(net.b_addr(), burst));
   ASSERT_TRUE(a.dev && b.dev);
   // The kernel may report the veths' carrier a moment after they came up
   // (linkwatch): a device drops what arrives on a plane it holds down.
