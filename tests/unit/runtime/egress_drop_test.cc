@@ -10,8 +10,8 @@
 // successful, and the drops surface as losses declared by the SACK rule and
 // timeouts, charged to the EVs.
 //
-// The ICMP test runs on loopback. The others need root, ip and tc
-// (iproute2); they skip with a message without them. The
+// Every test needs root (network namespaces), the qdisc ones ip and tc
+// (iproute2) too; they skip with a message without them. The
 // transfer is bounded (a few MiB at 100 Mbit/s, under a second); waits poll
 // with deadlines, nothing sleeps for a verdict.
 #include <gtest/gtest.h>
@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../platform/netns_helper.hpp"
 #include "device_fixture.hpp"
 #include "srv6_netns.hpp"
 
@@ -186,41 +187,45 @@ TEST(DeviceEgressDrop, QdiscDropsAreLocalCongestionBursts) { drops_are_local(tru
 // sends anyway, so no packet is lost for another one's error. On loopback:
 // A believes B's plane 1 is 127.0.0.5, where nothing listens, so every
 // packet A sends there draws an ICMP port unreachable (loopback does not
-// rate-limit them); plane 0 carries the WRITE. Through io_uring (the
-// device drains and resends) and through sendmmsg (send_batch does).
+// rate-limit them); plane 0 carries the WRITE. In a namespace of its own,
+// through io_uring (the device drains and resends) and through sendmmsg
+// (send_batch does).
 void icmp_errors_fail_no_send(bool io_uring) {
-  auto plane_cfg = [io_uring](const char* p0, const char* p1) {
-    DeviceConfig c;
-    c.planes = {p0, p1};
-    c.evs_per_plane = 4;
-    c.seed = 36;
-    c.udp_port = 4799;
-    c.ev_port_base = 41000;
-    c.io_uring = io_uring;
-    return c;
-  };
-  Endpoint a, b;
-  a.dev = open_device(plane_cfg("127.0.0.3", "127.0.0.4"));
-  DeviceConfig bc = plane_cfg("127.0.0.1", "127.0.0.2");
-  bc.ev_port_base = 42000;
-  b.dev = open_device(bc);
-  ASSERT_TRUE(a.dev && b.dev);
-  create_resources(a, 1 << 20);
-  create_resources(b, 1 << 20);
-  connect_qp(a, {*platform::SockAddr::parse("127.0.0.1"), *platform::SockAddr::parse("127.0.0.5")}, b.qpn, 1, 2, 16);
-  connect_qp(b, {*platform::SockAddr::parse("127.0.0.3"), *platform::SockAddr::parse("127.0.0.4")}, a.qpn, 2, 1, 16);
-  fill(a.mem, 36);
-  ASSERT_TRUE(a.dev->post_send(a.qpn, write(a, b, 0, 1 << 20, 1)).ok());
-  const auto wcs = wait_until(a.cq, 1, Clock::now() + std::chrono::seconds(20), Idle::yield);
-  ASSERT_EQ(wcs.size(), 1u) << "the WRITE did not complete";
-  EXPECT_EQ(wcs[0].status, core::WcStatus::success);
-  EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 1 << 20));
-  const DeviceStats st = a.dev->stats();
-  std::printf("  %llu ICMP errors drained, %llu sends failed, %llu packets sent\n",
-              static_cast<unsigned long long>(st.tx_icmp_errors), static_cast<unsigned long long>(st.tx_errors),
-              static_cast<unsigned long long>(st.tx_packets));
-  EXPECT_GT(st.tx_icmp_errors, 0u) << "no ICMP error reached the device";
-  EXPECT_EQ(st.tx_errors, 0u) << "a pending ICMP error failed a send";
+  // A namespace of its own: its loopback, its ports.
+  const std::string skip = test_support::in_private_netns([&](std::string&) {
+    auto plane_cfg = [io_uring](const char* p0, const char* p1) {
+      DeviceConfig c;
+      c.planes = {p0, p1};
+      c.evs_per_plane = 4;
+      c.seed = 36;
+      c.ev_port_base = 41000;
+      c.io_uring = io_uring;
+      return c;
+    };
+    Endpoint a, b;
+    a.dev = open_device(plane_cfg("127.0.0.3", "127.0.0.4"));
+    DeviceConfig bc = plane_cfg("127.0.0.1", "127.0.0.2");
+    bc.ev_port_base = 42000;
+    b.dev = open_device(bc);
+    ASSERT_TRUE(a.dev && b.dev);
+    create_resources(a, 1 << 20);
+    create_resources(b, 1 << 20);
+    connect_qp(a, {*platform::SockAddr::parse("127.0.0.1"), *platform::SockAddr::parse("127.0.0.5")}, b.qpn, 1, 2, 16);
+    connect_qp(b, {*platform::SockAddr::parse("127.0.0.3"), *platform::SockAddr::parse("127.0.0.4")}, a.qpn, 2, 1, 16);
+    fill(a.mem, 36);
+    ASSERT_TRUE(a.dev->post_send(a.qpn, write(a, b, 0, 1 << 20, 1)).ok());
+    const auto wcs = wait_until(a.cq, 1, Clock::now() + std::chrono::seconds(20), Idle::yield);
+    ASSERT_EQ(wcs.size(), 1u) << "the WRITE did not complete";
+    EXPECT_EQ(wcs[0].status, core::WcStatus::success);
+    EXPECT_EQ(0, std::memcmp(a.mem.data(), b.mem.data(), 1 << 20));
+    const DeviceStats st = a.dev->stats();
+    std::printf("  %llu ICMP errors drained, %llu sends failed, %llu packets sent\n",
+                static_cast<unsigned long long>(st.tx_icmp_errors), static_cast<unsigned long long>(st.tx_errors),
+                static_cast<unsigned long long>(st.tx_packets));
+    EXPECT_GT(st.tx_icmp_errors, 0u) << "no ICMP error reached the device";
+    EXPECT_EQ(st.tx_errors, 0u) << "a pending ICMP error failed a send";
+  });
+  if (!skip.empty()) GTEST_SKIP() << skip;
 }
 
 TEST(DeviceEgressDrop, IcmpErrorsFailNoSendThroughIoUring) { icmp_errors_fail_no_send(true); }
