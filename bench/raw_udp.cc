@@ -30,11 +30,35 @@
 // lat: ping-pong between two threads; reports one-way latency (round trip / 2,
 //   as perftest does) as min / median / p99 in microseconds. --poll busy spins
 //   on a non-blocking receive, --poll block sleeps in poll().
+// send / recv: the same between two hosts (network namespaces of
+//   tools/fabric), over several planes, one socket per plane address: the
+//   reference the device's goodput across a fabric is held against
+//   (`fabric goodput`, docs/fabric.md).
+//
+//   mrc_raw_udp recv --at fd68:0:3::1,fd68:1:3::1 &                 # on h3
+//   mrc_raw_udp send --from fd68::1,fd68:1::1 --to fd68:0:3::1,fd68:1:3::1 --seconds 5   # on h0
+//
+//   send: datagrams of --size bytes on every plane, each carrying its plane
+//     and a sequence number, for --seconds. --rate-bps R paces each plane
+//     to R bit/s (each frame counted with its IP and UDP headers and 38
+//     Ethernet bytes, as the device paces); 0 (the default) blasts: as fast
+//     as the host's egress queue takes them. The sockets have IP_RECVERR /
+//     IPV6_RECVERR, so a datagram the queue drops fails its send (ENOBUFS)
+//     and is sent again once the queue has had 50 us to drain: the queue
+//     stays full, the link busy, and nothing is lost on the host.
+//   recv: counts the unique datagrams (plane, sequence number) and their
+//     bytes (every UDP payload byte counts: the same frames carry the
+//     device's headers, which its goodput does not count), until --idle-ms
+//     without one after the first; prints the goodput from the first
+//     arrival to the last, the median of its --interval-ms samples (the
+//     first and last left out), duplicates and sequence gaps.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -333,6 +357,216 @@ LatResult run_lat(size_t size, size_t iters, bool busy) {
   return r;
 }
 
+// ---------------------------------------------------------------- send / recv
+
+/// What leads every datagram of send / recv: a magic number, the plane and
+/// the sequence number on that plane, little-endian (both ends are this program).
+constexpr uint32_t kMagic = 0x5543524d;  // "MRCU"
+constexpr size_t kSeqHeaderBytes = 16;
+
+struct SeqHeader {
+  uint32_t magic;
+  uint32_t plane;
+  uint64_t seq;
+};
+static_assert(sizeof(SeqHeader) == kSeqHeaderBytes);
+
+/// A comma-separated list of addresses, each with `port`; empty on error
+/// (`bad` names the entry).
+std::vector<SockAddr> parse_addrs(const std::string& list, uint16_t port, std::string& bad) {
+  std::vector<SockAddr> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string one = list.substr(at, comma - at);
+    auto a = SockAddr::parse(one);
+    if (!a) {
+      bad = one;
+      return {};
+    }
+    a->set_port(port);
+    out.push_back(*a);
+    at = comma + 1;
+  }
+  return out;
+}
+
+struct SendResult {
+  uint64_t datagrams = 0, bytes = 0;
+  uint64_t queue_refusals = 0;   ///< send calls the egress queue cut short (ENOBUFS)
+  uint64_t buffer_refusals = 0;  ///< ... a full socket buffer cut short
+  uint64_t icmp_errors = 0;      ///< ICMP errors drained from the sockets' error queues
+  double seconds = 0;
+};
+
+// One socket per plane; datagrams [magic, plane, seq, zeros...] of `size`
+// bytes, `batch` per sendmmsg, round robin over the planes.
+SendResult run_send(const std::vector<SockAddr>& from, const std::vector<SockAddr>& to, size_t size, double seconds,
+                    uint64_t rate_bps, size_t batch) {
+  const size_t planes = to.size();
+  std::vector<UdpSocket> socks;
+  for (const SockAddr& f : from) {
+    auto s = UdpSocket::open(f, {.sndbuf_bytes = 4 << 20, .recv_tos = false, .no_fragment = true, .recv_errors = true});
+    if (!s) die("sender socket on " + f.to_string());
+    socks.push_back(std::move(*s));
+  }
+  // Per plane: `batch` datagrams, their headers rewritten before each send.
+  std::vector<std::vector<std::byte>> bufs(planes, std::vector<std::byte>(size * batch));
+  std::vector<std::vector<IoSlice>> slices(planes, std::vector<IoSlice>(batch));
+  std::vector<std::vector<TxDatagram>> msgs(planes, std::vector<TxDatagram>(batch));
+  for (size_t p = 0; p < planes; ++p)
+    for (size_t i = 0; i < batch; ++i) {
+      slices[p][i] = IoSlice{bufs[p].data() + i * size, size};
+      msgs[p][i] = TxDatagram{.dest = &to[p], .iov = {&slices[p][i], 1}};
+    }
+  // Pacing as the device does it: a frame's time at the rate, with its IP
+  // and UDP headers and Ethernet's 38 bytes; up to 64 KiB ahead of now.
+  const size_t frame = size + 8 + 38 + (to[0].is_ipv6() ? 40 : 20);
+  const Duration per_datagram = rate_bps ? Duration::serialization(frame, rate_bps) : Duration{};
+  const Duration ahead = rate_bps ? Duration::serialization(64 * 1024, rate_bps) : Duration{};
+  const Duration backoff = Duration::us(50);  // a refused plane waits this long for its queue to drain
+  std::vector<uint64_t> seq(planes, 0);
+  std::vector<Time> free_at(planes, Time::zero()), blocked_until(planes, Time::zero());
+  SendResult res;
+  const Time start = monotonic_now();
+  const Time end = start + Duration::us(static_cast<int64_t>(seconds * 1e6));
+  Time now = start;
+  while (now < end) {
+    Time wake = end;
+    bool sent = false;
+    for (size_t p = 0; p < planes; ++p) {
+      if (blocked_until[p] > now) {
+        wake = std::min(wake, blocked_until[p]);
+        continue;
+      }
+      size_t k = batch;
+      if (rate_bps) {
+        Time f = std::max(free_at[p], now);
+        for (k = 0; k < batch && f <= now + ahead; ++k) f = f + per_datagram;
+        if (k == 0) {
+          wake = std::min(wake, f - ahead);
+          continue;
+        }
+      }
+      for (size_t i = 0; i < k; ++i) {
+        const SeqHeader h{kMagic, static_cast<uint32_t>(p), seq[p] + i};
+        std::memcpy(bufs[p].data() + i * size, &h, sizeof h);
+      }
+      auto n = socks[p].send_batch(std::span(msgs[p]).first(k));
+      if (!n) die("sendmmsg to " + to[p].to_string());
+      const SendReport& rep = socks[p].last_send();
+      res.icmp_errors += rep.drained.icmp;
+      seq[p] += *n;
+      res.datagrams += *n;
+      res.bytes += *n * size;
+      if (rate_bps) free_at[p] = std::max(free_at[p], now) + Duration::ps(per_datagram.count_ps() * static_cast<int64_t>(*n));
+      sent = sent || *n > 0;
+      if (*n < k) {
+        // The queue dropped the next datagram (also when the call returned
+        // the ones before it: ENOBUFS after the first ends sendmmsg
+        // silently), or the buffer is full. It goes again after the wait.
+        ++(rep.buffer_full ? res.buffer_refusals : res.queue_refusals);
+        blocked_until[p] = now + backoff;
+        wake = std::min(wake, blocked_until[p]);
+      }
+    }
+    if (!sent && wake > monotonic_now())
+      std::this_thread::sleep_for(std::chrono::nanoseconds((wake - monotonic_now()).count_ps() / 1000));
+    now = monotonic_now();
+  }
+  res.seconds = (now - start).to_s();
+  return res;
+}
+
+struct RecvResult {
+  uint64_t unique = 0, unique_bytes = 0, duplicates = 0, foreign = 0, missing = 0;
+  double seconds = 0;                 ///< first arrival to last
+  double goodput_gbps = 0;            ///< unique bytes over `seconds`
+  double steady_gbps = 0;             ///< median of the interval samples, first and last left out
+  std::vector<double> intervals_gbps;
+  std::vector<uint64_t> plane_bytes;
+};
+
+RecvResult run_recv(const std::vector<SockAddr>& at, double max_seconds, Duration idle, Duration interval) {
+  std::vector<UdpSocket> socks;
+  std::vector<int> fds;
+  for (const SockAddr& a : at) {
+    auto s = UdpSocket::open(a, {.rcvbuf_bytes = 32 << 20, .recv_tos = false});
+    if (!s) die("receiver socket on " + a.to_string());
+    fds.push_back(s->fd());
+    socks.push_back(std::move(*s));
+  }
+  RxBatch b(64, 9216);
+  std::vector<std::vector<uint64_t>> seen(at.size());  // per plane: a bit per sequence number
+  std::vector<uint64_t> top(at.size(), 0);             // per plane: highest sequence number + 1
+  std::vector<uint64_t> interval_bytes;
+  RecvResult res;
+  res.plane_bytes.assign(at.size(), 0);
+  const Time start = monotonic_now();
+  Time first = Time::never(), last;
+  // std::vector<bool> has no span.
+  const std::unique_ptr<bool[]> ready(new bool[fds.size()]());
+  while (true) {
+    const Time now = monotonic_now();
+    if (first != Time::never() && now - last > idle) break;
+    if ((now - start).to_s() > max_seconds) break;
+    auto r = wait_readable(fds, Duration::ms(10), std::span<bool>(ready.get(), fds.size()));
+    if (!r) die("poll");
+    for (size_t p = 0; p < socks.size(); ++p) {
+      if (!ready[p]) continue;
+      while (true) {
+        auto n = socks[p].recv_batch(b);
+        if (!n) {
+          if (n.error() != Errc::would_block) die("recvmmsg");
+          break;
+        }
+        const Time t = monotonic_now();
+        if (first == Time::never()) first = t;
+        last = t;
+        const auto slot = static_cast<size_t>((t - first).count_ps() / interval.count_ps());
+        if (interval_bytes.size() <= slot) interval_bytes.resize(slot + 1, 0);
+        for (const RxDatagram& d : b.received()) {
+          SeqHeader h{};
+          if (d.data.size() >= sizeof h) std::memcpy(&h, d.data.data(), sizeof h);
+          if (h.magic != kMagic || h.plane >= at.size()) {
+            ++res.foreign;
+            continue;
+          }
+          std::vector<uint64_t>& bits = seen[h.plane];
+          // A bound on the bitmap (2^32 datagrams a plane: 4 TB of them).
+          if (h.seq >= (uint64_t{1} << 32)) {
+            ++res.foreign;
+            continue;
+          }
+          if (bits.size() <= h.seq / 64) bits.resize(h.seq / 64 + 1024, 0);
+          const uint64_t bit = uint64_t{1} << (h.seq % 64);
+          if (bits[h.seq / 64] & bit) {
+            ++res.duplicates;
+            continue;
+          }
+          bits[h.seq / 64] |= bit;
+          top[h.plane] = std::max(top[h.plane], h.seq + 1);
+          ++res.unique;
+          res.unique_bytes += d.data.size();
+          res.plane_bytes[h.plane] += d.data.size();
+          interval_bytes[slot] += d.data.size();
+        }
+      }
+    }
+  }
+  for (size_t p = 0; p < at.size(); ++p) res.missing += top[p];
+  res.missing -= std::min(res.missing, res.unique);
+  res.seconds = first == Time::never() ? 0 : (last - first).to_s();
+  res.goodput_gbps = res.seconds > 0 ? static_cast<double>(res.unique_bytes) * 8 / res.seconds / 1e9 : 0;
+  for (uint64_t v : interval_bytes) res.intervals_gbps.push_back(static_cast<double>(v) * 8 / interval.to_s() / 1e9);
+  if (res.intervals_gbps.size() > 2) {
+    std::vector<double> mid(res.intervals_gbps.begin() + 1, res.intervals_gbps.end() - 1);
+    std::sort(mid.begin(), mid.end());
+    res.steady_gbps = mid.size() % 2 ? mid[mid.size() / 2] : (mid[mid.size() / 2 - 1] + mid[mid.size() / 2]) / 2;
+  }
+  return res;
+}
+
 bool write_json(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return true;
   std::ofstream f(path);
@@ -347,7 +581,7 @@ bool write_json(const std::string& path, const nlohmann::json& j) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mrc_raw_udp: raw UDP throughput and latency over loopback, the reference for the soft device"};
+  CLI::App app{"mrc_raw_udp: raw UDP throughput and latency over loopback, and between hosts (send / recv): the reference for the soft device"};
   app.require_subcommand(1);
   std::string json_path;
   app.add_option("--json", json_path, "also write the results as JSON to this file");
@@ -387,6 +621,35 @@ int main(int argc, char** argv) {
   lat->add_option("--poll", poll_mode, "busy (spin on non-blocking receive) or block (poll)")
       ->check(CLI::IsMember({"busy", "block"}));
   lat->add_option("--json", json_path, "also write the results as JSON to this file");
+
+  auto* snd = app.add_subcommand("send", "datagrams to another host over one or more planes (recv there first)");
+  std::string from_list, to_list, at_list;
+  int64_t port = 4791, net_size = 4140, net_batch = 16;
+  uint64_t rate_bps = 0;
+  double net_seconds = 5;
+  snd->add_option("--to", to_list, "the receiver's address on each plane, comma-separated")->required();
+  snd->add_option("--from", from_list,
+                  "this host's address on each plane, as many as --to (default: the wildcard, the kernel picks)");
+  snd->add_option("--port", port, "the receiver's UDP port (1..65535)");
+  snd->add_option("--size", net_size,
+                  "UDP payload bytes per datagram, at least 16 (the default is the soft device's 4 KiB data packet: "
+                  "4096 payload, 40 header, 4 ICRC bytes)");
+  snd->add_option("--seconds", net_seconds, "sending time (0 < s <= 3600)");
+  snd->add_option("--rate-bps", rate_bps,
+                  "pace each plane to this many bit/s, frames counted with their IP, UDP and 38 Ethernet bytes; 0 "
+                  "(default): as fast as the host's egress queue takes them");
+  snd->add_option("--batch", net_batch, "datagrams per sendmmsg (1..64)");
+  snd->add_option("--json", json_path, "also write the results as JSON to this file");
+
+  auto* rcv = app.add_subcommand("recv", "count the unique datagrams and bytes `send` delivers, per interval");
+  int64_t idle_ms = 500, interval_ms = 250;
+  double max_seconds = 60;
+  rcv->add_option("--at", at_list, "this host's address on each plane, comma-separated")->required();
+  rcv->add_option("--port", port, "UDP port (1..65535)");
+  rcv->add_option("--idle-ms", idle_ms, "stop this long after the last datagram (1..60000)");
+  rcv->add_option("--interval-ms", interval_ms, "goodput sample length (1..60000)");
+  rcv->add_option("--max-seconds", max_seconds, "stop after this long in any case (0 < s <= 3600)");
+  rcv->add_option("--json", json_path, "also write the results as JSON to this file");
 
   try {
     app.parse(argc, argv);
@@ -450,6 +713,70 @@ int main(int argc, char** argv) {
                         {"receiver", {{"gbps", rx_gbps}, {"mpps", rx_mpps}, {"datagrams", r.recv_datagrams},
                                       {"cpu_percent", 100 * r.recv_cpu_s / rx_s}}},
                         {"lost_datagrams", lost}};
+    return write_json(json_path, j) ? 0 : 1;
+  }
+
+  if (snd->parsed() || rcv->parsed()) {
+    if (port < 1 || port > 65535) return reject(fmt::format("--port {}: must be 1..65535", port));
+    std::string bad;
+    const auto to_addrs = parse_addrs(snd->parsed() ? to_list : at_list, static_cast<uint16_t>(port), bad);
+    if (to_addrs.empty())
+      return reject(fmt::format("{} '{}': not a numeric IPv4 or IPv6 address", snd->parsed() ? "--to" : "--at", bad));
+    if (rcv->parsed()) {
+      if (idle_ms < 1 || idle_ms > 60000) return reject(fmt::format("--idle-ms {}: must be 1..60000", idle_ms));
+      if (interval_ms < 1 || interval_ms > 60000)
+        return reject(fmt::format("--interval-ms {}: must be 1..60000", interval_ms));
+      if (!(max_seconds > 0 && max_seconds <= 3600))
+        return reject(fmt::format("--max-seconds {}: must be in (0, 3600]", max_seconds));
+      const auto r = run_recv(to_addrs, max_seconds, Duration::ms(idle_ms), Duration::ms(interval_ms));
+      fmt::print("recv planes={} interval={} ms\n", to_addrs.size(), interval_ms);
+      fmt::print("  unique:   {} datagrams, {} bytes over {:.3f} s (first arrival to last)\n", r.unique, r.unique_bytes,
+                 r.seconds);
+      fmt::print("  goodput:  {:.4f} Gbit/s  steady {:.4f} Gbit/s (median of {} samples)\n", r.goodput_gbps,
+                 r.steady_gbps, r.intervals_gbps.size() > 2 ? r.intervals_gbps.size() - 2 : 0);
+      fmt::print("  missing:  {} datagrams (sequence gaps)  duplicates {}  foreign {}\n", r.missing, r.duplicates,
+                 r.foreign);
+      nlohmann::json j = {{"mode", "recv"}, {"planes", to_addrs.size()}, {"unique_datagrams", r.unique},
+                          {"unique_bytes", r.unique_bytes}, {"seconds", r.seconds}, {"goodput_gbps", r.goodput_gbps},
+                          {"steady_gbps", r.steady_gbps}, {"intervals_gbps", r.intervals_gbps},
+                          {"interval_ms", interval_ms}, {"plane_bytes", r.plane_bytes}, {"missing", r.missing},
+                          {"duplicates", r.duplicates}, {"foreign", r.foreign}};
+      return write_json(json_path, j) ? 0 : 1;
+    }
+    std::vector<SockAddr> from_addrs;
+    if (from_list.empty()) {
+      for (const SockAddr& t : to_addrs) from_addrs.push_back(t.is_ipv6() ? SockAddr::ipv6_any(0) : SockAddr::ipv4_any(0));
+    } else {
+      from_addrs = parse_addrs(from_list, 0, bad);
+      if (from_addrs.empty()) return reject(fmt::format("--from '{}': not a numeric IPv4 or IPv6 address", bad));
+      if (from_addrs.size() != to_addrs.size())
+        return reject(fmt::format("--from has {} addresses, --to {}: give one per plane to each", from_addrs.size(),
+                                  to_addrs.size()));
+    }
+    for (size_t p = 0; p < to_addrs.size(); ++p)
+      if (from_addrs[p].family() != to_addrs[p].family() || to_addrs[p].family() != to_addrs[0].family())
+        return reject("--from / --to: every address must be of one family");
+    if (net_size < static_cast<int64_t>(kSeqHeaderBytes) || net_size > static_cast<int64_t>(kMaxUdpPayload))
+      return reject(fmt::format("--size {}: must be {}..{}", net_size, kSeqHeaderBytes, kMaxUdpPayload));
+    if (net_batch < 1 || net_batch > static_cast<int64_t>(UdpSocket::kMaxBatch))
+      return reject(fmt::format("--batch {}: must be 1..{}", net_batch, UdpSocket::kMaxBatch));
+    if (!(net_seconds > 0 && net_seconds <= 3600))
+      return reject(fmt::format("--seconds {}: must be in (0, 3600]", net_seconds));
+    if (rate_bps != 0 && rate_bps < 1'000'000) return reject(fmt::format("--rate-bps {}: 0, or at least 1000000", rate_bps));
+    const auto r = run_send(from_addrs, to_addrs, static_cast<size_t>(net_size), net_seconds, rate_bps,
+                            static_cast<size_t>(net_batch));
+    const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
+    fmt::print("send planes={} size={} rate={} seconds={:.3f}\n", to_addrs.size(), net_size,
+               rate_bps ? fmt::format("{} bit/s per plane", rate_bps) : std::string("as fast as the queue takes"),
+               r.seconds);
+    fmt::print("  sent:     {} datagrams, {} bytes, {:.4f} Gbit/s\n", r.datagrams, r.bytes, gbps);
+    fmt::print("  refused:  {} sends cut short by the egress queue (ENOBUFS), {} by a full socket buffer; {} ICMP "
+               "errors\n",
+               r.queue_refusals, r.buffer_refusals, r.icmp_errors);
+    nlohmann::json j = {{"mode", "send"}, {"planes", to_addrs.size()}, {"size_bytes", net_size},
+                        {"rate_bps", rate_bps}, {"seconds", r.seconds}, {"datagrams", r.datagrams},
+                        {"bytes", r.bytes}, {"gbps", gbps}, {"queue_refusals", r.queue_refusals},
+                        {"buffer_refusals", r.buffer_refusals}, {"icmp_errors", r.icmp_errors}};
     return write_json(json_path, j) ? 0 : 1;
   }
 

@@ -217,7 +217,7 @@ struct mrc_soft_stats {
   uint64_t tx_packets;        /**< MRC packets sent (each segment of a burst counts) */
   uint64_t tx_bytes;          /**< UDP payload bytes sent */
   uint64_t tx_datagrams;      /**< send calls' datagrams (a GSO burst is one) */
-  uint64_t tx_eagain;         /**< sends deferred because a socket buffer was full */
+  uint64_t tx_eagain;         /**< packets refused because a socket buffer was full, resent (see losses_local) */
   uint64_t tx_errors;         /**< packets the kernel refused with an error (SRv6: EMSGSIZE for a link MTU
                                    below path_mtu + ~150, no route to a carrier); lost like drops */
   uint64_t rx_packets;        /**< MRC packets received (each GRO segment counts) */
@@ -256,6 +256,18 @@ struct mrc_soft_stats {
   /** Secure QPs: packets refused as replays (a transmission counter already
    *  received or below the replay window). Also in rx_dropped. */
   uint64_t rx_replays;
+  /** Packets the host's own egress queue (the plane interface's qdisc)
+   *  dropped, reported by the kernel as ENOBUFS: resent at once as local
+   *  congestion, like tx_eagain's, never blamed on a path. */
+  uint64_t tx_queue_drops;
+  /** ICMP errors (port, host or network unreachable) about packets sent,
+   *  read from the sending sockets' error queues; the send each one failed
+   *  was made again. */
+  uint64_t tx_icmp_errors;
+  /** Data packets this host refused to send (tx_eagain, tx_queue_drops) and
+   *  resent, over the QPs that exist now: part of retransmissions, never
+   *  counted against an EV. */
+  uint64_t losses_local;
 };
 /** Fills *stats. EINVAL for NULL. */
 int mrc_soft_query_stats(struct ibv_context *dev, struct mrc_soft_stats *stats);

@@ -395,6 +395,9 @@ MRC_EXPORT int mrc_soft_query_stats(ibv_context* ctx, mrc_soft_stats* out) {
   out->tx_bytes = s.tx_bytes;
   out->tx_datagrams = s.tx_datagrams;
   out->tx_eagain = s.tx_eagain;
+  out->tx_queue_drops = s.tx_queue_drops;
+  out->tx_icmp_errors = s.tx_icmp_errors;
+  out->losses_local = s.losses_local;
   out->tx_paced = s.tx_paced;
   out->tx_errors = s.tx_errors;
   out->tx_uring_submits = s.tx_uring_submits;

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/errqueue.h>
 #include <linux/filter.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -181,6 +182,7 @@ Result<UdpSocket> UdpSocket::open(const SockAddr& local, const UdpSocketOptions&
   if (e == Errc::ok && (o.ipv6_zero_checksum_tx || o.ipv6_zero_checksum_rx))
     e = check(s.set_ipv6_zero_checksum(o.ipv6_zero_checksum_tx, o.ipv6_zero_checksum_rx));
   if (e == Errc::ok && o.busy_poll_us > 0) e = check(s.set_busy_poll(o.busy_poll_us));
+  if (e == Errc::ok && o.recv_errors) e = check(s.set_recv_errors(true));
   if (e == Errc::ok && o.no_fragment)
     e = local.is_ipv6() ? check(set_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_PROBE,
                                         "setsockopt(IPV6_MTU_DISCOVER)"))
@@ -201,6 +203,8 @@ Result<UdpSocket> UdpSocket::open_raw(AddrFamily family, const UdpSocketOptions&
   s.tx_ = std::make_unique<TxScratch>();
   if (o.sndbuf_bytes > 0)
     if (Status st = s.set_sndbuf(o.sndbuf_bytes); !st) return st.error();
+  if (o.recv_errors)
+    if (Status st = s.set_recv_errors(true); !st) return st.error();
   return s;
 }
 
@@ -249,6 +253,61 @@ Status UdpSocket::set_recv_flow_label(bool on) {
   if (family() != AddrFamily::ipv6) return Errc::not_supported;
   return set_int(fd(), IPPROTO_IPV6, IPV6_FLOWINFO, on, "setsockopt(IPV6_FLOWINFO)");
 }
+Status UdpSocket::set_recv_errors(bool on) {
+  Status st = family() == AddrFamily::ipv6
+                  ? set_int(fd(), IPPROTO_IPV6, IPV6_RECVERR, on, "setsockopt(IPV6_RECVERR)")
+                  : set_int(fd(), IPPROTO_IP, IP_RECVERR, on, "setsockopt(IP_RECVERR)");
+  if (st) recv_errors_ = on;
+  return st;
+}
+
+Result<ErrorQueueCounts> UdpSocket::drain_errors() {
+  ErrorQueueCounts c;
+  if (!recv_errors_) return c;
+  // The queue is bounded by the receive buffer; the bound on reads keeps a
+  // call short whatever arrives meanwhile.
+  for (int i = 0; i < 256; ++i) {
+    std::array<uint64_t, 64> ctrl;        // uint64_t: cmsghdr alignment
+    std::array<std::byte, 64> head;        // the start of the datagram the error is about: not needed
+    sockaddr_storage from{};
+    iovec v{head.data(), head.size()};
+    msghdr m{};
+    m.msg_name = &from;
+    m.msg_namelen = sizeof from;
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl.data();
+    m.msg_controllen = sizeof ctrl;
+    const ssize_t r = ::recvmsg(fd(), &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return record_os_error(errno, "recvmsg(MSG_ERRQUEUE)");
+    }
+    bool icmp = false;
+    for (cmsghdr* cm = cmsg_first(&m); cm != nullptr; cm = cmsg_next(&m, cm)) {
+      if (!(cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_RECVERR) &&
+          !(cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_RECVERR))
+        continue;
+      const auto ee = cmsg_value<sock_extended_err>(cm);
+      icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6;
+      c.last_errno = static_cast<int>(ee.ee_errno);
+    }
+    ++(icmp ? c.icmp : c.local);
+  }
+  // The error the last entry left pending (sk_err), if no call has taken it
+  // yet: taken here, so the next send or receive does not fail with it.
+  if (c.total() != 0) (void)get_int(fd(), SOL_SOCKET, SO_ERROR, "getsockopt(SO_ERROR)");
+  return c;
+}
+
+bool UdpSocket::drained_icmp(ErrorQueueCounts& into) {
+  auto d = drain_errors();
+  if (!d) return false;
+  into += *d;
+  return d->icmp != 0;
+}
+
 Status UdpSocket::set_busy_poll(int microseconds) {
   return set_int(fd(), SOL_SOCKET, SO_BUSY_POLL, microseconds, "setsockopt(SO_BUSY_POLL)");
 }
@@ -332,16 +391,26 @@ Result<size_t> UdpSocket::send_batch(std::span<const TxDatagram> datagrams) {
       break;
     }
   }
-  int r;
-  do {
-    r = ::sendmmsg(fd(), t.msgs.data(), static_cast<unsigned>(built), MSG_DONTWAIT);
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) {
+  last_send_ = SendReport{};
+  while (true) {
+    int r;
+    do {
+      r = ::sendmmsg(fd(), t.msgs.data(), static_cast<unsigned>(built), MSG_DONTWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r >= 0) return static_cast<size_t>(r);
     const int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) return size_t{0};
-    return record_os_error(e, "sendmmsg");
+    if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
+      (e == ENOBUFS ? last_send_.queue_drop : last_send_.buffer_full) = true;
+      return size_t{0};
+    }
+    // An ICMP error about an earlier datagram fails the next send before it
+    // sends anything (the error was pending on the socket): once the queue
+    // is drained, this batch goes as if nothing happened. A failure of
+    // this batch's own (no route, too big) fails again.
+    if (!recv_errors_ || last_send_.retried || !drained_icmp(last_send_.drained))
+      return record_os_error(e, "sendmmsg");
+    last_send_.retried = true;
   }
-  return static_cast<size_t>(r);
 }
 
 Result<size_t> UdpSocket::send_to(const SockAddr& dest, std::span<const std::byte> bytes, int16_t tos) {
@@ -370,14 +439,23 @@ Result<size_t> UdpSocket::recv_batch(RxBatch& batch, size_t max_datagrams) {
     nat.msgs[i].msg_len = 0;
   }
   int r;
-  do {
-    r = ::recvmmsg(fd(), nat.msgs.data(), static_cast<unsigned>(cap), MSG_DONTWAIT, nullptr);
-  } while (r < 0 && errno == EINTR);
-  batch.filled_ = 0;
-  if (r < 0) {
+  bool retried = false;
+  while (true) {
+    do {
+      r = ::recvmmsg(fd(), nat.msgs.data(), static_cast<unsigned>(cap), MSG_DONTWAIT, nullptr);
+    } while (r < 0 && errno == EINTR);
+    batch.filled_ = 0;
+    if (r >= 0) break;
     const int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK) return Errc::would_block;
-    return record_os_error(e, "recvmmsg");
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      // Whatever woke the caller may have been the error queue (EPOLLERR).
+      (void)drained_icmp(batch.errors_drained_);
+      return Errc::would_block;
+    }
+    // An ICMP error about a datagram this socket sent, left pending: the
+    // datagrams queued behind it are still there.
+    if (!recv_errors_ || retried || !drained_icmp(batch.errors_drained_)) return record_os_error(e, "recvmmsg");
+    retried = true;
   }
   const size_t n = static_cast<size_t>(r);
   for (size_t i = 0; i < n; ++i) {

@@ -18,6 +18,13 @@
 //   sender's buffer on transmit, and a full receiver drops silently. A real
 //   interface (or a qdisc that queues) does hold the buffer; then send_batch
 //   returns 0.
+// - A datagram the interface's qdisc drops (a full tbf, htb or fifo queue)
+//   fails its send with ENOBUFS only on a socket with IP_RECVERR /
+//   IPV6_RECVERR; without it the send succeeds and the kernel counts the
+//   drop in Udp SndbufErrors (veth pair with a 20 KB tbf: 2,950 of 3,000
+//   sends refused with RECVERR, 0 without). With RECVERR an ICMP port
+//   unreachable is queued on the error queue (origin ICMP / ICMP6) and the
+//   next sendmsg fails with ECONNREFUSED, sending nothing.
 #pragma once
 
 #include <algorithm>
@@ -131,6 +138,30 @@ struct RxDatagram {
   SegmentRange segments() const { return SegmentRange(this); }
 };
 
+/// What a socket's error queue held (UdpSocket::drain_errors). The kernel
+/// queues entries there only for a socket with UdpSocketOptions::recv_errors.
+struct ErrorQueueCounts {
+  /// ICMP / ICMPv6 errors about datagrams this socket sent (port, host or
+  /// network unreachable, ...), as the network answered them. Each also
+  /// made one later send or receive call on the socket fail with its errno
+  /// (that call's datagram was not sent: UdpSocket::send_batch sends it
+  /// again itself).
+  uint64_t icmp = 0;
+  /// The host's own reports about a send that failed at once (EMSGSIZE, the
+  /// call's own error), and entries of any other origin.
+  uint64_t local = 0;
+  /// The errno the last entry carried (ECONNREFUSED, EHOSTUNREACH, ...), 0 if none.
+  int last_errno = 0;
+
+  uint64_t total() const { return icmp + local; }
+  ErrorQueueCounts& operator+=(const ErrorQueueCounts& o) {
+    icmp += o.icmp;
+    local += o.local;
+    if (o.total() != 0) last_errno = o.last_errno;
+    return *this;
+  }
+};
+
 /// Caller-owned, reusable receive buffers for recv_batch: `count` buffers of
 /// `buffer_bytes` each, allocated once. Use 65536-byte buffers when GRO is on
 /// (a coalesced datagram can be up to 64 KiB), the path MTU otherwise.
@@ -154,6 +185,9 @@ class RxBatch {
   RxDatagram& operator[](size_t i) { return dgrams_[i]; }
   const RxDatagram& operator[](size_t i) const { return dgrams_[i]; }
   std::span<RxDatagram> received() { return {dgrams_.data(), filled_}; }
+  /// Error-queue entries recv_batch drained into this batch, since it was
+  /// made (UdpSocketOptions::recv_errors).
+  const ErrorQueueCounts& errors_drained() const { return errors_drained_; }
   RxDatagram* begin() { return dgrams_.data(); }
   RxDatagram* end() { return dgrams_.data() + filled_; }
 
@@ -164,7 +198,28 @@ class RxBatch {
   size_t filled_ = 0;
   std::vector<std::byte> storage_;
   std::vector<RxDatagram> dgrams_;
+  ErrorQueueCounts errors_drained_;
   std::unique_ptr<Native> native_;
+};
+
+/// What the last UdpSocket::send_batch call met besides the datagrams it
+/// reports as sent.
+struct SendReport {
+  /// It returned 0 because the socket's send buffer was full (EAGAIN): wait
+  /// for writability (Epoll kWritable / wait_writable), then send again.
+  bool buffer_full = false;
+  /// It returned 0 because the host's egress queue (the interface's qdisc)
+  /// dropped the first datagram (ENOBUFS): it was not sent. A UDP socket
+  /// hears of such drops only with recv_errors; without it the kernel
+  /// reports success and counts the drop in /proc/net/snmp
+  /// (Udp SndbufErrors). The socket is writable meanwhile: retry once the
+  /// queue has drained, not on writability.
+  bool queue_drop = false;
+  /// Error-queue entries the call drained after a send failed with an error
+  /// an earlier datagram's ICMP error had left pending (recv_errors only),
+  /// and whether it then sent again (once) because one was an ICMP error.
+  ErrorQueueCounts drained;
+  bool retried = false;
 };
 
 /// Options applied by UdpSocket::open. Each can also be changed later with the
@@ -196,6 +251,18 @@ struct UdpSocketOptions {
   /// datagram's identification from a shared generator (about 8 % of a
   /// per-packet sender's CPU on loopback).
   bool no_fragment = false;
+  /// IP_RECVERR / IPV6_RECVERR (by the socket's family): the kernel reports
+  /// a datagram its egress queue (qdisc) dropped as ENOBUFS from the send
+  /// (SendReport::queue_drop), where it otherwise reports success, and
+  /// queues ICMP errors about sent datagrams on the socket's error queue
+  /// (also for an unconnected socket). Such an error is also left pending
+  /// on the socket and fails its next send or receive call, which
+  /// send_batch and recv_batch handle: they drain the queue (drain_errors)
+  /// and call again once, so no datagram is lost or misread for it. A
+  /// socket with errors queued reports EPOLLERR to epoll; recv_batch drains
+  /// the queue whenever it finds nothing to receive, so a reader that waits
+  /// for readability does not wake for them again and again.
+  bool recv_errors = false;
 };
 
 class UdpSocket {
@@ -265,6 +332,15 @@ class UdpSocket {
   Status set_flowinfo_send(bool on);
   /// IPv6 only: IPV6_FLOWINFO, so RxDatagram::flow_label is reported.
   Status set_recv_flow_label(bool on);
+  /// IP_RECVERR / IPV6_RECVERR: see UdpSocketOptions::recv_errors.
+  Status set_recv_errors(bool on);
+  bool recv_errors() const { return recv_errors_; }
+  /// Reads every entry of the socket's error queue (recvmsg with
+  /// MSG_ERRQUEUE, non-blocking, at most 256 a call) and clears the error
+  /// the last one left pending (SO_ERROR), so that no later call fails
+  /// with it. Returns what it read; all zero when the queue is empty (and
+  /// always without recv_errors). Errors: as the system call gives them.
+  Result<ErrorQueueCounts> drain_errors();
   /// SO_BUSY_POLL: spin in the driver this long on a blocking receive/poll
   /// (only useful with a NIC driver that supports it; no effect on loopback).
   Status set_busy_poll(int microseconds);
@@ -296,14 +372,21 @@ class UdpSocket {
   // --- data path -----------------------------------------------------------
   /// Sends up to kMaxBatch datagrams with one sendmmsg. Returns how many of
   /// the leading datagrams the kernel accepted (possibly fewer than given:
-  /// call again with the rest). 0 means "socket buffer full" (EAGAIN/ENOBUFS):
-  /// not an error — wait for writability (Epoll kWritable / wait_writable) or
-  /// retry later. Errors: invalid_argument (bad TxDatagram: null dest, family
-  /// mismatch, too many slices or segments, unleased flow label), too_big
-  /// (EMSGSIZE), io. An error always concerns datagrams[0] (the datagrams
-  /// before it were reported as sent by an earlier call): drop or fix it and
-  /// send the rest.
+  /// call again with the rest). 0 means datagrams[0] was not sent and is no
+  /// error: the socket buffer was full (EAGAIN) or the egress queue dropped
+  /// it (ENOBUFS); last_send() says which, and when to try again. (A drop
+  /// of a later datagram of the batch ends the batch there: it is not
+  /// counted as sent, and the next call starts with it.) Errors:
+  /// invalid_argument (bad TxDatagram: null dest, family mismatch, too many
+  /// slices or segments, unleased flow label), too_big (EMSGSIZE), io. An
+  /// error always concerns datagrams[0] (the datagrams before it were
+  /// reported as sent by an earlier call): drop or fix it and send the
+  /// rest. With recv_errors, a failure that an earlier datagram's ICMP
+  /// error left pending is not reported: the call drains the error queue
+  /// and sends again, once (last_send().drained and retried).
   Result<size_t> send_batch(std::span<const TxDatagram> datagrams);
+  /// What the last send_batch call met (refusal cause, error queue).
+  const SendReport& last_send() const { return last_send_; }
 
   /// Convenience: one datagram of contiguous bytes. Returns 1 sent, 0 would-block.
   Result<size_t> send_to(const SockAddr& dest, std::span<const std::byte> bytes, int16_t tos = -1);
@@ -314,7 +397,12 @@ class UdpSocket {
   /// small enough to still be in cache when they are read (GRO datagrams
   /// are up to 64 KiB each); 0 counts as 1. Errors: would_block when nothing
   /// is queued (wait with Epoll or wait_readable), io and others as mapped
-  /// from errno.
+  /// from errno. With recv_errors, an error an ICMP message left pending
+  /// is not one: the call drains the error queue, counts it in
+  /// batch.errors_drained() and receives again (once); and a call that
+  /// finds nothing to receive drains the queue too, so that epoll, which
+  /// reports EPOLLERR while the queue holds anything, does not wake the
+  /// reader for it again.
   Result<size_t> recv_batch(RxBatch& batch, size_t max_datagrams = SIZE_MAX);
 
  private:
@@ -329,9 +417,14 @@ class UdpSocket {
   /// dest_copy. invalid_argument: the checks send_batch() documents.
   Errc prepare(const TxDatagram& d, ::msghdr& m, ::iovec* iov, TxCtrl& ctrl, SockAddr& dest_copy) const;
   struct TxScratch;  // mmsghdr/iovec/cmsg arrays, defined in the .cc
+  /// Drains the error queue after a failed call; true if it held an ICMP
+  /// error (the failure was that error's, left pending: call again).
+  bool drained_icmp(ErrorQueueCounts& into);
   UniqueFd fd_;
   SockAddr local_;
   std::unique_ptr<TxScratch> tx_;  // allocated by open()
+  bool recv_errors_ = false;
+  SendReport last_send_;
 };
 
 /// The MTU of the local interface holding `local`'s address (its port is

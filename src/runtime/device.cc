@@ -132,11 +132,15 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
   }
   for (const Plane& p : d->planes_) {
     d->paced_ = d->paced_ || p.rate_bps != 0;
-    // An engine may run this far ahead of its share of the rate: 64 KiB
-    // (a batch of a GSO burst's size), or 50 us of the link if that is
-    // more, so that a wake-up's lateness does not idle a fast link.
+    // An engine may run this far ahead of its share of the rate, so that a
+    // wake-up's lateness does not idle the link: 3 ms of it (kPaceLead), at
+    // most 4 MiB, at least 64 KiB (a batch of a GSO burst's size) or 50 us.
+    // On the fabric's 300 Mbit/s links, 64 KiB alone (1.7 ms) left the link
+    // idle whenever a loaded 2-vCPU host kept the engine from a CPU longer
+    // than that (docs/fabric.md, "The software device against raw UDP").
     const uint64_t share = p.rate_bps == 0 ? 1 : std::max<uint64_t>(1, p.rate_bps / cfg.engines);
-    d->pace_ahead_.push_back(std::max(Duration::serialization(64 * 1024, share), Duration::us(50)));
+    const Duration lead = std::min(kPaceLead, Duration::serialization(kPaceLeadMaxBytes, share));
+    d->pace_ahead_.push_back(std::max({lead, Duration::serialization(64 * 1024, share), Duration::us(50)}));
   }
   d->fmt_.mode = cfg.ev_mode == EvWire::stev ? wire::EvMode::stev : wire::EvMode::udp;
   d->fmt_.ip = d->planes_[0].addr.is_ipv4() ? wire::IpVersion::v4 : wire::IpVersion::v6;
@@ -218,6 +222,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg, std::strin
     if (Status s = e->ep->set_cc_profile(0, ccp, why); !s) return s.error();
     e->slots.resize(kTxSlots);
     e->pace_free.assign(cfg.planes.size(), Time::zero());
+    e->tx_hold.assign(cfg.planes.size(), Time::zero());
+    e->tx_backoff.assign(cfg.planes.size(), kMinQueueBackoff);
     e->gso_stage.resize(kTxSlots * (wire::kMaxHeaderBytes + sizeof(TxSlot::bounce) + wire::kIcrcBytes));
     d->engines_.push_back(std::move(e));
   }
@@ -286,6 +292,13 @@ Status Device::open_engine(Engine& e, std::string* why) {
     so.sndbuf_bytes = buf;
     so.rcvbuf_bytes = 4096;  // these sockets only send
     so.reuse_port = shared;
+    // A packet the interface's qdisc drops then fails its send (ENOBUFS) and
+    // goes back to the core as local congestion; without it the kernel
+    // reports success and the packet is lost, blamed on its path. ICMP
+    // errors about these sockets' packets land in their error queues
+    // (send_batch drains them; the receive sockets never send, so no error
+    // is ever about them and they go without).
+    so.recv_errors = true;
     // DF and identification 0, which the ICRC covers (wire::datagram_icrc
     // takes it as 0): the kernel's own choice made the ICRC wrong on the
     // wire for any receiver that checks the real header.
@@ -307,6 +320,7 @@ Status Device::open_engine(Engine& e, std::string* why) {
   if (cfg_.ev_mode == EvWire::srv6 || cfg_.raw_send) {
     platform::UdpSocketOptions so;
     so.sndbuf_bytes = buf;
+    so.recv_errors = true;  // qdisc drops as ENOBUFS, as on the EV sockets
     const auto fam = cfg_.ev_mode == EvWire::srv6 ? platform::AddrFamily::ipv6 : planes_[0].addr.family();
     auto raw = platform::UdpSocket::open_raw(fam, so);
     if (!raw) {
@@ -348,6 +362,10 @@ DeviceStats Device::stats() {
     s.tx_bytes += t.tx_bytes;
     s.tx_datagrams += t.tx_datagrams;
     s.tx_eagain += t.tx_eagain;
+    s.tx_queue_drops += t.tx_queue_drops;
+    s.tx_queue_held += t.tx_queue_held;
+    s.tx_icmp_errors += t.tx_icmp_errors;
+    s.tx_local_errors += t.tx_local_errors;
     s.tx_paced += t.tx_paced;
     s.tx_errors += t.tx_errors;
     s.tx_uring_submits += t.tx_uring_submits;
@@ -392,6 +410,7 @@ DeviceStats Device::stats() {
       s.retransmissions += q->stats.retransmissions;
       s.losses_rule += q->stats.losses_rule;
       s.losses_timeout += q->stats.losses_timeout;
+      s.losses_local += q->stats.losses_local;
       s.tail_probes += q->stats.tail_probes;
       s.spurious_losses += q->stats.spurious_losses;
       s.duplicates_received += q->stats.duplicates_received;

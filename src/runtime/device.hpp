@@ -212,7 +212,25 @@ struct DeviceStats {
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
   uint64_t tx_datagrams = 0;
+  /// Packets refused because a sending socket's buffer was full (EAGAIN):
+  /// handed back to the core (core::Endpoint::on_transmit_refused), which
+  /// resends them at once, takes the refusal as congestion and blames no EV.
   uint64_t tx_eagain = 0;
+  /// Packets the host's own egress queue (the plane interface's qdisc)
+  /// dropped: the kernel reports them as ENOBUFS because the sending
+  /// sockets have IP_RECVERR / IPV6_RECVERR. Handed back to the core as
+  /// tx_eagain's are: local congestion, not path loss.
+  uint64_t tx_queue_drops = 0;
+  /// Packets handed back to the core unsent because their plane's queue
+  /// had just dropped one of the same batch (the plane waits for it to
+  /// drain: a hold of 50 us doubling to 1 ms while the drops go on).
+  uint64_t tx_queue_held = 0;
+  /// Entries of the sending sockets' error queues: ICMP errors about sent
+  /// packets (port, host or network unreachable; each one failed the next
+  /// send of its socket, which was made again), and the host's own reports
+  /// (EMSGSIZE, also counted in tx_errors).
+  uint64_t tx_icmp_errors = 0;
+  uint64_t tx_local_errors = 0;
   /// Times a plane was held back by pacing (a batch stopped at its rate).
   uint64_t tx_paced = 0;
   /// Packets the kernel refused with an error, lost like network drops.
@@ -238,6 +256,9 @@ struct DeviceStats {
   /// packets this side received twice (a peer's unneeded retransmissions).
   uint64_t losses_rule = 0;
   uint64_t losses_timeout = 0;
+  /// Data packets the local host refused to send (tx_eagain, tx_queue_drops),
+  /// resent without blaming their EV (core::QpStats::losses_local).
+  uint64_t losses_local = 0;
   uint64_t tail_probes = 0;
   uint64_t spurious_losses = 0;
   uint64_t duplicates_received = 0;
@@ -521,6 +542,12 @@ class Device {
     /// Pacing, per plane: when what this engine sent on it will have left
     /// at its share of the plane's rate (poll_transmits).
     std::vector<Time> pace_free;
+    /// Per plane: its egress queue dropped a packet (ENOBUFS), so it is not
+    /// offered before tx_hold; the hold doubles with each drop in a row
+    /// (tx_backoff, up to kMaxQueueBackoff) and starts again at its
+    /// shortest once a batch goes out whole (send_slots).
+    std::vector<Time> tx_hold;
+    std::vector<Duration> tx_backoff;
     /// A batch's GSO datagrams, each copied whole (send_slots): a burst
     /// gathered from three pieces a segment made the kernel's copy slower
     /// than our copy into here plus one piece.
@@ -649,6 +676,8 @@ class Device {
   void build_datagram(TxBatch& b, size_t i, size_t j, size_t total);
   void count_sent(TxBatch& b, size_t d);
   void submit_uring(TxBatch& b);
+  void hold_dropping_planes(Engine& e, uint32_t dropped, uint32_t sent);
+  void send_one(TxBatch& b, size_t d);
   void submit_sendmmsg(TxBatch& b);
   /// Engine thread only: puts it in SCHED_BATCH or back
   /// (platform::set_thread_yields_on_wake) and records which in e.yields.
@@ -660,6 +689,9 @@ class Device {
   /// kernel took, refused (full buffer) and failed.
   struct SendCount {
     uint64_t packets = 0, bytes = 0, refused = 0, errors = 0;
+    uint64_t queue_drops = 0;  ///< of `refused`: dropped by the egress queue (ENOBUFS)
+    uint32_t dropped_planes = 0, sent_planes = 0;  ///< planes with a queue drop / a packet sent
+    platform::ErrorQueueCounts errq;
   };
   /// `refused` receives the slot of each frame the kernel refused (room
   /// for order.size()); SendCount::refused counts them.

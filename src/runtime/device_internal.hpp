@@ -46,6 +46,21 @@ static_assert(kTxSlots <= platform::UringSender::kMaxBatch, "a batch goes in one
 /// Bytes of one GSO super-packet's UDP payload we send (the kernel's limit
 /// is 65,507 less the IP options; a round margin).
 constexpr uint32_t kMaxGsoBytes = 65000;
+/// How far ahead of its pace an engine may send on a plane (Device::open):
+/// what its interface's queue holds of its traffic, enough to ride out a
+/// scheduling delay of that long. Under the 5 ms an fq_codel qdisc lets a
+/// queue stand (and the fabric tool's shapers hold); a queue that holds
+/// less drops the excess, which comes back as ENOBUFS (kMinQueueBackoff).
+constexpr Duration kPaceLead = Duration::ms(3);
+constexpr uint64_t kPaceLeadMaxBytes = 4u << 20;
+/// A plane whose egress queue dropped a packet waits this long before it is
+/// offered again, doubled for each drop in a row up to the maximum: at
+/// 300 Mbit/s a 4 KiB packet leaves in 110 us, so the first retries come
+/// as the queue makes room, and a queue that stays full (a link slower
+/// than the pace, or not paced at all) costs a few system calls a
+/// millisecond instead of one per iteration.
+constexpr Duration kMinQueueBackoff = Duration::us(50);
+constexpr Duration kMaxQueueBackoff = Duration::ms(1);
 /// epoll user data: the wake eventfd, and engine 0's link monitor (plane
 /// sockets carry their plane number).
 constexpr uint64_t kWakeTag = ~uint64_t{0};

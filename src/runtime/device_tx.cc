@@ -91,11 +91,12 @@ size_t Device::poll_transmits(Engine& e, Time now) {
 // that is less than kPaceAhead's worth of bytes ahead of now, so a batch
 // still goes to the kernel at once and the interface's queue holds at most
 // that much of this engine's traffic.
+// A plane whose queue dropped a packet is held back too (tx_hold), paced or not.
 uint32_t Device::pace_mask(Engine& e, Time now) const {
   uint32_t m = all_planes();
-  if (!paced_) return m;
   for (uint32_t p = 0; p < planes_.size(); ++p)
-    if (planes_[p].rate_bps != 0 && e.pace_free[p] > now + pace_ahead_[p]) m &= ~(1u << p);
+    if (e.tx_hold[p] > now || (paced_ && planes_[p].rate_bps != 0 && e.pace_free[p] > now + pace_ahead_[p]))
+      m &= ~(1u << p);
   return m;
 }
 
@@ -113,10 +114,12 @@ bool Device::pace_charge(Engine& e, Time now, uint32_t plane, size_t udp_payload
 }
 
 Time Device::pace_release(Engine& e) const {
-  if (!paced_) return Time::zero();
   Time t = Time::never();
-  for (uint32_t p = 0; p < planes_.size(); ++p)
-    t = std::min(t, planes_[p].rate_bps == 0 ? Time::zero() : e.pace_free[p] - pace_ahead_[p]);
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    Time open = e.tx_hold[p];
+    if (paced_ && planes_[p].rate_bps != 0) open = std::max(open, e.pace_free[p] - pace_ahead_[p]);
+    t = std::min(t, open);
+  }
   return t;
 }
 
@@ -141,16 +144,28 @@ struct Device::TxBatch {
   std::array<platform::TxDatagram, kTxSlots> dgs;
   std::array<Built, kTxSlots> built;
   size_t nb = 0, iov_used = 0, stage_used = 0;
-  uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, refused = 0, errors = 0, uring_submits = 0;
-  /// Slots the kernel refused (a full socket buffer): the core hears of
-  /// each (Endpoint::on_transmit_refused) once the batch is done.
+  uint64_t sent_pkts = 0, sent_bytes = 0, datagrams = 0, errors = 0, uring_submits = 0;
+  /// Packets refused because a socket buffer was full (EAGAIN), because
+  /// the egress queue dropped them (ENOBUFS), and not tried because their
+  /// plane's queue had dropped one of the batch.
+  uint64_t buffer_full = 0, queue_drops = 0, queue_held = 0;
+  /// What the sockets' error queues held (ICMP errors about earlier packets).
+  platform::ErrorQueueCounts errq;
+  /// Slots the kernel refused (a full socket buffer or egress queue): the
+  /// core hears of each (Endpoint::on_transmit_refused) once the batch is done.
   std::array<uint16_t, kTxSlots> refused_slots;
   size_t n_refused = 0;
+  /// Planes on which the egress queue dropped a packet of this batch, and
+  /// planes on which a packet left.
+  uint32_t dropped_planes = 0, sent_planes = 0;
 
-  void refuse(size_t d) {
-    refused += packets(d);
+  enum class Refusal : uint8_t { buffer_full, queue_drop, queue_held };
+  void refuse(size_t d, Refusal why) {
+    (why == Refusal::queue_drop ? queue_drops : why == Refusal::queue_held ? queue_held : buffer_full) += packets(d);
+    if (why == Refusal::queue_drop) dropped_planes |= 1u << plane(d);
     for (size_t k = built[d].first; k < built[d].end; ++k) refused_slots[n_refused++] = order[k];
   }
+  uint32_t plane(size_t d) { return slot(built[d].first).tx.port; }
 
   TxSlot& slot(size_t k) { return e.slots[order[k]]; }
   size_t packets(size_t d) const { return built[d].end - built[d].first; }
@@ -294,10 +309,15 @@ void Device::send_slots(Engine& e, size_t n) {
       e.ep->on_transmit_refused(now, s.tx, std::span<const uint8_t>(s.hdr.data(), s.tx.header_len));
     }
   }
+  hold_dropping_planes(e, b.dropped_planes, b.sent_planes);
   e.st.tx_packets += b.sent_pkts;
   e.st.tx_bytes += b.sent_bytes;
   e.st.tx_datagrams += b.datagrams;
-  e.st.tx_eagain += b.refused;
+  e.st.tx_eagain += b.buffer_full;
+  e.st.tx_queue_drops += b.queue_drops;
+  e.st.tx_queue_held += b.queue_held;
+  e.st.tx_icmp_errors += b.errq.icmp;
+  e.st.tx_local_errors += b.errq.local;
   e.st.tx_errors += b.errors;
   e.st.tx_uring_submits += b.uring_submits;
 }
@@ -317,8 +337,12 @@ size_t Device::send_raw_frames(TxBatch& b, size_t n) {
     b.sent_pkts += c.packets;
     b.sent_bytes += c.bytes;
     b.datagrams += c.packets;
-    b.refused += c.refused;
+    b.queue_drops += c.queue_drops;
+    b.buffer_full += c.refused - c.queue_drops;
+    b.dropped_planes |= c.dropped_planes;
+    b.sent_planes |= c.sent_planes;
     b.errors += c.errors;
+    b.errq += c.errq;
   }
   return plain;
 }
@@ -376,7 +400,25 @@ void Device::count_sent(TxBatch& b, size_t d) {
   }
   b.sent_pkts += x.end - x.first;
   b.sent_bytes += x.bytes;
+  b.sent_planes |= 1u << b.plane(d);
   ++b.datagrams;
+}
+
+// A plane whose egress queue dropped a packet is held back (pace_mask) until
+// the queue has had time to drain: the refused packets go back to the core,
+// which would otherwise resend them at once into the same full queue, one
+// system call after another. Holds double while the drops go on and start
+// again from the shortest once a batch leaves whole. Under the engine's mutex.
+void Device::hold_dropping_planes(Engine& e, uint32_t dropped, uint32_t sent) {
+  const Time now = clock_.now();
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    if (dropped >> p & 1u) {
+      e.tx_hold[p] = now + e.tx_backoff[p];
+      e.tx_backoff[p] = std::min(kMaxQueueBackoff, e.tx_backoff[p] + e.tx_backoff[p]);
+    } else if (sent >> p & 1u) {
+      e.tx_backoff[p] = kMinQueueBackoff;
+    }
+  }
 }
 
 // The whole batch, whatever its sockets, in one io_uring submission and in
@@ -391,9 +433,20 @@ void Device::submit_uring(TxBatch& b) {
   if (!r) return;
   ++b.uring_submits;
   for (size_t d = 0; d < *r; ++d) {
-    if (res[d] >= 0) count_sent(b, d);
-    else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) b.refuse(d);
-    else {
+    if (res[d] >= 0) {
+      count_sent(b, d);
+    } else if (res[d] == -EAGAIN || res[d] == -EWOULDBLOCK || res[d] == -ENOBUFS) {
+      b.refuse(d, res[d] == -ENOBUFS ? TxBatch::Refusal::queue_drop : TxBatch::Refusal::buffer_full);
+    } else {
+      // An earlier packet's ICMP error, pending on the socket, fails its
+      // next send before anything leaves: that datagram is sent again now,
+      // a few places late, rather than lost.
+      const auto q = b.built[d].sock->drain_errors();
+      if (q) b.errq += *q;
+      if (q && q->icmp != 0) {
+        send_one(b, d);
+        continue;
+      }
       b.errors += b.packets(d);
       note_send_error(-res[d], b.packet_bytes(d), *b.dgs[d].dest);
     }
@@ -401,13 +454,36 @@ void Device::submit_uring(TxBatch& b) {
   b.nb = 0;
 }
 
+// Datagram d alone, through its socket's send_batch (which drains the error
+// queue and sends again itself when an ICMP error fails it).
+void Device::send_one(TxBatch& b, size_t d) {
+  auto r = b.built[d].sock->send_batch(std::span<const platform::TxDatagram>(&b.dgs[d], 1));
+  b.errq += b.built[d].sock->last_send().drained;
+  if (!r) {
+    b.errors += b.packets(d);
+    note_send_error(platform::last_error().errno_value, b.packet_bytes(d), *b.dgs[d].dest);
+  } else if (*r == 1) {
+    count_sent(b, d);
+  } else {
+    b.refuse(d, b.built[d].sock->last_send().queue_drop ? TxBatch::Refusal::queue_drop : TxBatch::Refusal::buffer_full);
+  }
+}
+
 // Each socket's run of datagrams in as few sendmmsg calls as the kernel takes.
 void Device::submit_sendmmsg(TxBatch& b) {
   for (size_t d = 0; d < b.nb;) {
     size_t run = d + 1;
     while (run < b.nb && b.built[run].sock == b.built[d].sock) ++run;
+    // The plane's queue dropped a packet of this batch already: it is full,
+    // and the rest wait for it to drain (hold_dropping_planes).
+    if (b.dropped_planes >> b.plane(d) & 1u) {
+      for (; d < run; ++d) b.refuse(d, TxBatch::Refusal::queue_held);
+      continue;
+    }
     while (d < run) {
       auto r = b.built[d].sock->send_batch(std::span<const platform::TxDatagram>(&b.dgs[d], run - d));
+      const platform::SendReport& report = b.built[d].sock->last_send();
+      b.errq += report.drained;
       if (!r) {
         // The error concerns the first datagram: it is lost, the rest go on.
         b.errors += b.packets(d);
@@ -418,8 +494,10 @@ void Device::submit_sendmmsg(TxBatch& b) {
       for (size_t k = d; k < d + *r; ++k) count_sent(b, k);
       d += *r;
       if (*r == 0) {
-        // A full socket buffer: the rest of the run goes back to the core.
-        for (; d < run; ++d) b.refuse(d);
+        // A full socket buffer or egress queue: the rest of the run goes
+        // back to the core.
+        const auto why = report.queue_drop ? TxBatch::Refusal::queue_drop : TxBatch::Refusal::buffer_full;
+        for (; d < run; ++d) b.refuse(d, why);
       }
     }
   }
@@ -482,6 +560,7 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
     size_t done = 0;
     while (done < k) {
       auto r = e.raw.send_batch(std::span<const platform::TxDatagram>(dgs.data() + done, k - done));
+      c.errq += e.raw.last_send().drained;
       if (!r) {
         ++c.errors;  // this frame failed (too big for the link, no route to its carrier): skip it
         const core::Transmit& t = e.slots[order[i + done]].tx;
@@ -489,11 +568,18 @@ Device::SendCount Device::send_frames(Engine& e, std::span<const uint16_t> order
         ++done;
         continue;
       }
-      if (*r == 0) break;  // the socket buffer is full
+      if (*r == 0) {  // the socket buffer or the egress queue is full
+        if (e.raw.last_send().queue_drop) {
+          c.queue_drops += k - done;
+          c.dropped_planes |= 1u << e.slots[order[i + done]].tx.port;
+        }
+        break;
+      }
       for (size_t d = done; d < done + *r; ++d) {
         const TxSlot& s = e.slots[order[i + d]];
         const core::Transmit& t = s.tx;
         c.bytes += wire_bytes(t);
+        c.sent_planes |= 1u << t.port;
         // The frame exactly as sent, outer and inner headers included.
         if (pcap_) [[unlikely]]
           capture_frame(std::span<const uint8_t>(s.net.data(), s.net_len),

@@ -68,6 +68,14 @@ set +e
 out="$(F link sideways h0 h1 2>&1)"; rc=$?
 set -e
 [[ $rc == 2 && "$out" == *"sideways"* ]] || fail "link sideways: rc $rc, '$out'"
+set +e
+out="$(F goodput --rounds 0 2>&1)"; rc=$?
+set -e
+[[ $rc == 2 && "$out" == *"--rounds '0'"* ]] || fail "goodput --rounds 0: rc $rc, '$out'"
+set +e
+out="$(F goodput --mode srv6 2>&1)"; rc=$?
+set -e
+[[ $rc == 2 && "$out" == *"ECMP mode"* ]] || fail "goodput --mode srv6: rc $rc, '$out'"
 
 step "carriers (no fabric needed)"
 F carriers h0 h3 >"$tmp/carriers"

@@ -210,12 +210,14 @@ std::string Device::stats_text() const {
   mrc_soft_stats st{};
   if (mrc_soft_query_stats(dev_, &st) != 0) return {};
   return fmt::format(
-      " Device counters: tx {} packets ({} datagrams, {} deferred, {} paced, {} io_uring submissions), rx {} packets ({} duplicates), "
-      "retransmissions {} (lost by the SACK rule {}, by timeouts {}, tail probes {}; {} proven spurious), dropped: "
+      " Device counters: tx {} packets ({} datagrams, {} deferred, {} paced, {} io_uring submissions), {} dropped by "
+      "the egress queue, {} ICMP errors, rx {} packets ({} duplicates), "
+      "retransmissions {} (lost by the SACK rule {}, by timeouts {}, locally {}, tail probes {}; {} proven spurious), dropped: "
       "{} ICRC, {} unknown source, {} malformed, {} other, {} access, {} authentication, {} replays; {} late "
       "acknowledgements; carrier {} down, {} up (watched planes {:#x})",
-      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_paced, st.tx_uring_submits, st.rx_packets, st.rx_duplicates, st.retransmissions,
-      st.losses_rule, st.losses_timeout, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
+      st.tx_packets, st.tx_datagrams, st.tx_eagain, st.tx_paced, st.tx_uring_submits, st.tx_queue_drops,
+      st.tx_icmp_errors, st.rx_packets, st.rx_duplicates, st.retransmissions, st.losses_rule, st.losses_timeout,
+      st.losses_local, st.tail_probes, st.spurious_losses, st.rx_icrc_errors, st.rx_unknown_source,
       st.rx_malformed, st.rx_dropped, st.rx_access_errors, st.rx_auth_failures, st.rx_replays, st.rx_stale_acks,
       st.carrier_downs, st.carrier_ups, st.carrier_watched_mask);
 }

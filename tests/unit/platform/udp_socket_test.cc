@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -337,6 +339,140 @@ TEST(PlatformUdpSocket, FullSendBufferIsWouldBlockNotError) {
   t.join();
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(zero_returns, 1u);
+}
+
+// The packets sent (Udp OutDatagrams) and the drops the kernel reported as
+// successful sends (Udp SndbufErrors) in the calling thread's namespace.
+std::pair<uint64_t, uint64_t> udp_out_and_sndbuf_errors() {
+  std::FILE* f = std::fopen("/proc/thread-self/net/snmp", "re");
+  if (f == nullptr) return {0, 0};
+  char names[1024], values[1024];
+  std::pair<uint64_t, uint64_t> r{0, 0};
+  while (std::fgets(names, sizeof names, f) && std::fgets(values, sizeof values, f)) {
+    if (std::strncmp(names, "Udp:", 4) != 0) continue;
+    std::vector<std::string> n, v;
+    for (char* t = std::strtok(names, " \n"); t; t = std::strtok(nullptr, " \n")) n.emplace_back(t);
+    for (char* t = std::strtok(values, " \n"); t; t = std::strtok(nullptr, " \n")) v.emplace_back(t);
+    for (size_t i = 0; i < n.size() && i < v.size(); ++i) {
+      if (n[i] == "OutDatagrams") r.first = std::stoull(v[i]);
+      if (n[i] == "SndbufErrors") r.second = std::stoull(v[i]);
+    }
+    break;
+  }
+  std::fclose(f);
+  return r;
+}
+
+// A datagram the qdisc drops is reported (ENOBUFS: 0 sent, queue_drop) only
+// with recv_errors; without it the send "succeeds" and only the kernel's
+// SndbufErrors counter knows. lo of a private namespace gets a tbf whose
+// queue holds one 60 KB datagram and drains it at 100 kbit/s (5 s), so
+// every datagram after the second is dropped while the test runs; the
+// sending buffer (8 MiB) is never the limit.
+TEST(PlatformUdpSocket, QdiscDropIsReportedWithRecvErrors) {
+  std::string skip = test_support::in_private_netns([&](std::string& why) {
+    if (std::system("tc qdisc add dev lo root tbf rate 100kbit burst 70000 limit 70000 2>/dev/null") != 0) {
+      why = "tc (iproute2) unavailable or tbf refused";
+      return;
+    }
+    auto rx = UdpSocket::open(SockAddr::ipv4_loopback(0));
+    auto quiet = UdpSocket::open(SockAddr::ipv4_loopback(0), {.sndbuf_bytes = 8 << 20});
+    auto told = UdpSocket::open(SockAddr::ipv4_loopback(0), {.sndbuf_bytes = 8 << 20, .recv_errors = true});
+    ASSERT_TRUE(rx.ok() && quiet.ok() && told.ok()) << last_error_message();
+    EXPECT_FALSE(quiet->recv_errors());
+    EXPECT_TRUE(told->recv_errors());
+    const auto msg = pattern(60000, 9);
+    const SockAddr dest = rx->local_address();
+    const auto before = udp_out_and_sndbuf_errors();
+    for (int i = 0; i < 5; ++i) {
+      auto r = quiet->send_to(dest, msg);
+      ASSERT_TRUE(r.ok()) << last_error_message();
+      EXPECT_EQ(*r, 1u) << "datagram " << i << ": without recv_errors a qdisc drop looks like a send";
+    }
+    const auto after = udp_out_and_sndbuf_errors();
+    EXPECT_GE(after.second - before.second, 3u) << "the kernel counted the drops it did not report";
+    auto r = told->send_to(dest, msg);
+    ASSERT_TRUE(r.ok()) << last_error_message();
+    EXPECT_EQ(*r, 0u) << "the queue is full: dropped, and said so";
+    EXPECT_TRUE(told->last_send().queue_drop);
+    EXPECT_FALSE(told->last_send().buffer_full);
+    EXPECT_EQ(told->last_send().drained.total(), 0u);
+    EXPECT_TRUE(*wait_writable(told->fd(), Duration())) << "the socket's buffer is not what is full";
+  });
+  if (!skip.empty()) GTEST_SKIP() << skip;
+}
+
+// Waits (bounded) until `s` has an error queued (POLLERR).
+bool error_queued(const UdpSocket& s) {
+  pollfd p{s.fd(), 0, 0};
+  return ::poll(&p, 1, 2000) == 1 && (p.revents & POLLERR) != 0;
+}
+
+// An ICMP port unreachable about one datagram fails the socket's next call
+// with ECONNREFUSED, sending nothing. With recv_errors send_batch drains
+// the error queue and sends anyway; recv_batch drains it and still hands
+// over the datagrams queued behind it; and the queue is left empty, so
+// epoll does not report the socket again and again (no spin).
+void icmp_error_is_drained(const SockAddr& loopback) {
+  auto rx = UdpSocket::open(loopback);
+  auto s = UdpSocket::open(loopback, {.recv_errors = true});
+  ASSERT_TRUE(rx.ok() && s.ok()) << last_error_message();
+  SockAddr closed;
+  {
+    auto gone = UdpSocket::open(loopback);
+    ASSERT_TRUE(gone.ok());
+    closed = gone->local_address();
+  }
+  const auto msg = pattern(200, 3);
+  for (int round = 0; round < 2; ++round) {
+    auto r = s->send_to(closed, msg);
+    ASSERT_TRUE(r.ok() && *r == 1) << last_error_message();
+    ASSERT_TRUE(error_queued(*s)) << "no ICMP error for a closed port";
+    if (round == 0) {
+      // The send fails with the pending error first, then goes.
+      auto sent = s->send_to(rx->local_address(), msg);
+      ASSERT_TRUE(sent.ok()) << "the pending ICMP error failed the send: " << last_error_message();
+      EXPECT_EQ(*sent, 1u);
+      EXPECT_TRUE(s->last_send().retried);
+      EXPECT_EQ(s->last_send().drained.icmp, 1u);
+      EXPECT_EQ(s->last_send().drained.last_errno, ECONNREFUSED);
+      EXPECT_EQ(receive(*rx, 1).size(), 1u);
+    } else {
+      // A datagram waits for `s`; the pending error does not hide it.
+      auto sent = rx->send_to(s->local_address(), msg);
+      ASSERT_TRUE(sent.ok() && *sent == 1) << last_error_message();
+      RxBatch b(4, 4096);
+      auto n = s->recv_batch(b);
+      ASSERT_TRUE(n.ok()) << "the pending ICMP error failed the receive: " << last_error_message();
+      EXPECT_EQ(*n, 1u);
+      EXPECT_EQ(std::vector<std::byte>(b[0].data.begin(), b[0].data.end()), msg);
+      EXPECT_EQ(b.errors_drained().icmp, 1u);
+    }
+    pollfd p{s->fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << "the socket still reports events (revents " << p.revents << ")";
+  }
+  // The error queue alone (EPOLLERR, nothing to read): an empty receive
+  // drains it, so a reader woken by it is not woken again.
+  ASSERT_TRUE(s->send_to(closed, msg).ok());
+  ASSERT_TRUE(error_queued(*s));
+  RxBatch b(4, 4096);
+  auto n = s->recv_batch(b);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.error(), Errc::would_block);
+  EXPECT_EQ(b.errors_drained().icmp, 1u);
+  pollfd p{s->fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "EPOLLERR still reported after the empty receive";
+  EXPECT_EQ(s->drain_errors()->total(), 0u);
+}
+
+TEST(PlatformUdpSocket, IcmpErrorIsDrainedAndNeitherSendNorReceiveFails) {
+  icmp_error_is_drained(SockAddr::ipv4_loopback(0));
+}
+
+TEST(PlatformUdpSocket, IcmpErrorIsDrainedAndNeitherSendNorReceiveFailsIpv6) {
+  auto probe = open_v6();
+  SKIP_IF_NO_V6(probe);
+  icmp_error_is_drained(SockAddr::ipv6_loopback(0));
 }
 
 TEST(PlatformUdpSocket, ZeroChecksumOptionIpv6) {

@@ -29,7 +29,6 @@ namespace mrc::rt {
 namespace {
 
 using namespace fixture;
-using test_support::in_netns;
 using test_support::sh;
 
 /// Two namespaces joined by two veth pairs (see the file comment), removed
@@ -92,12 +91,6 @@ class CarrierNet {
   std::string a_, b_, skip_;
 };
 
-std::unique_ptr<Device> open_in(const std::string& ns, const DeviceConfig& c) {
-  std::unique_ptr<Device> d;
-  EXPECT_TRUE(in_netns(ns, [&] { d = open_device(c); })) << "cannot enter namespace " << ns;
-  return d;
-}
-
 DeviceConfig two_planes(const char* p0, const char* p1, uint16_t udp_port = 4791, uint16_t ev_base = 49152) {
   DeviceConfig c;
   c.planes = {p0, p1};
@@ -147,13 +140,13 @@ TEST(DeviceCarrier, ALostCarrierTakesThePlaneOutAndThePeerIsToldAndItComesBack) 
   CarrierNet net;
   if (!net.skip().empty()) GTEST_SKIP() << net.skip();
   Endpoint a, b;
-  a.dev = open_in(net.a(), two_planes("10.77.0.1", "10.77.1.1"));
-  b.dev = open_in(net.b(), two_planes("10.77.0.2", "10.77.1.2"));
+  a.dev = open_device_in(net.a(), two_planes("10.77.0.1", "10.77.1.1"));
+  b.dev = open_device_in(net.b(), two_planes("10.77.0.2", "10.77.1.2"));
   ASSERT_TRUE(a.dev && b.dev);
   // A second device in A's namespace that does not watch (other ports).
   DeviceConfig off = two_planes("10.77.0.1", "10.77.1.1", 4792, 40000);
   off.watch_carrier = false;
-  std::unique_ptr<Device> blind = open_in(net.a(), off);
+  std::unique_ptr<Device> blind = open_device_in(net.a(), off);
   ASSERT_TRUE(blind);
 
   // The kernel reports carrier on a moment after the links came up.
@@ -248,7 +241,7 @@ TEST(DeviceCarrier, APlaneDownAtOpenStartsOutOfServiceAndLoopbackIsNotWatched) {
   if (!net.skip().empty()) GTEST_SKIP() << net.skip();
   ASSERT_TRUE(sh("ip -n " + net.a() + " link set ca1 down"));
   ASSERT_TRUE(sh("ip -n " + net.a() + " addr add 10.77.9.1/32 dev lo"));
-  std::unique_ptr<Device> d = open_in(net.a(), two_planes("10.77.0.1", "10.77.1.1"));
+  std::unique_ptr<Device> d = open_device_in(net.a(), two_planes("10.77.0.1", "10.77.1.1"));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->port_up_mask(), 0b01u);
   EXPECT_EQ(d->port_carrier_mask(), 0b01u);
@@ -256,7 +249,7 @@ TEST(DeviceCarrier, APlaneDownAtOpenStartsOutOfServiceAndLoopbackIsNotWatched) {
   ASSERT_TRUE(sh("ip -n " + net.a() + " link set ca1 up"));
   EXPECT_TRUE(within_5s([&] { return d->port_up_mask() == 0b11u; }));
   d.reset();
-  d = open_in(net.a(), two_planes("127.0.0.1", "10.77.9.1"));
+  d = open_device_in(net.a(), two_planes("127.0.0.1", "10.77.9.1"));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->stats().carrier_watched, 0u) << "127.0.0.1 and an address on lo have no carrier to watch";
   EXPECT_FALSE(d->stats().carrier_watch_failed);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // What the runtime's device tests share (device_test.cc, impair_e2e_test.cc):
-// opening a device, giving one end a CQ, a QP and a registered buffer,
-// connecting its QP to the peer's, WRITE work requests between two buffers,
-// and waiting for completions.
+// opening a device (also inside a named network namespace), giving one end a
+// CQ, a QP and a registered buffer, connecting its QP to the peer's, WRITE
+// work requests between two buffers, and waiting for completions.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 
 #include "platform/sock_addr.hpp"
 #include "runtime/device.hpp"
+#include "srv6_netns.hpp"
 #include "util/prng.hpp"
 
 namespace mrc::rt::fixture {
@@ -44,6 +45,14 @@ inline std::unique_ptr<Device> open_device(const DeviceConfig& c) {
     return nullptr;
   }
   return std::move(*d);
+}
+
+/// Opens a device on `c` inside named network namespace `ns` (its sockets
+/// stay there; test_support::in_netns); a failure is a test failure, and NULL.
+inline std::unique_ptr<Device> open_device_in(const std::string& ns, const DeviceConfig& c) {
+  std::unique_ptr<Device> d;
+  EXPECT_TRUE(test_support::in_netns(ns, [&] { d = open_device(c); })) << "cannot enter namespace " << ns;
+  return d;
 }
 
 /// Gives `s` (its device open) a CQ of 1024 entries, a QP on it and a zeroed

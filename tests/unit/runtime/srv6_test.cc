@@ -23,7 +23,6 @@ namespace {
 
 using namespace fixture;
 
-using test_support::in_netns;
 using test_support::Srv6Net;
 
 core::WireEv carrier(uint16_t first_usid) {
@@ -32,12 +31,6 @@ core::WireEv carrier(uint16_t first_usid) {
   const auto a = test_support::srv6_test_carrier(first_usid);
   std::copy(a.begin(), a.end(), w.bytes.begin());
   return w;
-}
-
-std::unique_ptr<Device> open_in(const std::string& ns, const DeviceConfig& c) {
-  std::unique_ptr<Device> d;
-  EXPECT_TRUE(in_netns(ns, [&] { d = open_device(c); })) << "cannot enter namespace " << ns;
-  return d;
 }
 
 DeviceConfig srv6_config(const char* plane) {
@@ -56,8 +49,8 @@ TEST(DeviceSrv6, WritesTravelEncapsulatedOverEveryCarrierAndArriveIntact) {
   DeviceConfig ca = srv6_config("fd00:5::1");
   const std::string pcap = ::testing::TempDir() + "mrc-srv6-" + std::to_string(::getpid()) + ".pcap";
   ca.pcap_path = pcap;
-  a.dev = open_in(net.a(), ca);
-  b.dev = open_in(net.b(), srv6_config("fd00:5::2"));
+  a.dev = open_device_in(net.a(), ca);
+  b.dev = open_device_in(net.b(), srv6_config("fd00:5::2"));
   ASSERT_TRUE(a.dev && b.dev);
 
   // Four EVs on the plane: compact values 0x100..0x103 in the inner source
