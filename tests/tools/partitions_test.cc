@@ -5,8 +5,10 @@
 // partitioning adds to: a port feeding a link across partitions schedules
 // its own transmissions). A training run with a T1 reboot and a flapping
 // host link (MRC, and RoCE with PFC, whose frames cross partitions too),
-// a permutation with a dead T0-T1 link and a lossy host, and an incast under
-// PFC.
+// a permutation with a dead T0-T1 link and a lossy host, an incast under
+// PFC, and an all-to-all whose port-status records, made in every
+// partition, must merge into one order. The hosts are split over the
+// partitions with their T0s (PartitionPlan::host).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -92,8 +94,8 @@ TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {
   expect_same_on_2_and_4(o);
 }
 
-// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE the NICs (partition 0)
-// and their neighbours (other partitions) across the cut.
+// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE NICs and their
+// neighbours, in their own partitions and across the cut.
 TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
   SimOptions o = small();
   o.workload = "incast";
@@ -106,6 +108,19 @@ TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
   ASSERT_TRUE(resolved) << why;
   EXPECT_GT(run_scenario(resolved->scenario, resolved->transports[0]).fabric.pfc_pauses, 10u);
   expect_same_on_2_and_4(o, 500);
+}
+
+// An all-to-all where a host's port is disabled and a T0 goes down: the
+// port-status changes of many hosts (recorded in their partitions, or by
+// the global events), dozens of them at the same picosecond as another,
+// come out in the sequential run's order.
+TEST(Partitions, PortEventsOfHostsInSeveralPartitionsKeepTheSequentialOrder) {
+  SimOptions o = small();
+  o.workload = "alltoall";
+  o.bytes = 64 * 1024;
+  o.transports = {"mrc"};
+  o.failures = {"port-disable:host=5,port=1,at=10us,for=30us", "switch-down:tier=t0,plane=2,index=1,at=15us,for=20us"};
+  expect_same_on_2_and_4(o);
 }
 
 TEST(Partitions, ACountThePlanCannotUseIsRefusedNamingTheFlag) {

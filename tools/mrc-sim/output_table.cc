@@ -127,8 +127,9 @@ std::string summary_table(const std::vector<RunResult>& rs) {
   // between partitions, per window.
   if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.windows > 0; }))
     row("windows", [](const RunResult& r) {
-      return fmt::format("{} ({:.1f} msg/w)", r.windows,
-                         r.windows ? static_cast<double>(r.messages) / static_cast<double>(r.windows) : 0.0);
+      const double w = r.windows ? static_cast<double>(r.windows) : 1.0;
+      return fmt::format("{} ({:.1f} msg/w in {:.1f} batches/w)", r.windows, static_cast<double>(r.messages) / w,
+                         static_cast<double>(r.batches) / w);
     });
   // The busiest partition's share of the events bounds the speedup.
   if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_events.size() > 1; }))

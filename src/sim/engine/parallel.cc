@@ -48,6 +48,7 @@ void ParallelEngine::deliver_outboxes() {
       auto& box = out_[src * n + dst];
       for (const Message& m : box) parts_[dst]->schedule(m.at, m.node, m.tag, m.key);
       messages_ += box.size();
+      batches_ += !box.empty();
       box.clear();
     }
   }
@@ -69,7 +70,9 @@ void ParallelEngine::run_globals(Time end) {
     const Time at = g > done_until_ ? g : done_until_ + Duration::ps(1);
     if (at > end) return;
     for (Simulator* s : parts_) s->advance_to(at);
+    in_globals_ = true;
     global_->run_until(at);
+    in_globals_ = false;
     // What the global events sent to other partitions (a transmission they
     // let start) is due no earlier than the lookahead after `at`, but may
     // fall inside the next window: into the queues now.
