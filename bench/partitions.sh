@@ -10,8 +10,11 @@
 # failures. Prints one line per host count: wall and CPU (user + sys) medians
 # for 1 and N partitions, the speedup (wall ratio), the parallel efficiency
 # (speedup / N), the CPU ratio (N partitions over 1), the engine's windows,
-# messages and batches per window, and the busiest partition's share of the
-# events. On a shared machine the CPU times say more than the wall times.
+# messages and batches per window, the busiest partition's share of the
+# events, the critical path's CPU time with N partitions (per window, the
+# partition that took longest, plus the barrier's steps) and the speedup it
+# bounds (CPU time on 1 over it: what N free cores would give). On a shared
+# machine the CPU times say more than the wall times.
 set -euo pipefail
 bin=build/release/tools/mrc-sim/mrc-sim
 rounds=3
@@ -31,10 +34,10 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" speedup \
-  efficiency cpu_ratio windows msg/w batch/w busiest
+printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" \
+  speedup efficiency cpu_ratio windows msg/w batch/w busiest span bound
 for h in "${hosts[@]}"; do
-  : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"; : >"$tmp/cratio"
+  : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"; : >"$tmp/cratio"; : >"$tmp/span"; : >"$tmp/bound"
   for r in $(seq "$rounds"); do
     for p in 1 "$parts"; do
       /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
@@ -47,11 +50,13 @@ for h in "${hosts[@]}"; do
         echo "$cpu / $c1" | bc -l >>"$tmp/cratio"
         win=$(awk '/^windows/ {print $2, $3, $6}' "$tmp/out" | tr -d '(')
         busiest=$(awk '/^busiest partition/ {print $3 "%"}' "$tmp/out")
+        span=$(awk '/^critical path/ {print $3}' "$tmp/out")
+        echo "$span" >>"$tmp/span"; echo "$c1 / $span" | bc -l >>"$tmp/bound"
       fi
     done
   done
   s=$(median <"$tmp/ratio")
-  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s\n" "$h" "$(median <"$tmp/w1")" "$(median <"$tmp/c1")" \
-    "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" "$(median <"$tmp/cratio")" \
-    $win "$busiest"
+  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f\n" "$h" "$(median <"$tmp/w1")" \
+    "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" \
+    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")"
 done

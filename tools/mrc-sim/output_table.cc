@@ -147,6 +147,10 @@ std::string summary_table(const std::vector<RunResult>& rs) {
       for (double c : r.partition_cpu_s) s += fmt::format("{}{:.2f}", s.empty() ? "" : "/", c);
       return s + " s";
     });
+  // The busiest partition of each window, summed: what the run would take
+  // on free cores.
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.span_cpu_s > 0; }))
+    row("critical path", [](const RunResult& r) { return fmt::format("{:.2f} s CPU", r.span_cpu_s); });
   row("peak RSS", [](const RunResult& r) { return fmt::format("{} MB", r.peak_rss_kb / 1024); });
   return out;
 }

@@ -111,6 +111,13 @@ class ParallelEngine {
   /// barrier's own step, global events included, counts where it ran): how
   /// the work was balanced.
   const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
+  /// The run's critical path in CPU time (s), with more than one partition:
+  /// over every window, the CPU time of the partition that took longest to
+  /// run its share (barrier waits left out), plus the barrier's own steps
+  /// (merging outboxes, global events). On as many free cores as
+  /// partitions the run would take about this long: the sequential run's
+  /// CPU time over it bounds the speedup, whatever else loads the machine.
+  double span_cpu_s() const { return span_s_; }
 
  private:
   struct Message {
@@ -148,6 +155,8 @@ class ParallelEngine {
   uint64_t messages_ = 0;
   uint64_t batches_ = 0;
   std::vector<double> cpu_s_;
+  std::vector<double> busy_s_;  ///< per partition: CPU time running the window just run
+  double span_s_ = 0;
 };
 
 }  // namespace mrc::sim

@@ -405,7 +405,10 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.messages = engine.messages();
   r.batches = engine.batches();
   for (const auto& p : parts) r.partition_events.push_back(p->events_processed());
-  if (nparts > 1) r.partition_cpu_s = engine.thread_cpu_s();
+  if (nparts > 1) {
+    r.partition_cpu_s = engine.thread_cpu_s();
+    r.span_cpu_s = engine.span_cpu_s();
+  }
   r.failure_log = sched.log();
   for (auto& [at, rec] : ev_rec.merged(100000)) {
     r.ev_events.emplace_back(at, rec.first);

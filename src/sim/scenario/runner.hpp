@@ -128,6 +128,9 @@ struct RunResult {
   /// CPU time of each partition's thread (ParallelEngine::thread_cpu_s;
   /// empty with one partition).
   std::vector<double> partition_cpu_s;
+  /// The critical path's CPU time (ParallelEngine::span_cpu_s; 0 with one
+  /// partition).
+  double span_cpu_s = 0;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;

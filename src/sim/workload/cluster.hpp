@@ -247,7 +247,7 @@ class Cluster {
   void on_nic_event(Nic& nic, const core::Event& e);
   void on_nic_completion(Nic& nic, const core::WorkCompletion& wc);
 
-  Simulator& sim_;  ///< random streams, and the time QPs open at (before the run)
+  Simulator& sim_;  ///< the random streams (a partitioned run's global Simulator)
   std::vector<Simulator*> sims_;  ///< per partition
   std::vector<uint32_t> host_part_;  ///< partition of each host (empty: all 0)
   ParallelEngine* engine_ = nullptr;
