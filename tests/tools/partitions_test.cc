@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ SimOptions small() {
 struct Runs {
   std::string json;  ///< without wall_s and events
   uint64_t windows = 0, messages = 0;
+  double busiest = 0;  ///< the busiest partition's share of the events (the last transport's run)
 };
 
 Runs run(SimOptions o, uint32_t partitions) {
@@ -51,6 +53,12 @@ Runs run(SimOptions o, uint32_t partitions) {
     EXPECT_TRUE(results.back().completed) << t.name << " on " << partitions << " partitions";
     out.windows += results.back().windows;
     out.messages += results.back().messages;
+    uint64_t sum = 0, most = 0;
+    for (uint64_t e : results.back().partition_events) {
+      sum += e;
+      most = std::max(most, e);
+    }
+    out.busiest = sum ? static_cast<double>(most) / static_cast<double>(sum) : 0;
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(results_json(results, o.seed));
   for (auto& r : j["runs"]) {
@@ -92,6 +100,10 @@ TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {
   o.transports = {"mrc"};
   o.failures = {"link-down:tier=t0t1,plane=1,a=0,b=1,at=20us", "loss:tier=host,plane=*,a=3,p=0.01,at=0us"};
   expect_same_on_2_and_4(o);
+  // The hosts run in their partitions: the work is shared about evenly (with
+  // every host in partition 0 it took 65 % of the events on 2).
+  EXPECT_LT(run(o, 2).busiest, 0.55);
+  EXPECT_LT(run(o, 4).busiest, 0.30);
 }
 
 // RoCE with PFC under a 12-to-1 incast: the T0s PAUSE NICs and their
