@@ -9,7 +9,12 @@
 # Each run: clos2 (8 planes at 400 Gb/s), a 4 MiB permutation, MRC only, no
 # failures. Prints one line per host count: wall and CPU (user + sys) medians
 # for 1 and N partitions, the speedup (wall ratio), the parallel efficiency
-# (speedup / N) and the engine's windows and messages per window.
+# (speedup / N), the CPU ratio (N partitions over 1), the engine's windows,
+# messages and batches per window, the busiest partition's share of the
+# events, the critical path's CPU time with N partitions (per window, the
+# partition that took longest, plus the barrier's steps) and the speedup it
+# bounds (CPU time on 1 over it: what N free cores would give). On a shared
+# machine the CPU times say more than the wall times.
 set -euo pipefail
 bin=build/release/tools/mrc-sim/mrc-sim
 rounds=3
@@ -29,9 +34,10 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-printf "%6s %10s %10s %10s %10s %8s %10s %9s %9s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" speedup efficiency windows msg/w
+printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" \
+  speedup efficiency cpu_ratio windows msg/w batch/w busiest span bound
 for h in "${hosts[@]}"; do
-  : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"
+  : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"; : >"$tmp/cratio"; : >"$tmp/span"; : >"$tmp/bound"
   for r in $(seq "$rounds"); do
     for p in 1 "$parts"; do
       /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
@@ -39,13 +45,18 @@ for h in "${hosts[@]}"; do
         >"$tmp/out"
       read -r wall user sys <"$tmp/t"
       cpu=$(printf "%.2f" "$(echo "$user + $sys" | bc -l)")
-      if [ "$p" = 1 ]; then echo "$wall" >>"$tmp/w1"; echo "$cpu" >>"$tmp/c1"; w1=$wall
+      if [ "$p" = 1 ]; then echo "$wall" >>"$tmp/w1"; echo "$cpu" >>"$tmp/c1"; w1=$wall; c1=$cpu
       else echo "$wall" >>"$tmp/wn"; echo "$cpu" >>"$tmp/cn"; echo "$w1 / $wall" | bc -l >>"$tmp/ratio"
-        win=$(awk '/^windows/ {print $2, $3}' "$tmp/out" | tr -d '(')
+        echo "$cpu / $c1" | bc -l >>"$tmp/cratio"
+        win=$(awk '/^windows/ {print $2, $3, $6}' "$tmp/out" | tr -d '(')
+        busiest=$(awk '/^busiest partition/ {print $3 "%"}' "$tmp/out")
+        span=$(awk '/^critical path/ {print $3}' "$tmp/out")
+        echo "$span" >>"$tmp/span"; echo "$c1 / $span" | bc -l >>"$tmp/bound"
       fi
     done
   done
   s=$(median <"$tmp/ratio")
-  printf "%6s %10s %10s %10s %10s %8.2f %10.2f %9s %9s\n" "$h" "$(median <"$tmp/w1")" "$(median <"$tmp/c1")" \
-    "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" $win
+  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f\n" "$h" "$(median <"$tmp/w1")" \
+    "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" \
+    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")"
 done

@@ -5,11 +5,14 @@
 // partitioning adds to: a port feeding a link across partitions schedules
 // its own transmissions). A training run with a T1 reboot and a flapping
 // host link (MRC, and RoCE with PFC, whose frames cross partitions too),
-// a permutation with a dead T0-T1 link and a lossy host, and an incast under
-// PFC.
+// a permutation with a dead T0-T1 link and a lossy host, an incast under
+// PFC, and an all-to-all whose port-status records, made in every
+// partition, must merge into one order. The hosts are split over the
+// partitions with their T0s (PartitionPlan::host).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,7 @@ SimOptions small() {
 struct Runs {
   std::string json;  ///< without wall_s and events
   uint64_t windows = 0, messages = 0;
+  double busiest = 0;  ///< the busiest partition's share of the events (the last transport's run)
 };
 
 Runs run(SimOptions o, uint32_t partitions) {
@@ -49,6 +53,12 @@ Runs run(SimOptions o, uint32_t partitions) {
     EXPECT_TRUE(results.back().completed) << t.name << " on " << partitions << " partitions";
     out.windows += results.back().windows;
     out.messages += results.back().messages;
+    uint64_t sum = 0, most = 0;
+    for (uint64_t e : results.back().partition_events) {
+      sum += e;
+      most = std::max(most, e);
+    }
+    out.busiest = sum ? static_cast<double>(most) / static_cast<double>(sum) : 0;
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(results_json(results, o.seed));
   for (auto& r : j["runs"]) {
@@ -90,10 +100,14 @@ TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {
   o.transports = {"mrc"};
   o.failures = {"link-down:tier=t0t1,plane=1,a=0,b=1,at=20us", "loss:tier=host,plane=*,a=3,p=0.01,at=0us"};
   expect_same_on_2_and_4(o);
+  // The hosts run in their partitions: the work is shared about evenly (with
+  // every host in partition 0 it took 65 % of the events on 2).
+  EXPECT_LT(run(o, 2).busiest, 0.55);
+  EXPECT_LT(run(o, 4).busiest, 0.30);
 }
 
-// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE the NICs (partition 0)
-// and their neighbours (other partitions) across the cut.
+// RoCE with PFC under a 12-to-1 incast: the T0s PAUSE NICs and their
+// neighbours, in their own partitions and across the cut.
 TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
   SimOptions o = small();
   o.workload = "incast";
@@ -106,6 +120,19 @@ TEST(Partitions, IncastWithPfcIsTheSameOn1To4) {
   ASSERT_TRUE(resolved) << why;
   EXPECT_GT(run_scenario(resolved->scenario, resolved->transports[0]).fabric.pfc_pauses, 10u);
   expect_same_on_2_and_4(o, 500);
+}
+
+// An all-to-all where a host's port is disabled and a T0 goes down: the
+// port-status changes of many hosts (recorded in their partitions, or by
+// the global events), dozens of them at the same picosecond as another,
+// come out in the sequential run's order.
+TEST(Partitions, PortEventsOfHostsInSeveralPartitionsKeepTheSequentialOrder) {
+  SimOptions o = small();
+  o.workload = "alltoall";
+  o.bytes = 64 * 1024;
+  o.transports = {"mrc"};
+  o.failures = {"port-disable:host=5,port=1,at=10us,for=30us", "switch-down:tier=t0,plane=2,index=1,at=15us,for=20us"};
+  expect_same_on_2_and_4(o);
 }
 
 TEST(Partitions, ACountThePlanCannotUseIsRefusedNamingTheFlag) {

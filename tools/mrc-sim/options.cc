@@ -436,6 +436,9 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   // A capture (main.cc) names hosts by index.
   if (o.pcap.empty() && (o.pcap_host != kAllHosts || o.pcap_max_packets != SimOptions{}.pcap_max_packets))
     return fail(Errc::invalid_argument, "pcap_host and pcap_max_packets need pcap (the capture file)");
+  if (!o.pcap.empty() && o.partitions > 1)
+    return fail(Errc::invalid_argument,
+                "pcap: a capture needs --partitions 1 (the hosts of a partitioned run transmit from several threads)");
   if (o.pcap_host != kAllHosts && o.pcap_host >= topo.hosts)
     return fail(Errc::invalid_argument,
                 fmt::format("pcap_host: {} is not a host (0 to {})", o.pcap_host, topo.hosts - 1));

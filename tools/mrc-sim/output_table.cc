@@ -127,8 +127,9 @@ std::string summary_table(const std::vector<RunResult>& rs) {
   // between partitions, per window.
   if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.windows > 0; }))
     row("windows", [](const RunResult& r) {
-      return fmt::format("{} ({:.1f} msg/w)", r.windows,
-                         r.windows ? static_cast<double>(r.messages) / static_cast<double>(r.windows) : 0.0);
+      const double w = r.windows ? static_cast<double>(r.windows) : 1.0;
+      return fmt::format("{} ({:.1f} msg/w in {:.1f} batches/w)", r.windows, static_cast<double>(r.messages) / w,
+                         static_cast<double>(r.batches) / w);
     });
   // The busiest partition's share of the events bounds the speedup.
   if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_events.size() > 1; }))
@@ -146,6 +147,10 @@ std::string summary_table(const std::vector<RunResult>& rs) {
       for (double c : r.partition_cpu_s) s += fmt::format("{}{:.2f}", s.empty() ? "" : "/", c);
       return s + " s";
     });
+  // The busiest partition of each window, summed: what the run would take
+  // on free cores.
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.span_cpu_s > 0; }))
+    row("critical path", [](const RunResult& r) { return fmt::format("{:.2f} s CPU", r.span_cpu_s); });
   row("peak RSS", [](const RunResult& r) { return fmt::format("{} MB", r.peak_rss_kb / 1024); });
   return out;
 }

@@ -130,7 +130,7 @@ std::vector<Setting> settings(SimOptions& o) {
        integer(0, u64max)},
       {"run", "partitions", "--partitions",
        "split the fabric into this many partitions, each run on a thread of its own (the switches by planes, "
-       "then pods or T0 ranges; every host in partition 0); the output is the same for every count",
+       "then pods or T0 ranges, each host with its T0); the output is the same for every count",
        &o.partitions, integer(1, 4096, "1 = one thread")},
       {"run", "memory_limit_gb", "--memory-limit-gb",
        "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "sim/engine/parallel.hpp"
 
+#include <algorithm>
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@ ParallelEngine::ParallelEngine(std::vector<Simulator*> parts, Duration lookahead
   out_.resize(parts_.size() * parts_.size());
   stop_at_.assign(parts_.size(), Time::never());
   cpu_s_.assign(parts_.size(), 0.0);
+  busy_s_.assign(parts_.size(), 0.0);
 }
 
 void ParallelEngine::send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key) {
@@ -48,6 +50,7 @@ void ParallelEngine::deliver_outboxes() {
       auto& box = out_[src * n + dst];
       for (const Message& m : box) parts_[dst]->schedule(m.at, m.node, m.tag, m.key);
       messages_ += box.size();
+      batches_ += !box.empty();
       box.clear();
     }
   }
@@ -69,7 +72,9 @@ void ParallelEngine::run_globals(Time end) {
     const Time at = g > done_until_ ? g : done_until_ + Duration::ps(1);
     if (at > end) return;
     for (Simulator* s : parts_) s->advance_to(at);
+    in_globals_ = true;
     global_->run_until(at);
+    in_globals_ = false;
     // What the global events sent to other partitions (a transmission they
     // let start) is due no earlier than the lookahead after `at`, but may
     // fall inside the next window: into the queues now.
@@ -131,12 +136,23 @@ bool ParallelEngine::run_until(Time end) {
   } else {
     // The completion step runs on one thread while the others wait: it alone
     // touches the outboxes of every pair, the global events and the window.
-    auto on_barrier = [this, end, &more]() noexcept { more = next_window(end); };
+    auto on_barrier = [this, end, &more]() noexcept {
+      const double t0 = thread_cpu_now_s();
+      double longest = 0;
+      for (double& b : busy_s_) {
+        longest = std::max(longest, b);
+        b = 0;
+      }
+      more = next_window(end);
+      span_s_ += longest + (thread_cpu_now_s() - t0);
+    };
     std::barrier sync(static_cast<std::ptrdiff_t>(parts_.size()), on_barrier);
     auto work = [this, &more, &sync](uint32_t p) {
       const double cpu0 = thread_cpu_now_s();
       while (more) {
+        const double w0 = thread_cpu_now_s();
         run_window(p);
+        busy_s_[p] = thread_cpu_now_s() - w0;
         sync.arrive_and_wait();
       }
       cpu_s_[p] += thread_cpu_now_s() - cpu0;

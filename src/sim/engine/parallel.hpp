@@ -89,15 +89,35 @@ class ParallelEngine {
   /// runs (e.g. to hand packets released in one partition back to the one
   /// that allocates them). Set before run_until().
   void set_on_barrier(std::function<void()> f) { on_barrier_ = std::move(f); }
+  /// Called from the on_barrier function: ends the run after the window
+  /// just run, as a stop() at `at` in it would (stop_time() is the earliest
+  /// of them). For what only the barrier can tell: the last of a
+  /// workload's completions, which the partitions count apart.
+  void request_stop(Time at) { stop_at_[0] = min(stop_at_[0], at); }
+  /// True while the global events run (between windows, on one thread):
+  /// what they record is ordered before every partition event at their
+  /// time, by the global Simulator's current_key().
+  bool in_globals() const { return in_globals_; }
 
   /// Windows run, and messages moved between partitions, since construction.
   uint64_t windows() const { return windows_; }
   uint64_t messages() const { return messages_; }
+  /// Batches moved: non-empty outboxes of a (source, destination) pair,
+  /// counted once per window (and once per global-event merge): at most
+  /// partitions^2 per window, partitions - 1 into each partition.
+  uint64_t batches() const { return batches_; }
   /// CPU time (s) of each partition's thread in run_until() calls with
   /// more than one partition, its waits at the barrier included (the
   /// barrier's own step, global events included, counts where it ran): how
   /// the work was balanced.
   const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
+  /// The run's critical path in CPU time (s), with more than one partition:
+  /// over every window, the CPU time of the partition that took longest to
+  /// run its share (barrier waits left out), plus the barrier's own steps
+  /// (merging outboxes, global events). On as many free cores as
+  /// partitions the run would take about this long: the sequential run's
+  /// CPU time over it bounds the speedup, whatever else loads the machine.
+  double span_cpu_s() const { return span_s_; }
 
  private:
   struct Message {
@@ -126,13 +146,17 @@ class ParallelEngine {
   std::function<void()> on_barrier_;
   std::vector<Time> stop_at_;  ///< per partition: its earliest stop() this window, or never
   bool stopped_ = false;
+  bool in_globals_ = false;
   Time stop_time_ = Time::never();
   Time done_until_;  ///< every partition has run its events up to here
   std::vector<std::vector<Message>> out_;  ///< [src * partitions + dst]
   Time window_end_;
   uint64_t windows_ = 0;
   uint64_t messages_ = 0;
+  uint64_t batches_ = 0;
   std::vector<double> cpu_s_;
+  std::vector<double> busy_s_;  ///< per partition: CPU time running the window just run
+  double span_s_ = 0;
 };
 
 }  // namespace mrc::sim

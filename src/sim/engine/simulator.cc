@@ -52,6 +52,7 @@ bool Simulator::run_until(Time end) {
       n.node->prefetch(n.tag);
     }
     now_ = e.at;
+    cur_key_ = e.key;
     ++events_;
     e.node->on_event(*this, e.tag);
     if (stop_) return !queue_.empty();

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/engine/event_queue.hpp"
 #include "sim/fabric/packet.hpp"
@@ -79,6 +80,10 @@ class Simulator {
   bool stopped() const { return stop_; }
 
   uint64_t events_processed() const { return events_; }
+  /// The key of the event running (or of the last one run): with now(), it
+  /// places whatever that event records in the order a sequential run
+  /// would record it (records of several partitions merged by it).
+  uint64_t current_key() const { return cur_key_; }
   /// Moves the clock forward to `t` without running anything: for a
   /// ParallelEngine at a window boundary, before events global to every
   /// partition run at `t`. An event pending before `t`, or a `t` before
@@ -100,19 +105,49 @@ class Simulator {
 
   /// Packet pool: acquire() a Packet, release() it when it leaves the fabric.
   Packet* new_packet() { return packets_.acquire(); }
-  void free_packet(Packet* p) { packets_.release(p); }
+  void free_packet(Packet* p) {
+    if (homes_) {
+      const uint32_t h = p->src < homes_->size() ? (*homes_)[p->src] : self_;
+      if (h != self_) {
+        packets_.release_into(away_[h], p);
+        return;
+      }
+    }
+    packets_.release(p);
+  }
   size_t live_packets() const { return packets_.live(); }
   /// Takes the packets released to `other`'s pool into this one's free
   /// list: in a partitioned run one partition allocates (the NICs') and the
   /// others release what their switches drop. Neither may be running.
   void take_free_packets(Simulator& other) { packets_.take_free(other.packets_); }
+  /// A partitioned run where every partition's NICs allocate packets: this
+  /// Simulator is partition `self`, and the packet of source host h came
+  /// from partition (*home)[h] (not owned; it must outlive this one). A
+  /// packet released here that came from elsewhere is set aside for its
+  /// home until return_packets().
+  void set_packet_homes(const std::vector<uint32_t>* home, uint32_t self, uint32_t partitions) {
+    homes_ = home;
+    self_ = self;
+    away_.assign(partitions, {});
+  }
+  /// Hands the packets set aside here back to their home partitions'
+  /// pools (parts[i] is partition i), in O(partitions). No partition may be
+  /// running.
+  void return_packets(const std::vector<Simulator*>& parts) {
+    for (size_t i = 0; i < away_.size() && i < parts.size(); ++i)
+      if (away_[i].count) parts[i]->packets_.take_back(away_[i]);
+  }
 
  private:
   Time now_ = Time::zero();
   EventQueue queue_;
   Prng rng_;
   ObjectPool<Packet, 1024> packets_;
+  const std::vector<uint32_t>* homes_ = nullptr;  ///< set_packet_homes
+  uint32_t self_ = 0;
+  std::vector<ObjectPool<Packet, 1024>::Chain> away_;  ///< per home partition
   uint64_t events_ = 0;
+  uint64_t cur_key_ = 0;
   uint32_t next_entity_ = 1;
   Simulator* ids_ = nullptr;  ///< share_entities
   bool stop_ = false;

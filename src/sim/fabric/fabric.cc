@@ -256,13 +256,14 @@ void Fabric::set_route(Packet& p) const { impl_->set_route(p); }
 
 void Fabric::inject(Packet* p) {
   Impl& m = *impl_;
+  FabricContext& c = p->src < m.shape.hosts ? *m.host_ctx(p->src) : m.ctx;
   if (p->src >= m.shape.hosts || p->dst >= m.shape.hosts || p->plane >= m.shape.planes) {
-    ++m.ctx.stats.drops_no_route;
-    m.ctx.stats.count_drop(static_cast<uint8_t>(p->cls));
-    m.ctx.sim->free_packet(p);
+    ++c.stats.drops_no_route;
+    c.stats.count_drop(static_cast<uint8_t>(p->cls));
+    c.sim->free_packet(p);
     return;
   }
-  m.up_pipe(m.host_link(p->plane, p->src)).send(p, m.ctx.sim->now());
+  m.up_pipe(m.host_link(p->plane, p->src)).send(p, c.sim->now());
 }
 
 std::vector<core::EvEntry> Fabric::make_evs(uint32_t, uint32_t, uint32_t per_plane, Prng& rng) const {

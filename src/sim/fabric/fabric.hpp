@@ -49,14 +49,15 @@ class Pipe;
 class ParallelEngine;
 
 /// How a parallel run splits the fabric among partitions (each a Simulator
-/// driven by one ParallelEngine): switches as `sw` says, every host's NIC
-/// side (the pipes NICs transmit into, PFC frames towards NICs) in
-/// partition 0. Links whose ends are in different partitions carry their
-/// packets through the engine (Pipe::set_sender).
+/// driven by one ParallelEngine): switches as `sw` says, each host's NIC
+/// side (the pipes its NIC transmits into, PFC frames towards it) as `host`
+/// says (empty: partition 0). Links whose ends are in different partitions
+/// carry their packets through the engine (Pipe::set_sender).
 struct FabricPartitions {
   std::vector<Simulator*> sims;  ///< one per partition (not owned; they outlive the fabric)
   ParallelEngine* engine = nullptr;
   std::vector<uint32_t> sw;      ///< partition of each switch, in switch order (PartitionPlan::sw)
+  std::vector<uint32_t> host;    ///< partition of each host (PartitionPlan::host), or empty
 };
 
 /// Bit set in the event tag the fabric sends a NIC when one of its ports is
@@ -90,7 +91,7 @@ class Fabric {
   /// entry per switch, each below sims.size()): `sim` then runs only the
   /// fabric's own events (ECMP reconvergence), global to every partition
   /// (ParallelEngine's global Simulator), and numbers the elements' entities
-  /// (Simulator::share_entities); the NICs attach in partition 0. Aborts
+  /// (Simulator::share_entities); each NIC attaches in its host's. Aborts
   /// with a message on a plan that does not fit the topology.
   Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions& parts);
   ~Fabric();

@@ -36,7 +36,20 @@ Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions
         std::fprintf(stderr, "mrc-sim: internal error: a switch in partition %u of %zu\n", p, parts->sims.size());
         std::abort();
       }
+    if (!parts->host.empty()) {
+      if (parts->host.size() != shape.hosts) {
+        std::fprintf(stderr, "mrc-sim: internal error: a partition plan for %zu hosts, the fabric has %u\n",
+                     parts->host.size(), shape.hosts);
+        std::abort();
+      }
+      for (uint32_t p : parts->host)
+        if (p >= parts->sims.size()) {
+          std::fprintf(stderr, "mrc-sim: internal error: a host in partition %u of %zu\n", p, parts->sims.size());
+          std::abort();
+        }
+    }
     sw_part = parts->sw;
+    host_part = parts->host;
     ctx.sim = parts->sims[0];
     ctx.engine = parts->engine;
     for (uint32_t p = 1; p < parts->sims.size(); ++p) {
@@ -170,9 +183,9 @@ void Fabric::Impl::wire(uint32_t link, Switch* lower, uint32_t lower_port, Switc
   Pipe& up = *r.to_upper;
   Pipe& down = *r.to_lower;
   // Each pipe runs its deliveries in the receiver's partition and is fed
-  // from the sender's (the NICs' side is partition 0).
+  // from the sender's (a NIC's side is its host's).
   FabricContext* upper_ctx = ctx_of(upper);
-  FabricContext* lower_ctx = lower ? ctx_of(lower) : &ctx;
+  FabricContext* lower_ctx = lower ? ctx_of(lower) : host_ctx(host);
   up.init(upper_ctx, bps, into_switch, kStreamPipe + 2 * uint64_t{link});
   up.set_sender(lower_ctx);
   up.connect_to_switch(upper, upper_port);
@@ -198,7 +211,7 @@ void Fabric::Impl::wire(uint32_t link, Switch* lower, uint32_t lower_port, Switc
     upper->set_upstream(upper_port, Switch::Upstream{&lower->port(lower_port), 0, 0, lower_ctx->part});
     lower->set_upstream(lower_port, Switch::Upstream{&upper->port(upper_port), 0, 0, upper_ctx->part});
   } else {
-    upper->set_upstream(upper_port, Switch::Upstream{nullptr, host, plane, 0});
+    upper->set_upstream(upper_port, Switch::Upstream{nullptr, host, plane, lower_ctx->part});
   }
 }
 

@@ -57,6 +57,10 @@ struct Fabric::Impl final : Node {
     return sw_part.empty() || sw_part[switch_id] == 0 ? &ctx : pctx[sw_part[switch_id] - 1].get();
   }
   FabricContext* ctx_of(const Switch* sw) { return ctx_of(static_cast<uint32_t>(sw - switches.get())); }
+  /// The context of host `h`'s partition (its NIC side).
+  FabricContext* host_ctx(uint32_t h) {
+    return host_part.empty() || host_part[h] == 0 ? &ctx : pctx[host_part[h] - 1].get();
+  }
   /// Calls f(FabricContext&) for every partition's context.
   template <class F>
   void for_each_ctx(F&& f) {
@@ -132,9 +136,10 @@ struct Fabric::Impl final : Node {
   Simulator& sim;  ///< the fabric's own events (and, not partitioned, everything)
   TopologyConfig cfg;
   TopologyShape shape;
-  FabricContext ctx;  ///< partition 0's: the hosts' side, and every switch not partitioned
+  FabricContext ctx;  ///< partition 0's, and every element's when not partitioned
   std::vector<std::unique_ptr<FabricContext>> pctx;  ///< partitions 1.. of a parallel run
   std::vector<uint32_t> sw_part;  ///< partition of each switch (empty: all 0)
+  std::vector<uint32_t> host_part;  ///< partition of each host (empty: all 0)
   EvLayout ev;
   uint32_t nswitches = 0;
   std::unique_ptr<Switch[]> switches;

@@ -61,6 +61,10 @@ class Nic final : public Node {
 
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int in_port) override;
+  /// A key for an event the host's software (the cluster, the workload)
+  /// schedules or sends to another host: the NIC's own count, so it
+  /// depends on this host's events alone.
+  uint64_t next_key() { return keys_.next(); }
 
   /// Data bytes (payload) this NIC has put on the wire, per plane.
   const std::vector<uint64_t>& tx_payload_bytes() const { return tx_payload_; }

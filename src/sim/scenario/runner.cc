@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <optional>
+#include <tuple>
+#include <algorithm>
 #include <string>
 
 #include "sim/engine/parallel.hpp"
@@ -110,6 +113,54 @@ class Sampler final : public Node {
   std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
 };
 
+/// Records made in several partitions at once (and by the global events),
+/// each buffer capped, merged into the order of a sequential run: by time,
+/// global events before partition events at the same time, then by the key
+/// of the event that made the record; records of one event keep their order.
+template <class T>
+class Recorder {
+ public:
+  struct Place {
+    uint32_t buffer;  ///< a partition, or the global events' (partitions)
+    Time at;
+    uint8_t phase;  ///< 0: a global event; 1: a partition's
+    uint64_t key;   ///< of the event making the record
+  };
+  explicit Recorder(uint32_t partitions) : buffers_(partitions + 1) {}
+  template <class P>
+  void add(const P& w, T rec) {
+    auto& b = buffers_[w.buffer].items;
+    if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, b.size(), std::move(rec)});
+  }
+  /// The first `cap` records of the run, in order, with their times.
+  std::vector<std::pair<Time, T>> merged(size_t cap) {
+    std::vector<Item*> all;
+    for (auto& b : buffers_)
+      for (Item& i : b.items) all.push_back(&i);
+    std::sort(all.begin(), all.end(), [](const Item* a, const Item* b) {
+      return std::tie(a->at, a->phase, a->key, a->seq) < std::tie(b->at, b->phase, b->key, b->seq);
+    });
+    std::vector<std::pair<Time, T>> out;
+    for (size_t i = 0; i < all.size() && i < cap; ++i) out.emplace_back(all[i]->at, std::move(all[i]->rec));
+    return out;
+  }
+
+ private:
+  struct Item {
+    Time at;
+    uint8_t phase;
+    uint64_t key;
+    size_t seq;
+    T rec;
+  };
+  // Each buffer keeps its first 100,000: what the merged first 100,000 can hold of it.
+  static constexpr size_t cap_ = 100000;
+  struct alignas(64) Buffer {
+    std::vector<Item> items;
+  };
+  std::vector<Buffer> buffers_;
+};
+
 size_t peak_rss_kb() {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -175,8 +226,8 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   TopologyConfig topo = sc.topology;
   if (spec.name == "roce-pfc") topo.queue.pfc = true;  // lossless data class for the baseline
   // The events global to every partition (failures, samples, the fabric's
-  // reconvergence) run in `global`, which also numbers every entity; the
-  // hosts, their NICs and the workload run in partition 0.
+  // reconvergence) run in `global`, which also numbers every entity; each
+  // host (its NIC, QPs and the workload's part there) runs in its partition.
   Simulator global(sc.seed);
   const uint32_t nparts = std::max<uint32_t>(1, sc.partitions);
   std::vector<std::unique_ptr<Simulator>> parts;
@@ -196,18 +247,21 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       std::abort();
     }
     fp.sw = plan->sw;
+    fp.host = plan->host;
   } else {
     fp.sw.assign(topo.shape().switches(), 0);
   }
+  if (nparts > 1 && sc.packet_tap) {
+    std::fprintf(stderr, "mrc-sim: a packet capture needs one partition (--partitions 1)\n");
+    std::abort();
+  }
   ParallelEngine engine(part_ptrs, scenario_lookahead(topo), &global);
   fp.engine = &engine;
-  // Only the NICs (partition 0) allocate packets; the switches of other
-  // partitions release the ones they drop: back to partition 0 between
+  // Every partition's NICs allocate packets, and a packet ends where it is
+  // delivered or dropped: what ended away from home goes back between
   // windows.
   if (nparts > 1)
-    engine.set_on_barrier([&parts] {
-      for (size_t p = 1; p < parts.size(); ++p) parts[0]->take_free_packets(*parts[p]);
-    });
+    for (uint32_t p = 0; p < nparts; ++p) parts[p]->set_packet_homes(&fp.host, p, nparts);
   Simulator& sim = *parts[0];
   Fabric fabric(global, topo, fp);
   core::EndpointConfig ec;
@@ -224,7 +278,12 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     // --quick's all-to-all and 3-tier permutation, against 0.01 % here).
     ec.protocol.reorder_allowance = ec.protocol.base_rtt / 4;
   }
-  Cluster cluster(sim, fabric, ec, spec);
+  HostPlacement place;
+  place.sims = part_ptrs;
+  place.host = fp.host;
+  place.engine = &engine;
+  place.post_delay = engine.lookahead();
+  Cluster cluster(global, place, fabric, ec, spec);
   if (!sc.controller.empty() && spec.transport == core::Transport::mrc) {
     std::string why;
     if (Status s = cluster.use_controller(sc.controller, &why); !s) {
@@ -233,14 +292,20 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       std::abort();
     }
   }
-  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
-    if (r.ev_events.size() >= 100000) return;
-    r.ev_events.emplace_back(sim.now(), e);
-    r.ev_event_hosts.push_back(host);
+  // EV and port events are recorded where they happen (a partition, or the
+  // global events), each with its place in the sequential order, and merged
+  // at the end.
+  Recorder<std::pair<core::EvEvent, uint32_t>> ev_rec(nparts);
+  Recorder<RunResult::PortRecord> port_rec(nparts);
+  auto where = [&](uint32_t host) {
+    if (engine.in_globals()) return Recorder<int>::Place{nparts, global.now(), 0, global.current_key()};
+    Simulator& s = cluster.sim_of(host);
+    return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key()};
   };
+  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) { ev_rec.add(where(host), {e, host}); };
   cluster.on_port_event = [&](uint32_t host, const core::PortEvent& e) {
-    if (r.port_events.size() >= 100000) return;
-    r.port_events.push_back(RunResult::PortRecord{sim.now(), host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
+    const auto w = where(host);
+    port_rec.add(w, RunResult::PortRecord{w.at, host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
   };
   if (sc.packet_tap)
     for (uint32_t h = 0; h < cluster.hosts(); ++h)
@@ -268,18 +333,28 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       std::vector<uint32_t> ring(fabric.hosts());
       std::iota(ring.begin(), ring.end(), 0);
       const bool training = sc.workload == WorkloadKind::train;
-      train = std::make_unique<RingTraining>(sim, cluster, ring, sc.bytes, training ? sc.steps : 1,
+      train = std::make_unique<RingTraining>(global, cluster, ring, sc.bytes, training ? sc.steps : 1,
                                              training ? sc.compute : Duration{});
       r.ideal_collective = train->ideal_collective();
-      train->on_step_start = [&sched, &sim](uint32_t k) { sched.step_started(k, sim.now()); };
+      train->on_step_start = [&sched](uint32_t k, Time at) { sched.step_started(k, at); };
       train->start();
       break;
     }
     default: {
-      flows = std::make_unique<FlowWorkload>(sim, cluster, scenario_flows(sc), fabric.max_one_way_latency(), host_bps);
+      flows =
+          std::make_unique<FlowWorkload>(global, cluster, scenario_flows(sc), fabric.max_one_way_latency(), host_bps);
       flows->start();
     }
   }
+  // Between windows: packets go home, and the workload's completions,
+  // counted apart by the partitions, tell whether the run is over (or the
+  // next training step starts).
+  engine.set_on_barrier([&] {
+    if (nparts > 1)
+      for (Simulator* p : part_ptrs) p->return_packets(part_ptrs);
+    const std::optional<Time> end = train ? train->at_barrier(engine.now() + Duration::ps(1)) : flows->finished_at();
+    if (end) engine.request_stop(*end);
+  });
   auto events = [&] {
     uint64_t n = global.events_processed();
     for (const auto& p : parts) n += p->events_processed();
@@ -328,9 +403,18 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   r.events = events();
   r.windows = nparts > 1 ? engine.windows() : 0;
   r.messages = engine.messages();
+  r.batches = engine.batches();
   for (const auto& p : parts) r.partition_events.push_back(p->events_processed());
-  if (nparts > 1) r.partition_cpu_s = engine.thread_cpu_s();
+  if (nparts > 1) {
+    r.partition_cpu_s = engine.thread_cpu_s();
+    r.span_cpu_s = engine.span_cpu_s();
+  }
   r.failure_log = sched.log();
+  for (auto& [at, rec] : ev_rec.merged(100000)) {
+    r.ev_events.emplace_back(at, rec.first);
+    r.ev_event_hosts.push_back(rec.second);
+  }
+  for (auto& [at, rec] : port_rec.merged(100000)) r.port_events.push_back(rec);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.peak_rss_kb = peak_rss_kb();
   return r;

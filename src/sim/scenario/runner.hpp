@@ -47,7 +47,7 @@ struct Scenario {
   ControllerPlan controller;
   uint64_t seed = 1;
   /// Partitions of a parallel run (ParallelEngine, one thread each): the
-  /// switches split as plan_partitions() says, every host in partition 0.
+  /// switches and the hosts split as plan_partitions() says.
   /// Results are the same for every count; plan_partitions() must accept
   /// it for `topology` (run_scenario aborts with its message otherwise).
   uint32_t partitions = 1;
@@ -78,7 +78,8 @@ struct Scenario {
   std::function<void(Time now, const Cluster& cluster)> on_sample;
   /// Called for every packet as it leaves a host's NIC (Nic::on_transmit),
   /// at simulated time `now`; for packet captures. Must not change the
-  /// simulation. Empty = no tap (nothing is called per packet).
+  /// simulation. Empty = no tap (nothing is called per packet). Needs one
+  /// partition (run_scenario aborts with a message otherwise).
   std::function<void(Time now, uint32_t host, const Packet& p)> packet_tap;
 };
 
@@ -118,12 +119,18 @@ struct RunResult {
   /// Windows of the parallel engine and events carried between partitions
   /// (0 with one partition).
   uint64_t windows = 0, messages = 0;
+  /// Batches those messages travelled in: one per (source, destination)
+  /// pair with any in a window (ParallelEngine::batches).
+  uint64_t batches = 0;
   /// Events run in each partition (the global ones not included): the
   /// balance of the work, which bounds the speedup at sum / max.
   std::vector<uint64_t> partition_events;
   /// CPU time of each partition's thread (ParallelEngine::thread_cpu_s;
   /// empty with one partition).
   std::vector<double> partition_cpu_s;
+  /// The critical path's CPU time (ParallelEngine::span_cpu_s; 0 with one
+  /// partition).
+  double span_cpu_s = 0;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "sim/engine/parallel.hpp"
+
 namespace mrc::sim {
 
 namespace {
@@ -18,11 +20,39 @@ constexpr uint64_t kMemSize = uint64_t{1} << 40;  // simulated: nothing is store
 }  // namespace
 
 Cluster::Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t)
-    : sim_(sim), fabric_(fabric), spec_(t), ev_rng_(sim.rng_for(0xC1)) {
+    : sim_(sim),
+      sims_{&sim},
+      post_delay_(std::max(fabric.config().link_delay, Duration::ps(1))),
+      fabric_(fabric),
+      spec_(t),
+      ev_rng_(sim.rng_for(0xC1)) {
+  init_hosts(sim, fabric, ep_cfg);
+}
+
+Cluster::Cluster(Simulator& sim, const HostPlacement& place, Fabric& fabric, const core::EndpointConfig& ep_cfg,
+                 const TransportSpec& t)
+    : sim_(sim),
+      sims_(place.sims),
+      host_part_(place.host),
+      engine_(place.engine),
+      post_delay_(place.post_delay),
+      fabric_(fabric),
+      spec_(t),
+      ev_rng_(sim.rng_for(0xC1)) {
+  if (sims_.empty() || (!host_part_.empty() && host_part_.size() != fabric.hosts())) {
+    std::fprintf(stderr, "mrc-sim: internal error: a host placement for %zu hosts, the fabric has %u\n",
+                 host_part_.size(), fabric.hosts());
+    std::abort();
+  }
+  init_hosts(sim, fabric, ep_cfg);
+}
+
+void Cluster::init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg) {
+  posters_ = std::make_unique<RecvPoster[]>(fabric.hosts());
   for (uint32_t h = 0; h < fabric.hosts(); ++h) {
     core::EndpointConfig cfg = ep_cfg;
     cfg.seed = sim.rng_for(0x1000 + h).next_u64();
-    nics_.push_back(std::make_unique<Nic>(sim, fabric, h, cfg));
+    nics_.push_back(std::make_unique<Nic>(sim_of(h), fabric, h, cfg));
     Nic& n = *nics_.back();
     n.on_event_sink = [this](Nic& nic, const core::Event& e) { on_nic_event(nic, e); };
     n.on_completion_sink = [this](Nic& nic, const core::WorkCompletion& wc) { on_nic_completion(nic, wc); };
@@ -30,17 +60,35 @@ Cluster::Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_
     if (!mr) fatal("reg_mr", mr.error());
     mrs_.push_back(*mr);
     if (Status s = n.ep().set_cc_profile(1, spec_.cc); !s) fatal("set_cc_profile", s.error());
+    posters_[h].c = this;
+    posters_[h].host = h;
   }
   send_cb_.resize(fabric.hosts());
-  recv_cb_.resize(fabric.hosts());
+  next_wr_.assign(fabric.hosts(), 1);
 }
 
 Cluster::~Cluster() = default;
 
+void Cluster::connect(uint32_t src, uint32_t dst, uint32_t lane) {
+  lane %= std::max<uint32_t>(1, spec_.qps_per_peer);
+  if (!qps_.count(Key{src, dst, lane})) (void)open(src, dst, lane);
+}
+
 const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
-  const Key key{src, dst, lane};
-  auto it = qps_.find(key);
+  auto it = qps_.find(Key{src, dst, lane});
   if (it != qps_.end()) return it->second;
+  if (sims_.size() > 1) {
+    // Opening touches both hosts, which may be running in two partitions
+    // at once: the workload opens its QPs before the run (connect()).
+    std::fprintf(stderr, "mrc-sim: internal error: a write from host %u to %u (lane %u) on a QP not opened before "
+                 "a partitioned run\n", src, dst, lane);
+    std::abort();
+  }
+  return open(src, dst, lane);
+}
+
+const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) {
+  const Key key{src, dst, lane};
   // Both directions of a connection: src's QP sends data, dst's QP answers
   // (and uses its own EV set, towards src, for control packets).
   using namespace core::qp_attr;
@@ -76,7 +124,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
       at.hint.remote_recv_peers = peer < recv_peers_.size() ? recv_peers_[peer] : 0;
       init_mask |= kHint;
     }
-    if (Status s = e.modify_qp(sim_.now(), qpn, at, init_mask); !s)
+    if (Status s = e.modify_qp(sim_of(src).now(), qpn, at, init_mask); !s)
       fatal("modify_qp(INIT)", s.error());
     at.state = core::QpState::rtr;
     at.dest_qpn = peer_qpn;
@@ -85,7 +133,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     at.mpr_dest = spec_.mpr;
     at.path_mtu = spec_.mtu;
     at.max_wimm_dest = 1024;
-    if (Status s = e.modify_qp(sim_.now(), qpn, at,
+    if (Status s = e.modify_qp(sim_of(src).now(), qpn, at,
                                kState | kDestQpn | kRqPsn | kPeer | kPathMtu | kMaxWimmDest | kMprDest);
         !s)
       fatal("modify_qp(RTR)", s.error());
@@ -96,7 +144,7 @@ const Cluster::QpInfo& Cluster::qp(uint32_t src, uint32_t dst, uint32_t lane) {
     at.timeout = spec_.timeout;
     at.retry_linear = spec_.retry_linear;
     at.retry_exp = spec_.retry_exp;
-    if (Status s = e.modify_qp(sim_.now(), qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout); !s)
+    if (Status s = e.modify_qp(sim_of(src).now(), qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout); !s)
       fatal("modify_qp(RTS)", s.error());
   };
   const uint32_t psn_a = a.random_psn(), psn_b = b.random_psn();
@@ -221,10 +269,11 @@ void Cluster::pin(uint32_t src, std::vector<core::EvEntry>& evs) const {
 }
 
 void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
-                    uint32_t lane, const uint32_t* imm, std::function<void(const Done&)> on_recv) {
+                    uint32_t lane, const uint32_t* imm) {
   const QpInfo& q = qp(src, dst, lane % std::max<uint32_t>(1, spec_.qps_per_peer));
+  Simulator& sim = sim_of(src);
   core::SendWr wr;
-  wr.wr_id = next_wr_++;
+  wr.wr_id = next_wr_[src]++;
   wr.local_addr = kMemBase;
   wr.lkey = mrs_[src].lkey;
   wr.length = static_cast<uint32_t>(bytes);
@@ -233,39 +282,52 @@ void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<vo
   if (imm) {
     wr.opcode = core::WrOpcode::rdma_write_with_imm;
     wr.imm = *imm;
-    (void)nics_[dst]->ep().post_recv(q.remote, core::RecvWr{wr.wr_id});
-    recv_cb_[dst][(uint64_t{q.remote} << 32) | *imm] = std::move(on_recv);
+    // The receiver posts its receive itself: a post delay is under the
+    // time any packet takes from src to dst (two links and a switch).
+    post(src, dst, &posters_[dst], (uint64_t{q.remote} << 32) | *imm);
   }
   send_cb_[src][wr.wr_id] = std::move(done);
-  if (Status s = nics_[src]->ep().post_send(sim_.now(), q.local, wr); !s) fatal("post_send", s.error());
+  if (Status s = nics_[src]->ep().post_send(sim.now(), q.local, wr); !s) fatal("post_send", s.error());
   nics_[src]->kick();
+}
+
+void Cluster::post(uint32_t src, uint32_t dst, Node* node, uint64_t tag) {
+  const Time at = sim_of(src).now() + post_delay_;
+  const uint64_t key = nics_[src]->next_key();
+  const uint32_t from = partition_of(src), to = partition_of(dst);
+  if (from == to || !engine_)
+    sims_[to]->schedule(at, node, tag, key);
+  else
+    engine_->send(from, to, at, node, tag, key);
+}
+
+void Cluster::RecvPoster::on_event(Simulator&, uint64_t tag) {
+  const auto qpn = static_cast<uint32_t>(tag >> 32);
+  (void)c->nics_[host]->ep().post_recv(qpn, core::RecvWr{tag});
 }
 
 void Cluster::on_nic_completion(Nic& nic, const core::WorkCompletion& wc) {
   const uint32_t h = nic.host();
   if (wc.opcode == core::WcOpcode::recv_rdma_with_imm) {
     if (wc.status != core::WcStatus::success) return;
-    auto it = recv_cb_[h].find((uint64_t{wc.qpn} << 32) | wc.imm);
-    if (it == recv_cb_[h].end()) return;
-    auto cb = std::move(it->second);
-    recv_cb_[h].erase(it);
-    if (cb) cb(Done{sim_.now(), wc.status});
+    if (on_recv_imm) on_recv_imm(h, wc.imm, Done{sim_of(h).now(), wc.status});
     return;
   }
   auto it = send_cb_[h].find(wc.wr_id);
   if (it == send_cb_[h].end()) return;
   auto cb = std::move(it->second);
   send_cb_[h].erase(it);
-  if (cb) cb(Done{sim_.now(), wc.status});
+  if (cb) cb(Done{sim_of(h).now(), wc.status});
 }
 
 void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
   const uint32_t h = nic.host();
   if (std::get_if<core::QpErrorEvent>(&e)) {
-    ++qp_failures_;
+    qp_failures_.fetch_add(1, std::memory_order_relaxed);
   } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {
-    if (ev->to == core::EvState::assumed_bad) ++evs_retired_;
-    if (ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good) ++evs_resurrected_;
+    if (ev->to == core::EvState::assumed_bad) evs_retired_.fetch_add(1, std::memory_order_relaxed);
+    if (ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good)
+      evs_resurrected_.fetch_add(1, std::memory_order_relaxed);
     if (on_ev_event && reported(h, *ev)) on_ev_event(h, *ev);
   } else if (auto* pe = std::get_if<core::PortEvent>(&e)) {
     if (on_port_event) on_port_event(h, *pe);

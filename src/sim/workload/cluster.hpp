@@ -7,6 +7,7 @@
 // simulated (unbacked) memory region, so payload travels as a length only.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -67,9 +68,28 @@ struct Done {
   core::WcStatus status = core::WcStatus::success;
 };
 
+class ParallelEngine;
+
+/// Where the hosts of a partitioned run (ParallelEngine) run: host h's NIC,
+/// its QPs and what the workload does at it run in sims[host[h]].
+struct HostPlacement {
+  std::vector<Simulator*> sims;  ///< one per partition (not owned; they outlive the cluster)
+  std::vector<uint32_t> host;    ///< partition of each host (PartitionPlan::host), or empty: all in 0
+  ParallelEngine* engine = nullptr;
+  /// The delay of a request from one host's software to another's
+  /// (Cluster::post): the engine's lookahead, which it must not be under.
+  Duration post_delay = Duration::ps(1);
+};
+
 class Cluster {
  public:
+  /// Every host in `sim`; requests between hosts' software (post()) take
+  /// the fabric's link delay (at least 1 ps), as in a partitioned run.
   Cluster(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg, const TransportSpec& t);
+  /// The hosts spread over the partitions of `place`. `sim` takes the
+  /// random streams and runs nothing (the global Simulator of the run).
+  Cluster(Simulator& sim, const HostPlacement& place, Fabric& fabric, const core::EndpointConfig& ep_cfg,
+          const TransportSpec& t);
   ~Cluster();
 
   /// Gives the hosts `plan` names a controller each (core::ctl::Controller
@@ -91,27 +111,52 @@ class Cluster {
   const Nic& nic(uint32_t h) const { return *nics_[h]; }
   const TransportSpec& transport() const { return spec_; }
 
-  /// WRITE `bytes` from `src` to `dst` (QP `lane` of that pair, created on
-  /// first use); `done` runs at the send completion. With `imm`, a
-  /// WRITE_WITH_IMM whose receive completion runs `on_recv` at dst.
+  /// The Simulator host `h` runs in (its partition's).
+  Simulator& sim_of(uint32_t h) { return *sims_[partition_of(h)]; }
+  /// The partition host `h` runs in (0 without partitions).
+  uint32_t partition_of(uint32_t h) const { return host_part_.empty() ? 0 : host_part_[h]; }
+  uint32_t partitions() const { return static_cast<uint32_t>(sims_.size()); }
+
+  /// Opens QP `lane` of the pair (src, dst) at both ends now, if it is not
+  /// open. A workload opens every QP it will write on before a partitioned
+  /// run starts: opening touches both hosts, which may run in different
+  /// partitions (write() on a QP not opened aborts with a message then).
+  void connect(uint32_t src, uint32_t dst, uint32_t lane = 0);
+
+  /// WRITE `bytes` from `src` to `dst` (QP `lane` of that pair, opened on
+  /// first use without partitions); `done` runs at the send completion. Call
+  /// it from an event of `src`'s partition. With `imm`, a WRITE_WITH_IMM:
+  /// `dst` posts its receive a post() later (before any of the data can
+  /// arrive), and its completion goes to on_recv_imm at dst.
   void write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
-             uint32_t lane = 0, const uint32_t* imm = nullptr,
-             std::function<void(const Done&)> on_recv = {});
+             uint32_t lane = 0, const uint32_t* imm = nullptr);
+  /// Receive completions of WRITE_WITH_IMM: (receiving host, immediate,
+  /// completion), in the receiving host's partition.
+  std::function<void(uint32_t host, uint32_t imm, const Done&)> on_recv_imm;
+
+  /// Runs node->on_event(tag) in `dst`'s partition, the post delay after
+  /// now at `src` (HostPlacement::post_delay), keyed by `src`'s NIC: what
+  /// one host's software asks of another's, the one way that works whether
+  /// or not they run in the same partition. Call it from an event of
+  /// `src`'s partition; `node` must touch only `dst`'s state.
+  void post(uint32_t src, uint32_t dst, Node* node, uint64_t tag);
+  Duration post_delay() const { return post_delay_; }
 
   /// The workload's senders per destination (`n[dst]`, 0 = unknown), for
   /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
   void set_recv_peers(std::vector<uint32_t> n) { recv_peers_ = std::move(n); }
 
   /// Every QP that failed (entered ERROR), for the summary.
-  uint64_t qp_failures() const { return qp_failures_; }
+  uint64_t qp_failures() const { return qp_failures_.load(std::memory_order_relaxed); }
   /// EV events seen (retired / resurrected), over all hosts.
-  uint64_t evs_retired() const { return evs_retired_; }
-  uint64_t evs_resurrected() const { return evs_resurrected_; }
-  /// Time series hook: called for every EV event (time, host, event).
+  uint64_t evs_retired() const { return evs_retired_.load(std::memory_order_relaxed); }
+  uint64_t evs_resurrected() const { return evs_resurrected_.load(std::memory_order_relaxed); }
+  /// Time series hook: called for every EV event (host, event), in the
+  /// host's partition (or while global events run).
   std::function<void(uint32_t host, const core::EvEvent&)> on_ev_event;
   /// Called for every port-status change a NIC's core reports: its own
   /// ports (peer 0: carrier or the controller's port state) or a peer's
-  /// PORT_STATUS_UPDATE (peer = that host).
+  /// PORT_STATUS_UPDATE (peer = that host). Where on_ev_event is.
   std::function<void(uint32_t host, const core::PortEvent&)> on_port_event;
 
   /// Calls f(src, dst, lane, endpoint, qpn) for the sending QP of every
@@ -183,7 +228,18 @@ class Cluster {
     uint32_t count_per_qp = 0;   ///< AUTO: EVs per QP (0 = evs_per_plane per plane)
     uint32_t event_mask = 0;     ///< ev_state bits of the EV events recorded
   };
+  /// Runs a host's receive postings (post() from the writer).
+  struct RecvPoster final : Node {
+    Cluster* c = nullptr;
+    uint32_t host = 0;
+    void on_event(Simulator& sim, uint64_t tag) override;
+    void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
+  };
+  void init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg);
+  /// The QP of (src, dst, lane), opened if it is not and the run has one partition.
   const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
+  /// Opens QP `lane` of (src, dst) at both ends.
+  const QpInfo& open(uint32_t src, uint32_t dst, uint32_t lane);
   core::EvProfile ev_profile_for(uint32_t from, uint32_t to, uint32_t lane);
   /// False if host h's EV profile asks not to report this event.
   bool reported(uint32_t h, const core::EvEvent& e) const;
@@ -191,21 +247,26 @@ class Cluster {
   void on_nic_event(Nic& nic, const core::Event& e);
   void on_nic_completion(Nic& nic, const core::WorkCompletion& wc);
 
-  Simulator& sim_;
+  Simulator& sim_;  ///< the random streams (a partitioned run's global Simulator)
+  std::vector<Simulator*> sims_;  ///< per partition
+  std::vector<uint32_t> host_part_;  ///< partition of each host (empty: all 0)
+  ParallelEngine* engine_ = nullptr;
+  Duration post_delay_;
   Fabric& fabric_;
   TransportSpec spec_;
   std::vector<std::unique_ptr<Nic>> nics_;
+  std::unique_ptr<RecvPoster[]> posters_;  ///< per host
   std::vector<core::MemoryRegion> mrs_;
   std::map<Key, QpInfo> qps_;
   std::vector<uint32_t> recv_peers_;  ///< set_recv_peers
-  // Completion callbacks by (host, wr_id).
+  // Send completion callbacks by (host, wr_id); each host's own.
   std::vector<std::map<uint64_t, std::function<void(const Done&)>>> send_cb_;
-  std::vector<std::map<uint64_t, std::function<void(const Done&)>>> recv_cb_;  ///< by (qpn<<32 | imm)
-  uint64_t next_wr_ = 1;
+  std::vector<uint64_t> next_wr_;  ///< per host
   uint64_t next_profile_ = 1;
-  uint64_t qp_failures_ = 0;
-  uint64_t evs_retired_ = 0;
-  uint64_t evs_resurrected_ = 0;
+  // Counted from every partition: only their sums are read.
+  std::atomic<uint64_t> qp_failures_{0};
+  std::atomic<uint64_t> evs_retired_{0};
+  std::atomic<uint64_t> evs_resurrected_{0};
   std::vector<HostCtl> ctl_;  ///< per host; empty without use_controller()
   Prng ev_rng_;  ///< parent of each QP's EV stream (ev_profile_for); never drawn from itself
 };

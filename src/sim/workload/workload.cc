@@ -119,9 +119,16 @@ Result<std::vector<FlowSpec>> read_connection_matrix(const std::string& path, ui
 
 // ---------------------------------------------------------------- FlowWorkload
 
+namespace {
+// FlowWorkload tags: a flow's index, with a kind in the high bits.
+constexpr uint64_t kTrimsFrom = uint64_t{1} << 62;  // at the receiver: the start snapshot
+constexpr uint64_t kTrimsTo = uint64_t{1} << 61;    // at the receiver: the finish snapshot
+constexpr uint64_t kFlowMask = kTrimsTo - 1;
+}  // namespace
+
 FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpec> flows, Duration base_latency,
                            uint64_t host_bps)
-    : sim_(sim), cluster_(cluster), keys_(sim.new_keys()) {
+    : cluster_(cluster), keys_(sim.new_keys()) {
   for (const FlowSpec& f : flows) {
     FlowRecord r;
     r.spec = f;
@@ -141,9 +148,15 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
     n[d] = static_cast<uint32_t>(std::unique(senders[d].begin(), senders[d].end()) - senders[d].begin());
   }
   cluster.set_recv_peers(std::move(n));
-  started_.assign(recs_.size(), false);
+  const uint32_t lanes = std::max<uint32_t>(1, cluster.transport().qps_per_peer);
+  for (const FlowSpec& f : flows)
+    for (uint32_t k = 0; k < std::min<uint64_t>(lanes, f.bytes); ++k) cluster.connect(f.src, f.dst, k);
+  pieces_left_.assign(recs_.size(), 0);
+  started_.assign(recs_.size(), 0);
+  trims_state_.assign(recs_.size(), 0);
   retransmits_at_start_.assign(recs_.size(), 0);
   trims_at_start_.assign(recs_.size(), 0);
+  tallies_.resize(cluster.partitions());
 }
 
 uint64_t FlowWorkload::pair_retransmissions(const FlowSpec& f) const {
@@ -154,43 +167,70 @@ uint64_t FlowWorkload::pair_trims(const FlowSpec& f) const {
   return cluster_.sum_pair_qp_stats(f.src, f.dst, false, [](const core::QpStats& s) { return s.trims_received; });
 }
 
+size_t FlowWorkload::finished() const {
+  size_t n = 0;
+  for (const Tally& t : tallies_) n += t.finished;
+  return n;
+}
+
+std::optional<Time> FlowWorkload::finished_at() const {
+  if (!done()) return std::nullopt;
+  Time last = Time::zero();
+  for (const Tally& t : tallies_)
+    if (t.finished) last = max(last, t.last);
+  return last;
+}
+
 void FlowWorkload::count_unfinished() {
   for (size_t i = 0; i < recs_.size(); ++i) {
-    if (!started_[i] || pieces_left_[i] == 0) continue;  // started => pieces_left_ is sized
-    recs_[i].retransmits = pair_retransmissions(recs_[i].spec) - retransmits_at_start_[i];
-    recs_[i].trims = pair_trims(recs_[i].spec) - trims_at_start_[i];
+    if (!started_[i]) continue;
+    if (pieces_left_[i] != 0) recs_[i].retransmits = pair_retransmissions(recs_[i].spec) - retransmits_at_start_[i];
+    if (trims_state_[i] == 1) recs_[i].trims = pair_trims(recs_[i].spec) - trims_at_start_[i];
   }
 }
 
 void FlowWorkload::start() {
-  for (size_t i = 0; i < recs_.size(); ++i) sim_.schedule(recs_[i].spec.start, this, i, keys_.next());
+  for (size_t i = 0; i < recs_.size(); ++i)
+    cluster_.sim_of(recs_[i].spec.src).schedule(recs_[i].spec.start, this, i, keys_.next());
 }
 
-void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
-  const size_t i = tag;
+void FlowWorkload::on_event(Simulator&, uint64_t tag) {
+  const size_t i = tag & kFlowMask;
+  if (tag & kTrimsFrom) {  // at the receiver
+    trims_at_start_[i] = pair_trims(recs_[i].spec);
+    trims_state_[i] = 1;
+  } else if (tag & kTrimsTo) {
+    if (trims_state_[i] == 1) recs_[i].trims = pair_trims(recs_[i].spec) - trims_at_start_[i];
+    trims_state_[i] = 2;
+  } else {
+    start_flow(i);
+  }
+}
+
+void FlowWorkload::start_flow(size_t i) {
   const FlowSpec& f = recs_[i].spec;
   const uint32_t lanes = std::max<uint32_t>(1, cluster_.transport().qps_per_peer);
   const uint32_t pieces = static_cast<uint32_t>(std::min<uint64_t>(lanes, f.bytes));
-  if (pieces_left_.size() < recs_.size()) pieces_left_.assign(recs_.size(), 0);
   pieces_left_[i] = pieces;
   recs_[i].status = core::WcStatus::success;
-  // The pair's QPs may already exist (an earlier flow of the same pair): the
-  // flow's share is the growth of their counters from here on.
-  started_[i] = true;
+  // The pair's QPs may already have carried an earlier flow of the same
+  // pair: the flow's share is the growth of their counters from here on.
+  started_[i] = 1;
   retransmits_at_start_[i] = pair_retransmissions(f);
-  trims_at_start_[i] = pair_trims(f);
+  cluster_.post(f.src, f.dst, this, kTrimsFrom | i);
   for (uint32_t k = 0; k < pieces; ++k) {
     const uint64_t len = f.bytes / pieces + (k < f.bytes % pieces ? 1 : 0);
-    cluster_.write(f.src, f.dst, len, [this, i, &sim](const Done& d) {
+    cluster_.write(f.src, f.dst, len, [this, i](const Done& d) {
       FlowRecord& r = recs_[i];
       if (d.status != core::WcStatus::success) r.status = d.status;
       if (--pieces_left_[i] > 0) return;
       r.done = r.status == core::WcStatus::success;  // every piece completed successfully
       r.finish = d.at;
       r.retransmits = pair_retransmissions(r.spec) - retransmits_at_start_[i];
-      r.trims = pair_trims(r.spec) - trims_at_start_[i];
-      ++finished_;
-      if (done()) sim.stop();
+      cluster_.post(r.spec.src, r.spec.dst, this, kTrimsTo | i);
+      Tally& t = tallies_[cluster_.partition_of(r.spec.src)];
+      ++t.finished;
+      t.last = max(t.last, d.at);
     }, k);
   }
 }
@@ -198,19 +238,33 @@ void FlowWorkload::on_event(Simulator& sim, uint64_t tag) {
 // ---------------------------------------------------------------- RingTraining
 
 namespace {
-constexpr uint64_t kComputeDone = 1;
+constexpr uint64_t kComputeDone = uint64_t{1} << 40;  // | ring position
 }
 
 RingTraining::RingTraining(Simulator& sim, Cluster& cluster, std::vector<uint32_t> ring, uint64_t bytes,
                            uint32_t steps, Duration compute, Duration step_latency)
-    : sim_(sim),
-      cluster_(cluster),
+    : cluster_(cluster),
       ring_(std::move(ring)),
       bytes_(bytes),
       steps_(steps),
       compute_(compute),
       step_latency_(step_latency),
-      keys_(sim.new_keys()) {}
+      keys_(sim.new_keys()) {
+  const uint32_t n = static_cast<uint32_t>(ring_.size());
+  pos_of_.assign(cluster.hosts(), UINT32_MAX);
+  for (uint32_t pos = 0; pos < n; ++pos) pos_of_[ring_[pos]] = pos;
+  for (uint32_t pos = 0; pos < n; ++pos)
+    for (uint32_t q = 0; q < pieces(); ++q) cluster.connect(ring_[pos], ring_[(pos + 1) % n], q);
+  received_.assign(n, 0);
+  pieces_got_.resize(n);
+  tallies_.resize(cluster.partitions());
+  cluster.on_recv_imm = [this](uint32_t host, uint32_t imm, const Done&) { on_piece(host, imm); };
+}
+
+uint32_t RingTraining::pieces() const {
+  const uint64_t chunk = std::max<uint64_t>(1, bytes_ / ring_.size());
+  return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint32_t>(1, cluster_.transport().qps_per_peer), chunk));
+}
 
 Duration RingTraining::ideal_collective() const {
   const uint32_t n = static_cast<uint32_t>(ring_.size());
@@ -224,50 +278,54 @@ Duration RingTraining::ideal_collective() const {
 }
 
 void RingTraining::start() {
-  step_start_ = sim_.now();
-  if (on_step_start) on_step_start(0);
-  sim_.schedule(sim_.now() + compute_, this, kComputeDone, keys_.next());
+  step_start_ = cluster_.sim_of(ring_[0]).now();
+  if (on_step_start) on_step_start(0, step_start_);
+  schedule_collective(step_start_ + compute_);
+}
+
+void RingTraining::schedule_collective(Time at) {
+  coll_start_ = at;
+  for (uint32_t pos = 0; pos < ring_.size(); ++pos)
+    cluster_.sim_of(ring_[pos]).schedule(at, this, kComputeDone | pos, keys_.next());
 }
 
 void RingTraining::on_event(Simulator&, uint64_t tag) {
-  if (tag == kComputeDone) begin_collective();
-}
-
-void RingTraining::begin_collective() {
-  coll_start_ = sim_.now();
-  received_.assign(ring_.size(), 0);
-  pieces_left_.clear();
-  hosts_done_ = 0;
-  for (uint32_t pos = 0; pos < ring_.size(); ++pos) send_step(pos, 0);
+  if (!(tag & kComputeDone)) return;
+  // This host's compute phase ended: its part of the collective starts.
+  const auto pos = static_cast<uint32_t>(tag & (kComputeDone - 1));
+  received_[pos] = 0;
+  pieces_got_[pos].clear();
+  send_step(pos, 0);
 }
 
 void RingTraining::send_step(uint32_t pos, uint32_t k) {
   // Each ring step's chunk is spread over the pair's QPs (as NCCL spreads a
-  // transfer over channels); the step is received when every piece is.
+  // transfer over channels); the step is received when every piece is. The
+  // immediate names the step: the receiver counts its pieces.
   const uint32_t n = static_cast<uint32_t>(ring_.size());
   const uint32_t src = ring_[pos], dst = ring_[(pos + 1) % n];
-  const uint32_t next = (pos + 1) % n;
   const uint64_t chunk = std::max<uint64_t>(1, bytes_ / n);
-  const uint32_t pieces = static_cast<uint32_t>(
-      std::min<uint64_t>(std::max<uint32_t>(1, cluster_.transport().qps_per_peer), chunk));
-  const uint64_t slot = uint64_t{next} * 2 * (n - 1) + k;  // pieces of step k still due at `next`
-  pieces_left_[slot] = pieces;
-  for (uint32_t q = 0; q < pieces; ++q) {
-    const uint64_t len = chunk / pieces + (q < chunk % pieces ? 1 : 0);
-    const uint32_t imm = (step_ << 20) | (k << 8) | q;
+  const uint32_t np = pieces();
+  for (uint32_t q = 0; q < np; ++q) {
+    const uint64_t len = chunk / np + (q < chunk % np ? 1 : 0);
+    const uint32_t imm = k;
     cluster_.write(
         src, dst, len,
         [this](const Done& d) {
-          if (d.status != core::WcStatus::success) ++failed_;
+          if (d.status != core::WcStatus::success) failed_.fetch_add(1, std::memory_order_relaxed);
         },
-        q, &imm, [this, next, k, slot](const Done& d) {
-          if (d.status != core::WcStatus::success) return;
-          const auto it = pieces_left_.find(slot);
-          if (--it->second != 0) return;
-          pieces_left_.erase(it);
-          on_received(next, k);
-        });
+        q, &imm);
   }
+}
+
+void RingTraining::on_piece(uint32_t host, uint32_t k) {
+  const uint32_t pos = host < pos_of_.size() ? pos_of_[host] : UINT32_MAX;
+  if (pos == UINT32_MAX) return;
+  auto& got = pieces_got_[pos];
+  auto it = got.try_emplace(k, 0).first;
+  if (++it->second < pieces()) return;
+  got.erase(it);
+  on_received(pos, k);
 }
 
 void RingTraining::on_received(uint32_t pos, uint32_t k) {
@@ -278,16 +336,27 @@ void RingTraining::on_received(uint32_t pos, uint32_t k) {
     send_step(pos, k + 1);
     return;
   }
-  if (++hosts_done_ < n) return;
-  coll_times_.push_back(sim_.now() - coll_start_);
-  step_times_.push_back(sim_.now() - step_start_);
-  if (++step_ >= steps_) {
-    sim_.stop();
-    return;
+  Tally& t = tallies_[cluster_.partition_of(ring_[pos])];
+  ++t.hosts_done;
+  t.last = max(t.last, cluster_.sim_of(ring_[pos]).now());
+}
+
+std::optional<Time> RingTraining::at_barrier(Time earliest) {
+  uint32_t done = 0;
+  Time end = Time::zero();
+  for (const Tally& t : tallies_) {
+    done += t.hosts_done;
+    if (t.hosts_done) end = max(end, t.last);
   }
-  step_start_ = sim_.now();
-  if (on_step_start) on_step_start(step_);
-  sim_.schedule(sim_.now() + compute_, this, kComputeDone, keys_.next());
+  if (done < ring_.size() || this->done()) return std::nullopt;
+  for (Tally& t : tallies_) t = Tally{};
+  coll_times_.push_back(end - coll_start_);
+  step_times_.push_back(end - step_start_);
+  if (++step_ >= steps_) return end;
+  step_start_ = end;
+  if (on_step_start) on_step_start(step_, end);
+  schedule_collective(max(end + compute_, earliest));
+  return std::nullopt;
 }
 
 }  // namespace mrc::sim

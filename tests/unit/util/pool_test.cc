@@ -127,5 +127,30 @@ TEST(ObjectPool, SmallTypes) {
   EXPECT_EQ(pool.live(), 0u);
 }
 
+// Objects that travel: pool `b` releases what `a` handed out into a chain,
+// and `a` takes the chain back whole; `a` then serves them again without
+// growing, and each object was destroyed once, when released.
+TEST(ObjectPool, ObjectsReleasedElsewhereGoHomeInOneChain) {
+  Tracked::reset_counts();
+  ObjectPool<Tracked, 8> a, b;
+  std::vector<Tracked*> objs;
+  for (int i = 0; i < 8; ++i) objs.push_back(a.acquire(i));
+  const size_t capacity = a.capacity();
+  ObjectPool<Tracked, 8>::Chain home;
+  for (Tracked* t : objs) b.release_into(home, t);
+  EXPECT_EQ(home.count, 8u);
+  EXPECT_EQ(Tracked::dtor, 8);
+  EXPECT_EQ(a.live(), 8u);  // until they are back
+  a.take_back(home);
+  EXPECT_EQ(a.live(), 0u);
+  EXPECT_EQ(home.count, 0u);
+  EXPECT_EQ(b.live(), 0u);
+  for (int i = 0; i < 8; ++i) objs[static_cast<size_t>(i)] = a.acquire(i);
+  EXPECT_EQ(a.capacity(), capacity);
+  for (Tracked* t : objs) a.release(t);
+  EXPECT_EQ(Tracked::ctor, 16);
+  EXPECT_EQ(Tracked::dtor, 16);
+}
+
 }  // namespace
 }  // namespace mrc
