@@ -5,6 +5,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <math.h>  // lgamma_r
 #include <utility>
 
 namespace mrc::core::path {
@@ -643,7 +644,11 @@ class MrcPathPolicy final : public PathPolicy {
   static bool rare_under_poisson(uint32_t k, double lambda) {
     const double kk = static_cast<double>(k);
     if (kk <= lambda + 1) return false;
-    const double log_first = -lambda + kk * std::log(lambda) - std::lgamma(kk + 1);
+    // lgamma_r, not std::lgamma: glibc's lgamma also writes the global
+    // signgam, a data race when the simulator's partitions run QPs on
+    // several threads.
+    int sign = 0;
+    const double log_first = -lambda + kk * std::log(lambda) - ::lgamma_r(kk + 1, &sign);
     return log_first - std::log1p(-lambda / (kk + 1)) < kLogGrayRarity;
   }
   static constexpr double kLogGrayRarity = -16.118;  // ln(1e-7)
