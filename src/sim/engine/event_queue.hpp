@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // EventQueue: the simulator's pending events, popped in (time, key) order.
 //
-// A timing wheel of kSlots buckets of 2^kShift ps (1.024 ns; the wheel spans
-// ~4.2 us, more than a hop's link + switch latency) with a binary heap for
+// A timing wheel of kSlots buckets of 2^kShift ps (4.096 ns; the wheel spans
+// ~16.8 us, more than a hop's link + switch latency) with a binary heap for
 // the events beyond it (timers). Each bucket is a FIFO list of chunks of 15
 // events from a pooled slab, so a push is a store into a chunk that is warm
 // (the bucket's tail, or one freed moments ago) and draining a bucket reads
 // whole cache lines in sequence, the next chunk prefetched while one is
 // copied (a list of single events cost one dependent cache miss per event: a
-// busy fabric puts over a hundred events in a 1 ns bucket, pushed ~100 ns of
+// busy fabric puts hundreds of events in a 4 ns bucket, pushed ~100 ns of
 // simulated time, thousands of events, earlier). A pop drains a sorted batch:
 // when it runs dry, the next non-empty bucket (a bitmap scan) and any heap
 // events of that bucket are gathered and sorted by time (a radix sort on the
@@ -92,7 +92,7 @@ class EventQueue {
   /// The next event. The queue must not be empty.
   const Event& top() const {
     assert(size_ > 0);
-    if (next_ == batch_.size()) refill();
+    if (next_ == end_) refill();
     return batch_[next_];
   }
 
@@ -121,6 +121,7 @@ class EventQueue {
       }
       Chunk& ch = chunks_[c];
       ch.ev[ch.n++] = Event{t, key, node, tag};
+      if (b < next_bucket_) next_bucket_ = b;
       return;
     }
     push_slow(Event{t, key, node, tag});
@@ -128,7 +129,7 @@ class EventQueue {
 
   /// The event after top(), if it is already known cheaply (in the sorted
   /// batch), else null: for prefetching.
-  const Event* peek_second() const { return next_ + 1 < batch_.size() ? &batch_[next_ + 1] : nullptr; }
+  const Event* peek_second() const { return next_ + 1 < end_ ? &batch_[next_ + 1] : nullptr; }
 
   Event pop() {
     top();
@@ -143,7 +144,7 @@ class EventQueue {
   /// Calls f(const Event&) for every pending event, in no particular order.
   template <class F>
   void for_each(F&& f) const {
-    for (size_t i = next_; i < batch_.size(); ++i) f(batch_[i]);
+    for (size_t i = next_; i < end_; ++i) f(batch_[i]);
     for (uint64_t s = 0; s < kSlots; ++s)
       for (uint32_t c = head_of_[s]; c != kNil; c = chunks_[c].next)
         for (uint32_t k = 0; k < chunks_[c].n; ++k) f(chunks_[c].ev[k]);
@@ -151,7 +152,11 @@ class EventQueue {
   }
 
  private:
-  static constexpr int kShift = 10;
+  // 4.096 ns buckets: at 1 ns most buckets held one or two events and
+  // finding and draining each cost more than sorting a few more per bucket
+  // (the 127 -> 1 incast's instructions -2.6 %); at 16 ns the busy
+  // one-path-per-flow permutation sorts more than that saves (+5.5 %).
+  static constexpr int kShift = 12;
   static constexpr uint64_t kSlots = 4096;
   static constexpr uint64_t kMask = kSlots - 1;
   static constexpr uint32_t kNil = 0xFFFFFFFFu;
@@ -194,12 +199,13 @@ class EventQueue {
   // Not the wheel: the batch being drained, or the heap.
   __attribute__((noinline)) void push_slow(const Event& e) {
     const uint64_t b = key_of(e.at) >> kShift;
-    if (b <= cur_ && next_ < batch_.size()) {
+    if (b <= cur_ && next_ < end_) {
       // The bucket being drained (or, after top() looked ahead, an earlier
       // one): into the sorted batch, after every event that goes before it.
-      size_t i = batch_.size();
-      while (i > next_ && event_before(e, batch_[i - 1])) --i;
-      batch_.insert(batch_.begin() + static_cast<std::ptrdiff_t>(i), e);
+      reserve_batch(end_ + 1);
+      size_t i = end_++;
+      for (; i > next_ && event_before(e, batch_[i - 1]); --i) batch_[i] = batch_[i - 1];
+      batch_[i] = e;
       return;
     }
     // Beyond the wheel (or the current bucket with the batch drained): the
@@ -227,15 +233,17 @@ class EventQueue {
   // The batch is drained: gather the earliest bucket from the heap and the
   // wheel, in (time, key) order.
   void refill() const {
-    batch_.clear();
+    end_ = 0;
     next_ = 0;
-    const uint64_t wb = next_wheel_bucket();
+    const uint64_t wb = next_bucket_;
+    assert(wb == next_wheel_bucket());
     const uint64_t fb = far_.empty() ? UINT64_MAX : key_of(far_.front().at) >> kShift;
     const uint64_t b = std::min(wb, fb);
     assert(b != UINT64_MAX);
     cur_ = b;
     while (!far_.empty() && (key_of(far_.front().at) >> kShift) == b) {
-      batch_.push_back(far_.front());
+      reserve_batch(end_ + 1);
+      batch_[end_++] = far_.front();
       std::pop_heap(far_.begin(), far_.end(), later);
       far_.pop_back();
     }
@@ -249,7 +257,12 @@ class EventQueue {
       while (c != kNil) {
         const Chunk& ch = chunks_[c];
         if (ch.next != kNil) prefetch_chunk(&chunks_[ch.next]);
-        batch_.insert(batch_.end(), ch.ev, ch.ev + ch.n);
+        reserve_batch(end_ + ch.n);
+        // Most buckets hold one or two events: an element loop, not a
+        // memmove call.
+        Event* out = batch_.data() + end_;
+        for (uint32_t k = 0; k < ch.n; ++k) out[k] = ch.ev[k];
+        end_ += ch.n;
         last = c;
         c = ch.next;
       }
@@ -257,21 +270,30 @@ class EventQueue {
       chunks_[last].next = free_;
       free_ = first;
       // The next bucket is drained after this batch: start loading its head.
+      // (Pushes keep next_bucket_ up to date from here until the next refill:
+      // one bitmap scan per bucket drained.)
       const uint64_t nb = next_wheel_bucket();
-      if (nb != UINT64_MAX) prefetch_chunk(&chunks_[head_of_[nb & kMask]]);
+      next_bucket_ = nb;
+      // Its first two lines (the list link and the first events: most
+      // buckets hold one or two).
+      if (nb != UINT64_MAX) {
+        const char* h = reinterpret_cast<const char*>(&chunks_[head_of_[nb & kMask]]);
+        __builtin_prefetch(h);
+        __builtin_prefetch(h + 64);
+      }
     }
     sort_batch(b);
   }
 
   // Sorts the batch by (time, key). Every event in it lies in bucket b, so
-  // the time is the 10-bit offset within the bucket. A small or nearly
+  // the time is the kShift-bit offset within the bucket. A small or nearly
   // sorted batch takes an insertion sort (one comparison per event when
   // sorted); a large one (a busy fabric puts over a hundred events in a 1 ns
   // bucket, in no particular order) first a two-pass radix sort on the
   // offset, after which only runs of equal times may be out of key order,
   // which the insertion pass puts right.
   void sort_batch(uint64_t b) const {
-    const size_t n = batch_.size();
+    const size_t n = end_;
     size_t i = 1;
     while (i < n && !event_before(batch_[i], batch_[i - 1])) ++i;
     if (i >= n) return;
@@ -288,42 +310,55 @@ class EventQueue {
     }
   }
 
-  // Stable sort of the batch (all in bucket b) by time alone.
+  // Stable sort of the batch (all in bucket b) by time alone: two radix
+  // passes over the offset within the bucket, kRadixBits each.
   void radix_sort_by_time(uint64_t b) const {
-    const size_t n = batch_.size();
-    static_assert(kShift == 10, "two 5-bit radix passes");
+    const size_t n = end_;
+    constexpr int kRadixBits = (kShift + 1) / 2;
+    constexpr uint32_t kRadix = 1u << kRadixBits;
     const uint64_t base = b << kShift;
-    uint32_t lo[33] = {}, hi[33] = {};
+    uint32_t lo[kRadix + 1] = {}, hi[kRadix + 1] = {};
     order_.resize(n);
     tmp_.resize(n);
     for (size_t k = 0; k < n; ++k) {
       const uint32_t off = static_cast<uint32_t>(key_of(batch_[k].at) - base);
       assert(off < (1u << kShift));
-      ++lo[(off & 31) + 1];
-      ++hi[(off >> 5) + 1];
+      ++lo[(off & (kRadix - 1)) + 1];
+      ++hi[(off >> kRadixBits) + 1];
     }
-    for (int d = 0; d < 32; ++d) {
+    for (uint32_t d = 0; d < kRadix; ++d) {
       lo[d + 1] += lo[d];
       hi[d + 1] += hi[d];
     }
     for (size_t k = 0; k < n; ++k) {
       const uint32_t off = static_cast<uint32_t>(key_of(batch_[k].at) - base);
-      tmp_[lo[off & 31]++] = static_cast<uint32_t>(k);
+      tmp_[lo[off & (kRadix - 1)]++] = static_cast<uint32_t>(k);
     }
     for (size_t k = 0; k < n; ++k) {
       const uint32_t idx = tmp_[k];
       const uint32_t off = static_cast<uint32_t>(key_of(batch_[idx].at) - base);
-      order_[hi[off >> 5]++] = idx;
+      order_[hi[off >> kRadixBits]++] = idx;
     }
-    sorted_.resize(n);
+    sorted_.resize(batch_.size());
     for (size_t k = 0; k < n; ++k) sorted_[k] = batch_[order_[k]];
     batch_.swap(sorted_);
   }
 
+  // Makes room for n events in the batch. Its vector only grows (its size is
+  // the capacity; end_ marks the events): filling it is a copy, never a
+  // vector insert.
+  void reserve_batch(size_t n) const {
+    if (n > batch_.size()) [[unlikely]]
+      grow_batch(n);
+  }
+  __attribute__((noinline)) void grow_batch(size_t n) const { batch_.resize(std::max(n, 2 * batch_.size() + 64)); }
+
   // Refilling is logically const (top() does it); the structure is a cache
   // of the order.
-  mutable std::vector<Event> batch_;  ///< bucket cur_ (and earlier pushes), sorted; [next_, end) pending
+  mutable std::vector<Event> batch_;  ///< bucket cur_ (and earlier pushes), sorted; [next_, end_) pending
   mutable size_t next_ = 0;
+  mutable size_t end_ = 0;
+  mutable uint64_t next_bucket_ = UINT64_MAX;  ///< the earliest non-empty wheel bucket after cur_, or UINT64_MAX
   mutable uint64_t cur_ = 0;          ///< bucket (time >> kShift) of the batch
   mutable std::vector<uint32_t> head_of_;  ///< per slot: oldest chunk of its bucket, or kNil
   mutable std::vector<uint32_t> tail_of_;  ///< per slot: newest chunk (valid while head_of_ is not kNil)

@@ -115,10 +115,12 @@ void Nic::arm_timer() {
 }
 
 void Nic::drain_events() {
-  core::WorkCompletion wcs[32];
-  while (size_t n = ep_->poll_cq(cq_, wcs)) {
+  // The buffer is a member: a local array of WorkCompletions (default member
+  // initializers) was zeroed, 1 KiB, on every call, which is after every
+  // packet the NIC sends or receives.
+  while (size_t n = ep_->poll_cq(cq_, wcs_)) {
     for (size_t i = 0; i < n; ++i)
-      if (on_completion_sink) on_completion_sink(*this, wcs[i]);
+      if (on_completion_sink) on_completion_sink(*this, wcs_[i]);
   }
   while (auto e = ep_->poll_event()) {
     if (on_event_sink) on_event_sink(*this, *e);

@@ -106,6 +106,7 @@ class Nic final : public Node {
   Time timer_at_ = Time::never();  ///< the pending timer event (never: none)
   uint64_t timer_gen_ = 0;
   uint8_t hdr_[wire::kMaxHeaderBytes];
+  core::WorkCompletion wcs_[32];  ///< drain_events' buffer
   uint64_t next_packet_id_ = 0;
   EventKeys keys_;  ///< the NIC's own events (serialization, timer)
   uint32_t admin_down_ = 0;  ///< bit p: port p disabled by the controller
