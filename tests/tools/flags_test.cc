@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "mrc-sim/config_file.hpp"
@@ -339,6 +340,17 @@ TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
   ft3.topology = "fattree3";
   ft3.t0_down = ft3.t0_up = ft3.t1 = 8;
   EXPECT_NEAR(static_cast<double>(estimate_memory(ft3).bytes) / 1e6, 95.8, 0.05 * 95.8);
+  // Packets in flight: 1 MiB flows on 51.2T switches (bench/scale.sh, 16
+  // EVs per plane) took 477 and 962 MB at 4,096 and 8,192 hosts, where the
+  // same fabrics with 64 KiB flows took 265 and 525 MB.
+  for (const auto& [hosts, mb, small_mb] : {std::tuple{4096u, 477.0, 265.0}, std::tuple{8192u, 962.0, 525.0}}) {
+    SimOptions big = clos2_permutation(hosts, 8, 16);
+    big.t0_down = big.t0_up = big.t1 = 256;
+    big.bytes = 1 << 20;
+    EXPECT_NEAR(static_cast<double>(estimate_memory(big).bytes) / 1e6, mb, 0.1 * mb) << hosts << " hosts, 1 MiB";
+    big.bytes = 65536;
+    EXPECT_NEAR(static_cast<double>(estimate_memory(big).bytes) / 1e6, small_mb, 0.1 * small_mb) << hosts << " hosts";
+  }
   // The paper's fabric (8 planes x 131,072 hosts) fits a 24 GB machine; 32
   // planes x 524,288 hosts does not.
   const uint64_t paper = estimate_memory(clos2_permutation(131072, 8, 32)).bytes;

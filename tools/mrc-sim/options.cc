@@ -237,8 +237,17 @@ namespace {
 // switch ports per host-plane): 95.8 MB (the model: 95.8). An EV that has
 // had trouble (a loss, a SKIP, a probe) takes its EvHealth record on top,
 // about 90 bytes, which a fault-free run never allocates.
+//
+// Packets in flight and queued cost about 206 B each (a simulator packet is
+// headers and bookkeeping, no payload): each host-plane holds up to two
+// round trips' worth at its link rate, or its flows' packets if fewer.
+// Fitted on bench/scale.sh's runs (1 MiB permutations at 100 Gb/s, stopped
+// at 0.05 ms, 16 EVs per plane): 477 and 962 MB at 4,096 and 8,192 hosts (the
+// model: 461 and 918), where the same fabrics with 64 KiB flows take 265 and
+// 525 MB.
 constexpr double kFixedBytes = 5.4e6;           // the process, libraries, buffers
-constexpr double kPerHostPlaneBytes = 2920;     // NIC port, host link, pools
+constexpr double kPerHostPlaneBytes = 2508;     // NIC port, host link, pools
+constexpr double kPerPacketBytes = 206;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
@@ -324,7 +333,21 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
                                uint64_t{s.t1_count} * (s.t1_down + s.t1_up) + uint64_t{s.t2_count} * s.t2_ports;
     ports = static_cast<double>(per_plane) / hosts;
   }
-  const double bytes = kFixedBytes + (kPerHostPlaneBytes + ports * kPerSwitchPortBytes) * hosts * e.planes +
+  // Packets in flight per host-plane: a flow's packets on the plane (a
+  // ring step's share of an all-reduce), at most two round trips at the
+  // link rate (host-T0-T1-T0-host, or through a T2 on fattree3).
+  const bool ring = o.workload == "allreduce" || o.workload == "train";
+  const double flow_bytes = ring ? static_cast<double>(o.bytes) / hosts : static_cast<double>(o.bytes);
+  const double flow_packets = std::ceil(flow_bytes / e.planes / o.mtu) * (conns / hosts);
+  const double links = o.topology == "fattree3" ? 6 : 4;
+  const double link_bps = o.rate_gbps * 1e9;
+  const double one_way_s = links * (o.link_delay_ns * 1e-9 + (o.mtu + 200) * 8 / link_bps) +
+                           (links - 1) * o.switch_latency_ns * 1e-9;
+  const double rtt_packets = 2 * one_way_s * link_bps / 8 / o.mtu;
+  const double in_flight = std::min(flow_packets, 2 * rtt_packets);
+  const double bytes = kFixedBytes +
+                       (kPerHostPlaneBytes + ports * kPerSwitchPortBytes + in_flight * kPerPacketBytes) * hosts *
+                           e.planes +
                        conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
   e.bytes = bytes >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
   return e;
