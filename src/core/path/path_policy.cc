@@ -628,20 +628,22 @@ class MrcPathPolicy final : public PathPolicy {
   // per packet.
   static constexpr uint32_t kGrayWindow = 8192;
   // False unless the last lossier_than_siblings() call could compare `h`'s
-  // window with its siblings' and found it within twice their rate plus
-  // two packets: then its losses are the port's common lot (uniform random
-  // loss), and its next loss after vouching probes is no trial (under 1 %
-  // loss on every host link, 2 working EVs in a 128 MiB all-reduce were
-  // retired on trial). A gray link's EVs lose several times their
-  // siblings' rate.
+  // window with its siblings' and found a count chance gives more often
+  // than once in 10^4 at their rate: then its losses are the port's common
+  // lot (uniform random loss), and its next loss after vouching probes is
+  // no trial. Under 1 % loss on every host link, a bound of twice the
+  // siblings' rate plus two packets still put 2 working EVs of a 128 MiB
+  // all-reduce on trial in 2 runs of 5 (and retired them); without a bound,
+  // 2 in one run. A gray link's EVs lose several times their siblings'
+  // rate, far out in that tail.
   bool in_line_with_siblings(const EvHealth& h) const {
-    return sibling_expected_ >= 0 && h.window_lost <= 2 * sibling_expected_ + 2;
+    return sibling_expected_ >= 0 && !rare_under_poisson(h.window_lost, sibling_expected_, kLogTrialRarity);
   }
   // True if k or more losses are too rare to be chance where lambda are
   // expected (a Poisson tail below 1e-7): every loss of every EV asks, so
   // the test must hold across hundreds of thousands of asks. For k above
   // lambda the tail is at most its first term over 1 - lambda / (k + 1).
-  static bool rare_under_poisson(uint32_t k, double lambda) {
+  static bool rare_under_poisson(uint32_t k, double lambda, double log_rarity = kLogGrayRarity) {
     const double kk = static_cast<double>(k);
     if (kk <= lambda + 1) return false;
     // lgamma_r, not std::lgamma: glibc's lgamma also writes the global
@@ -649,9 +651,10 @@ class MrcPathPolicy final : public PathPolicy {
     // several threads.
     int sign = 0;
     const double log_first = -lambda + kk * std::log(lambda) - ::lgamma_r(kk + 1, &sign);
-    return log_first - std::log1p(-lambda / (kk + 1)) < kLogGrayRarity;
+    return log_first - std::log1p(-lambda / (kk + 1)) < log_rarity;
   }
   static constexpr double kLogGrayRarity = -16.118;  // ln(1e-7)
+  static constexpr double kLogTrialRarity = -9.210;  // ln(1e-4)
   bool lossier_than_siblings(int slot) {
     sibling_expected_ = -1;
     if (proto_.gray_loss_factor == 0) return false;
