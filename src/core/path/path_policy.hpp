@@ -98,7 +98,6 @@ struct EvHealth {
 class EvHealthTable {
  public:
   void add() { rows_.emplace_back(); }
-  size_t size() const { return rows_.size(); }
   /// Read-only: the EV's record, or a default one if it has none.
   const EvHealth& operator[](size_t i) const { return rows_[i] ? *rows_[i] : idle(); }
   /// For writing: the EV's record, created on first use.
@@ -108,12 +107,6 @@ class EvHealthTable {
   }
   /// Read-only access from a non-const context, without creating a record.
   const EvHealth& peek(size_t i) const { return (*this)[i]; }
-  /// EVs with a record of their own.
-  size_t records() const {
-    size_t n = 0;
-    for (const auto& r : rows_) n += r != nullptr;
-    return n;
-  }
 
  private:
   static const EvHealth& idle() {
@@ -164,9 +157,6 @@ class PathPolicy {
   void set_wire_evs(std::shared_ptr<const std::vector<WireEv>> w) { wire_ = std::move(w); }
   /// Slot i's losses and probe state.
   const EvHealth& health(int i) const { return health_[static_cast<size_t>(i)]; }
-  /// EVs that have had a loss, a SKIP or a probe (the others share one
-  /// default EvHealth: EvHealthTable).
-  size_t health_records() const { return health_.records(); }
   /// Slot holding EV `value`, or kNone.
   int find(uint32_t value) const;
   /// Number of slots in each state, over the whole set.
