@@ -21,7 +21,7 @@ mrc_soft_device_attr attr_of(const char* const* planes, int n) {
   a.plane_addrs = planes;
   a.num_planes = n;
   a.udp_port = 24795;
-  a.ev_port_base = 41000;
+  a.ev_port_base = 29000;
   a.evs_per_plane = 2;
   a.no_carrier_watch = 1;
   return a;

@@ -70,7 +70,7 @@ mrc_soft_device_attr attr_for(const char* const* planes, int n) {
   a.plane_addrs = planes;
   a.num_planes = n;
   a.udp_port = kPort;
-  a.ev_port_base = 41000;
+  a.ev_port_base = 29000;
   a.evs_per_plane = 4;
   return a;
 }
@@ -1007,11 +1007,11 @@ TEST(Api, HostileDatagramsWriteNothingAndAreCounted) {
   a.open({"127.0.2.12"});
   b.open({"127.0.2.13"});
   connect(a, b, 1);
-  auto attacker_addr = mrc::platform::SockAddr::parse("127.0.2.12:41000");  // a's plane and EV port 0
+  auto attacker_addr = mrc::platform::SockAddr::parse("127.0.2.12:29000");  // a's plane and EV port 0
   // The device holds that port; send from a raw copy of its address via a
   // second socket is impossible, so forge from the peer's address on another
   // EV-range port the device does not use.
-  attacker_addr->set_port(41003 + 100);
+  attacker_addr->set_port(29003 + 100);
   auto sock = mrc::platform::UdpSocket::open(*attacker_addr);
   ASSERT_TRUE(sock.ok());
   auto send_write = [&](uint32_t qpn, uint64_t va, uint32_t rkey, size_t truncate_to = 0) {

@@ -28,7 +28,7 @@ using mrc::test_support::qpn_of;
 
 using Clock = std::chrono::steady_clock;
 constexpr uint16_t kUdpPort = 24796;
-constexpr uint16_t kEvBase = 43200;
+constexpr uint16_t kEvBase = 31200;
 constexpr uint32_t kEvsPerPlane = 4;
 constexpr size_t kBytes = 1 << 20;
 

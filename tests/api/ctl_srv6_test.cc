@@ -35,15 +35,19 @@ using mrc::test_support::in_netns;
 using mrc::test_support::Srv6Net;
 constexpr size_t kBytes = 1 << 20;
 
-// One device on one plane (`mode` says where its EVs go).
+// One device on one plane (`mode` says where its EVs go). Two tests that
+// open on the same address run side by side under `ctest -j`, so each passes
+// its own `ev_base`, below the kernel's ephemeral range (32768-60999) so that
+// no other test's ephemeral socket can take it either.
 struct Node : mrc::test_support::SoftNode {
   mrc_qp* qp = nullptr;
-  void open(const char* plane, mrc_soft_ev_mode mode, uint16_t udp_port = 0) {
+  void open(const char* plane, mrc_soft_ev_mode mode, uint16_t udp_port = 0, uint16_t ev_base = 0) {
     const char* planes[] = {plane};
     mrc_soft_device_attr a{};
     a.plane_addrs = planes;
     a.num_planes = 1;
     a.udp_port = udp_port;
+    a.ev_port_base = ev_base;
     a.ev_mode = mode;
     a.evs_per_plane = 4;
     a.seed = 9;
@@ -93,7 +97,7 @@ int make_gen_profile(mrc_context* ctx, mrc_ctl_profile_state to) {
 
 TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
   Node n;
-  n.open("127.0.62.1", MRC_SOFT_EV_UDP, 24801);
+  n.open("127.0.62.1", MRC_SOFT_EV_UDP, 24801, 25830);
   mrc_ctl_device_attr d{};
   int supported = 0;
   ASSERT_EQ(mrc_ctl_query_device_ex(n.dev, nullptr, &d, &supported), 0);
@@ -108,7 +112,7 @@ TEST(CtlSrv6, UdpModeDevicesRefuseSrv6FormatsAndGeneratedArrays) {
 // sent): addresses built from the format's prefix and fields.
 TEST(CtlSrv6, AGeneratedArrayHoldsTheFormatsAddresses) {
   Node n;
-  n.open("::1", MRC_SOFT_EV_SRV6, 24803);
+  n.open("::1", MRC_SOFT_EV_SRV6, 24803, 25810);
   if (!n.dev) GTEST_SKIP() << "no SRv6 device here (its raw socket needs CAP_NET_RAW)";
   ASSERT_EQ(make_srv6_format(n.ctx), 0);
   mrc_ctl_ev_fmt_profile_attr f{};
@@ -171,7 +175,7 @@ TEST(CtlSrv6, AGeneratedArrayHoldsTheFormatsAddresses) {
 // value, which srv6_comp's template and mask expand into the carrier.
 TEST(CtlSrv6, ACompressedExplicitProfileExpandsItsEvsThroughTheTemplate) {
   Node n;
-  n.open("::1", MRC_SOFT_EV_SRV6, 24804);
+  n.open("::1", MRC_SOFT_EV_SRV6, 24804, 25820);
   if (!n.dev) GTEST_SKIP() << "no SRv6 device here (its raw socket needs CAP_NET_RAW)";
   mrc_ctl_attr d{};
   ASSERT_EQ(mrc_ctl_query_device(n.dev, &d), 0);

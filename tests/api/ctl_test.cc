@@ -26,7 +26,7 @@ constexpr int kFmtConfigure = MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROF
 using mrc::test_support::qpn_of;
 
 constexpr uint16_t kUdpPort = 24795;
-constexpr uint16_t kEvBase = 43000;
+constexpr uint16_t kEvBase = 31000;
 constexpr uint32_t kEvsPerPlane = 4;
 
 struct Dev : mrc::test_support::SoftNode {

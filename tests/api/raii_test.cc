@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 void tune(mrc_soft_device_attr& a) {
   a.udp_port = 24793;
-  a.ev_port_base = 42000;
+  a.ev_port_base = 30000;
   a.evs_per_plane = 8;
   a.burst = 8;  // burst mode keeps the big transfer quick
 }

@@ -91,7 +91,7 @@ class CarrierNet {
   std::string a_, b_, skip_;
 };
 
-DeviceConfig two_planes(const char* p0, const char* p1, uint16_t udp_port = 4791, uint16_t ev_base = 49152) {
+DeviceConfig two_planes(const char* p0, const char* p1, uint16_t udp_port = 4791, uint16_t ev_base = 27152) {
   DeviceConfig c;
   c.planes = {p0, p1};
   c.udp_port = udp_port;

@@ -46,7 +46,7 @@ DeviceConfig config(std::vector<std::string> planes, uint32_t burst = 1) {
   DeviceConfig c;
   c.planes = std::move(planes);
   c.udp_port = 24791;  // not 4791: a real RoCE/MRC stack on the host may own it
-  c.ev_port_base = 40000;
+  c.ev_port_base = 28000;
   c.evs_per_plane = 8;
   c.burst = burst;
   c.seed = 7;
@@ -207,9 +207,9 @@ TEST_P(DeviceOrder, AQpsDataLeavesInTheOrderTheCoreSentIt) {
     auto parsed = wire::parse(std::span<const uint8_t>(ip + l4, incl - l4));
     if (!parsed.ok() || !parsed->h.info().data) continue;
     psns.push_back(parsed->h.bth.psn);
-    // The EV is the source port: one of the profile's (40000 + 16).
+    // The EV is the source port: one of the profile's (28000 + 16).
     const uint32_t sport = uint32_t{ip[l4 - 8]} << 8 | ip[l4 - 7];
-    if (sport < 40000 || sport >= 40016) ++foreign_sports;
+    if (sport < 28000 || sport >= 28016) ++foreign_sports;
   }
   ASSERT_GT(psns.size(), 1000u) << "the capture holds A's data packets";
   EXPECT_EQ(foreign_sports, 0u) << "data left from a source port that is not one of its EVs";
@@ -709,10 +709,10 @@ TEST(Device, InjectedDatagramsTakeTheReceivePathsChecks) {
   ASSERT_TRUE(p.ok());
   const std::vector<uint8_t> junk(64, 0x42);
   platform::SockAddr peer = p.a.dev->plane_address(1);
-  peer.set_port(40008);
+  peer.set_port(28008);
   const DeviceStats before = p.b.dev->stats();
   ASSERT_TRUE(p.b.dev->inject_datagram(1, peer, junk).ok());
-  platform::SockAddr stranger = *platform::SockAddr::parse("127.0.74.9:40000");
+  platform::SockAddr stranger = *platform::SockAddr::parse("127.0.74.9:28000");
   ASSERT_TRUE(p.b.dev->inject_datagram(0, stranger, junk).ok());
   EXPECT_EQ(p.b.dev->inject_datagram(2, peer, junk).error(), Errc::invalid_argument);
   const DeviceStats after = p.b.dev->stats();

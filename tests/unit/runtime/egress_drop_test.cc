@@ -198,14 +198,14 @@ void icmp_errors_fail_no_send(bool io_uring) {
       c.planes = {p0, p1};
       c.evs_per_plane = 4;
       c.seed = 36;
-      c.ev_port_base = 41000;
+      c.ev_port_base = 29000;
       c.io_uring = io_uring;
       return c;
     };
     Endpoint a, b;
     a.dev = open_device(plane_cfg("127.0.0.3", "127.0.0.4"));
     DeviceConfig bc = plane_cfg("127.0.0.1", "127.0.0.2");
-    bc.ev_port_base = 42000;
+    bc.ev_port_base = 30000;
     b.dev = open_device(bc);
     ASSERT_TRUE(a.dev && b.dev);
     create_resources(a, 1 << 20);

@@ -35,7 +35,7 @@ using fixture::write;
 using platform::SockAddr;
 
 constexpr uint16_t kUdpPort = 24791;
-constexpr uint16_t kEvBase = 40000;
+constexpr uint16_t kEvBase = 28000;
 constexpr uint32_t kEvsPerPlane = 8;
 constexpr uint32_t kWrites = 32;
 constexpr uint32_t kWriteBytes = 256 << 10;

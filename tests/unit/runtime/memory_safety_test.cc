@@ -24,7 +24,7 @@ DeviceConfig config(const char* a, const char* b) {
   DeviceConfig c;
   c.planes = {a, b};
   c.udp_port = 24791;
-  c.ev_port_base = 40000;
+  c.ev_port_base = 28000;
   c.evs_per_plane = 4;
   c.seed = 11;
   c.watch_carrier = false;

@@ -28,7 +28,7 @@ namespace {
 using fixture::Clock;
 
 constexpr uint16_t kPort = 24791;
-constexpr uint16_t kEvBase = 40000;
+constexpr uint16_t kEvBase = 28000;
 
 DeviceConfig config(int net, int host, bool confirm_fatal) {
   DeviceConfig c;
