@@ -49,7 +49,7 @@ bool Simulator::run_until(Time end) {
       const Event& n = queue_.top();
       prefetch_lines(n);
       if (const Event* n2 = queue_.peek_second()) prefetch_lines(*n2);
-      if (node_prefetch_) n.node->prefetch(n.tag);
+      n.node->prefetch(n.tag);
     }
     now_ = e.at;
     cur_key_ = e.key;

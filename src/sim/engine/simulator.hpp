@@ -79,15 +79,6 @@ class Simulator {
   void stop() { stop_ = true; }
   bool stopped() const { return stop_; }
 
-  /// Whether the loop asks the next event's node to prefetch what its
-  /// handler will reach (Node::prefetch; on by default). The hints cost
-  /// instructions on every event (a switch routes the packet twice) and pay
-  /// only where the model's state does not stay in a core's cache: the
-  /// fabric turns them off for small fabrics (Fabric). Results do not
-  /// depend on it.
-  void set_node_prefetch(bool on) { node_prefetch_ = on; }
-  bool node_prefetch() const { return node_prefetch_; }
-
   uint64_t events_processed() const { return events_; }
   /// The key of the event running (or of the last one run): with now(), it
   /// places whatever that event records in the order a sequential run
@@ -160,7 +151,6 @@ class Simulator {
   uint32_t next_entity_ = 1;
   Simulator* ids_ = nullptr;  ///< share_entities
   bool stop_ = false;
-  bool node_prefetch_ = true;
 };
 
 }  // namespace mrc::sim

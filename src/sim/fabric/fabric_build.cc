@@ -68,14 +68,6 @@ Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions
   ev.t0_up = shape.t0_up;
   ev.t1_up = shape.three_tier ? shape.t1_up : 1;
   build();
-  // The loop's prefetch hints (Node::prefetch: a pipe routes its head packet
-  // ahead to load the egress port) pay where the switch ports and host links
-  // outgrow a core's L2 (1 MiB on the EPYC VM): on the 1024-host 3-tier
-  // fabric (4.3 MB) they save about 9 % of the CPU time; on the 128-host
-  // 2-tier one (336 KB) they cost 2-6 % (docs/performance.md).
-  constexpr uint64_t kNodePrefetchAbove = uint64_t{1} << 20;
-  const uint64_t state = uint64_t{nports()} * sizeof(PortSlot) + uint64_t{shape.planes} * shape.hosts * sizeof(Pipe);
-  for_each_ctx([&](FabricContext& fc) { fc.sim->set_node_prefetch(state > kNodePrefetchAbove); });
 }
 
 Fabric::Impl::~Impl() {

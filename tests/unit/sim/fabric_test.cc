@@ -526,55 +526,5 @@ TEST(Fabric, DestroyingTheFabricReturnsPacketsToThePool) {
   EXPECT_EQ(sim.live_packets(), 0u);
 }
 
-// The loop's prefetch hints (Node::prefetch) are on where the fabric's
-// ports and host links outgrow a core's cache (1 MiB) and off below.
-TEST(Fabric, PrefetchHintsOnlyWhereThePortsOutgrowACache) {
-  Simulator small(1);
-  Fabric a(small, timing_cfg());  // 32 hosts on 2 planes: about 100 KB
-  EXPECT_FALSE(small.node_prefetch());
-  TopologyConfig c;
-  c.kind = TopologyKind::fattree3;  // k = 16: 5,120 switch ports, about 4.3 MB
-  c.hosts = 1024;
-  c.t0_down = 8;
-  c.t0_up = 8;
-  c.t1_count = 8;
-  std::string why;
-  ASSERT_TRUE(c.validate(&why).ok()) << why;
-  Simulator large(1);
-  Fabric b(large, c);
-  EXPECT_TRUE(large.node_prefetch());
-}
-
-// The hints must not change anything: the same incast (trimming, so queues
-// build, packets are trimmed and ports catch up lazily) with them forced on
-// and off delivers the same packets at the same times.
-TEST(Fabric, PrefetchHintsChangeNoResult) {
-  std::vector<test::Sink::Rx> rx[2];
-  uint64_t events[2] = {0, 0};
-  uint64_t trims[2] = {0, 0};
-  for (int on = 0; on < 2; ++on) {
-    Incast x(false, true, true);
-    x.sim.set_node_prefetch(on == 1);
-    x.sim.run_until(Time::never());
-    rx[on] = x.sink.rx;
-    events[on] = x.sim.events_processed();
-    trims[on] = x.f->stats().trims;
-  }
-  ASSERT_EQ(rx[0].size(), 800u);
-  ASSERT_EQ(rx[1].size(), rx[0].size());
-  EXPECT_GT(trims[0], 0u);
-  EXPECT_EQ(trims[1], trims[0]);
-  EXPECT_EQ(events[1], events[0]);
-  for (size_t i = 0; i < rx[0].size(); ++i) {
-    EXPECT_EQ(rx[1][i].at, rx[0][i].at) << "packet " << i;
-    // Packet ids run on from one test::make_packet to the next: the same
-    // packet is the same offset from the run's first.
-    EXPECT_EQ(rx[1][i].id - rx[1][0].id, rx[0][i].id - rx[0][0].id) << "packet " << i;
-    EXPECT_EQ(rx[1][i].src, rx[0][i].src) << "packet " << i;
-    EXPECT_EQ(rx[1][i].payload, rx[0][i].payload) << "packet " << i;
-    EXPECT_EQ(rx[1][i].hops, rx[0][i].hops) << "packet " << i;
-  }
-}
-
 }  // namespace
 }  // namespace mrc::sim
