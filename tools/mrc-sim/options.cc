@@ -391,9 +391,8 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   topo.queue = o.queue;
   std::string msg;
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
-  // Before anything of this size is built (the failures are checked on a
-  // probe fabric below): a run that would not fit is refused here, not by
-  // std::bad_alloc half-way. A connection matrix is counted once it is read.
+  // Before anything of this size is built: a run that would not fit is
+  // refused here, not by std::bad_alloc half-way. A connection matrix is counted once it is read.
   if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
   if (o.partitions > 1)
     if (auto plan = plan_partitions(topo, o.partitions, &msg); !plan) return fail(Errc::invalid_argument, msg);
@@ -426,8 +425,10 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
     sc.failures.push_back(*f);
   }
   {
+    // The layout alone: the real fabric is built by each run (a built
+    // probe took 728 MB and 1.2 s of CPU at 32,768 hosts x 8 planes).
     Simulator probe(o.seed);
-    Fabric probe_fabric(probe, topo);
+    Fabric probe_fabric(probe, topo, Fabric::LayoutOnly{});
     if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return failure_error(msg);
     // The base RTT sizes the switch buffers (one BDP) and seeds congestion
     // control: twice the longest unloaded one-way latency of a full packet
