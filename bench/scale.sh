@@ -15,7 +15,10 @@
 #
 # Defaults: hosts 4096 8192 16384 32768 65536 131072, partitions 1 2, 8 planes,
 # 16 EVs per plane, 0.05 ms, 1 MiB per flow (the run ends at the time limit).
-# Each run is under `nice -n 19` and /usr/bin/time -f '%e %U %M'. The larger
+# Each run is under `nice -n 19` and /usr/bin/time -f '%e %U %M'; CPU s is user
+# time, peak RSS MB is %M / 1024 (as mrc-sim's own table), per host-plane KB
+# is that over hosts x planes, and the estimate (mrc-sim's, from the refusal
+# a tiny --memory-limit-gb provokes) is in 10^9 bytes. The larger
 # host counts take minutes and gigabytes each: pass --hosts to run the small
 # end only. Needs bash, GNU time and python3. Not part of the test suite.
 set -euo pipefail
@@ -29,7 +32,7 @@ evs=16
 limit=0.05
 bytes=1048576
 out=""
-usage() { sed -n '3,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 need() { [[ $# -ge 2 ]] || { echo "scale.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -82,7 +85,7 @@ per_cpu = "%.2f M" % (hops / user / 1e6) if user > 0 else "-"
 host_planes = int(sys.argv[3]) * int(sys.argv[4])
 print("| %s | %s | %s | %.1f | %.1f | %d | %s | %.2f | %.0f | %.1f | %s |" % (
     sys.argv[3], sys.argv[4], sys.argv[5], float(wall), user, hops, per_cpu,
-    run["events"] / hops if hops else 0, int(rss_kb) / 1024, int(rss_kb) * 1024 / host_planes / 1000,
+    run["events"] / hops if hops else 0, int(rss_kb) / 1024, int(rss_kb) / 1024 * 1000 / host_planes,
     sys.argv[6]))
 PYEOF
     done

@@ -238,19 +238,28 @@ namespace {
 // had trouble (a loss, a SKIP, a probe) takes its EvHealth record on top,
 // about 90 bytes, which a fault-free run never allocates.
 //
-// Packets in flight and queued cost about 290 B each (a simulator packet is
+// A host's own state (NIC, endpoint, CQs, its part of the workload) is
+// about 12 KB whatever its planes; the fits above, all with 8 planes, could
+// not tell it from the per-host-plane cost, which left a 1-plane fabric 40 %
+// under (32,768 hosts: 1,172 MB measured).
+//
+// Packets in flight and queued cost about 250 B each (a simulator packet is
 // headers and bookkeeping, no payload, and its events): each host-plane
-// holds its flows' packets on the plane, at most about one round trip's
-// worth at its link rate (a QP's window is about one BDP). Fitted on
-// permutations at 100 Gb/s with 16 EVs per plane on 51.2T switches:
-// bench/scale.sh's 1 MiB flows stopped at 0.05 ms, 477 and 962 MB at 4,096
-// and 8,192 hosts (the model: 511 and 1,016); run to completion at 8,192
-// hosts, 525, 804 and 986 MB with 64 KiB, 512 KiB and 1 MiB flows (the
-// model: 523, 789 and 1,016); at 131,072 hosts, 8,317 and 12,852 MB with 64
-// KiB and 512 KiB flows (the model: 8,292 and 12,550).
+// holds its flows' packets on the plane, at most about two round trips'
+// worth at its link rate. Fitted on permutations at 100 Gb/s with 16 EVs per
+// plane on 51.2T switches, with 8 planes: bench/scale.sh's 1 MiB flows
+// stopped at 0.05 ms, 477, 962, 1,931 and 3,869 MB at 4,096 to 32,768 hosts
+// (the model: 508, 1,010, 2,011, 4,022); run to completion at 8,192 hosts,
+// 512 and 786 MB with 64 KiB and 512 KiB flows (518 and 747); at 131,072
+// hosts 8,122 and 12,551 MB with 64 KiB and 512 KiB flows (8,208 and
+// 11,878); and with 1 plane: 116 MB at 4,096 hosts with 64 KiB flows (113),
+// 1,172 MB at 32,768 with 1 MiB flows stopped at 0.05 ms (1,192). The model
+// is within 7 % of each. (MB here as in the docs: /usr/bin/time's KiB /
+// 1024.)
 constexpr double kFixedBytes = 5.4e6;           // the process, libraries, buffers
-constexpr double kPerHostPlaneBytes = 2508;     // NIC port, host link, pools
-constexpr double kPerPacketBytes = 290;         // a packet in flight or queued
+constexpr double kPerHostBytes = 12064;         // NIC, endpoint, CQs, the workload's state
+constexpr double kPerHostPlaneBytes = 1000;     // NIC port, host link
+constexpr double kPerPacketBytes = 250;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
@@ -337,7 +346,7 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
     ports = static_cast<double>(per_plane) / hosts;
   }
   // Packets in flight per host-plane: a flow's packets on the plane (a
-  // ring step's share of an all-reduce), at most one round trip at the
+  // ring step's share of an all-reduce), at most two round trips at the
   // link rate (host-T0-T1-T0-host, or through a T2 on fattree3).
   const bool ring = o.workload == "allreduce" || o.workload == "train";
   const double flow_bytes = ring ? static_cast<double>(o.bytes) / hosts : static_cast<double>(o.bytes);
@@ -347,8 +356,8 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
   const double one_way_s = links * (o.link_delay_ns * 1e-9 + (o.mtu + 200) * 8 / link_bps) +
                            (links - 1) * o.switch_latency_ns * 1e-9;
   const double rtt_packets = 2 * one_way_s * link_bps / 8 / o.mtu;
-  const double in_flight = std::min(flow_packets, rtt_packets);
-  const double bytes = kFixedBytes +
+  const double in_flight = std::min(flow_packets, 2 * rtt_packets);
+  const double bytes = kFixedBytes + kPerHostBytes * hosts +
                        (kPerHostPlaneBytes + ports * kPerSwitchPortBytes + in_flight * kPerPacketBytes) * hosts *
                            e.planes +
                        conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
