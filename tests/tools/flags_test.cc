@@ -343,14 +343,28 @@ TEST(Memory, EstimateFollowsTheMeasuredPeaks) {
   // Packets in flight: 1 MiB flows on 51.2T switches (bench/scale.sh, 16
   // EVs per plane) took 477 and 962 MB at 4,096 and 8,192 hosts, where the
   // same fabrics with 64 KiB flows took 265 and 525 MB.
+  SimOptions big = clos2_permutation(4096, 8, 16);
+  big.t0_down = big.t0_up = big.t1 = 256;
+  auto big_mb = [&big](uint32_t hosts, uint32_t bytes) {
+    big.hosts = hosts;
+    big.bytes = bytes;
+    return static_cast<double>(estimate_memory(big).bytes) / 1e6;
+  };
   for (const auto& [hosts, mb, small_mb] : {std::tuple{4096u, 477.0, 265.0}, std::tuple{8192u, 962.0, 525.0}}) {
-    SimOptions big = clos2_permutation(hosts, 8, 16);
-    big.t0_down = big.t0_up = big.t1 = 256;
-    big.bytes = 1 << 20;
-    EXPECT_NEAR(static_cast<double>(estimate_memory(big).bytes) / 1e6, mb, 0.1 * mb) << hosts << " hosts, 1 MiB";
-    big.bytes = 65536;
-    EXPECT_NEAR(static_cast<double>(estimate_memory(big).bytes) / 1e6, small_mb, 0.1 * small_mb) << hosts << " hosts";
+    EXPECT_NEAR(big_mb(hosts, 1 << 20), mb, 0.1 * mb) << hosts << " hosts, 1 MiB";
+    EXPECT_NEAR(big_mb(hosts, 65536), small_mb, 0.1 * small_mb) << hosts << " hosts";
   }
+  // Run to completion: 786 MB with 512 KiB flows at 8,192 hosts; the
+  // paper's fabric (8 planes x 131,072 hosts) took 8,122 MB with 64 KiB
+  // flows and 12,551 MB with 512 KiB flows (and a T1 down).
+  EXPECT_NEAR(big_mb(8192, 512 << 10), 786.0, 0.07 * 786.0);
+  EXPECT_NEAR(big_mb(131072, 65536), 8122.0, 0.07 * 8122.0);
+  EXPECT_NEAR(big_mb(131072, 512 << 10), 12551.0, 0.07 * 12551.0);
+  // One plane: a host's own state is not spread over 8 of them. 116 MB at
+  // 4,096 hosts with 64 KiB flows, 1,172 MB at 32,768 with 1 MiB flows.
+  big.planes = 1;
+  EXPECT_NEAR(big_mb(4096, 65536), 116.0, 0.07 * 116.0);
+  EXPECT_NEAR(big_mb(32768, 1 << 20), 1172.0, 0.07 * 1172.0);
   // The paper's fabric (8 planes x 131,072 hosts) fits a 24 GB machine; 32
   // planes x 524,288 hosts does not.
   const uint64_t paper = estimate_memory(clos2_permutation(131072, 8, 32)).bytes;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # bench/scale.sh on a small fabric against the mrc-sim under test: one
 # filled row per partition count, the same packet-hops on 1 and 2 partitions
-# (the parallel engine's results do not depend on the split), a refusal row
+# (the parallel engine's results do not depend on the split) with the RSS
+# per host-plane and mrc-sim's memory estimate beside it, a refusal row
 # for a fabric too large to build, and clear errors for bad arguments and a
 # missing binary.
 #   scale_test.sh SCRIPT MRC_SIM
@@ -19,7 +20,7 @@ bash "$script" --bin "$sim" --hosts 512 --partitions "1 2" --time-limit-ms 0.005
 cmp -s "$tmp/stdout" "$tmp/table.md" || fail "--out does not hold what was printed"
 grep -q '^| hosts | planes | partitions | wall s | CPU s | packet-hops |' "$tmp/table.md" || fail "no table header"
 for p in 1 2; do
-  grep -Eq "^\| 512 \| 8 \| $p \| [0-9.]+ \| [0-9.]+ \| [1-9][0-9]* \| ([0-9.]+ M|-) \| [0-9.]+ \| [0-9]+ \|$" "$tmp/table.md" ||
+  grep -Eq "^\| 512 \| 8 \| $p \| [0-9.]+ \| [0-9.]+ \| [1-9][0-9]* \| ([0-9.]+ M|-) \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \|$" "$tmp/table.md" ||
     fail "no complete row for $p partition(s)"
 done
 h1=$(awk -F'|' '$4 ~ /^ 1 $/ {print $7}' "$tmp/table.md")

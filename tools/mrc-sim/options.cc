@@ -238,16 +238,28 @@ namespace {
 // had trouble (a loss, a SKIP, a probe) takes its EvHealth record on top,
 // about 90 bytes, which a fault-free run never allocates.
 //
-// Packets in flight and queued cost about 206 B each (a simulator packet is
-// headers and bookkeeping, no payload): each host-plane holds up to two
-// round trips' worth at its link rate, or its flows' packets if fewer.
-// Fitted on bench/scale.sh's runs (1 MiB permutations at 100 Gb/s, stopped
-// at 0.05 ms, 16 EVs per plane): 477 and 962 MB at 4,096 and 8,192 hosts (the
-// model: 461 and 918), where the same fabrics with 64 KiB flows take 265 and
-// 525 MB.
+// A host's own state (NIC, endpoint, CQs, its part of the workload) is
+// about 12 KB whatever its planes; the fits above, all with 8 planes, could
+// not tell it from the per-host-plane cost, which left a 1-plane fabric 40 %
+// under (32,768 hosts: 1,172 MB measured).
+//
+// Packets in flight and queued cost about 250 B each (a simulator packet is
+// headers and bookkeeping, no payload, and its events): each host-plane
+// holds its flows' packets on the plane, at most about two round trips'
+// worth at its link rate. Fitted on permutations at 100 Gb/s with 16 EVs per
+// plane on 51.2T switches, with 8 planes: bench/scale.sh's 1 MiB flows
+// stopped at 0.05 ms, 477, 962, 1,931 and 3,869 MB at 4,096 to 32,768 hosts
+// (the model: 508, 1,010, 2,011, 4,022); run to completion at 8,192 hosts,
+// 512 and 786 MB with 64 KiB and 512 KiB flows (518 and 747); at 131,072
+// hosts 8,122 and 12,551 MB with 64 KiB and 512 KiB flows (8,208 and
+// 11,878); and with 1 plane: 116 MB at 4,096 hosts with 64 KiB flows (113),
+// 1,172 MB at 32,768 with 1 MiB flows stopped at 0.05 ms (1,192). The model
+// is within 7 % of each. (MB here as in the docs: /usr/bin/time's KiB /
+// 1024.)
 constexpr double kFixedBytes = 5.4e6;           // the process, libraries, buffers
-constexpr double kPerHostPlaneBytes = 2508;     // NIC port, host link, pools
-constexpr double kPerPacketBytes = 206;         // a packet in flight or queued
+constexpr double kPerHostBytes = 12064;         // NIC, endpoint, CQs, the workload's state
+constexpr double kPerHostPlaneBytes = 1000;     // NIC port, host link
+constexpr double kPerPacketBytes = 250;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
@@ -345,7 +357,7 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
                            (links - 1) * o.switch_latency_ns * 1e-9;
   const double rtt_packets = 2 * one_way_s * link_bps / 8 / o.mtu;
   const double in_flight = std::min(flow_packets, 2 * rtt_packets);
-  const double bytes = kFixedBytes +
+  const double bytes = kFixedBytes + kPerHostBytes * hosts +
                        (kPerHostPlaneBytes + ports * kPerSwitchPortBytes + in_flight * kPerPacketBytes) * hosts *
                            e.planes +
                        conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
@@ -388,9 +400,8 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   topo.queue = o.queue;
   std::string msg;
   if (Status s = topo.validate(&msg); !s) return fail(Errc::invalid_argument, "invalid topology: " + msg);
-  // Before anything of this size is built (the failures are checked on a
-  // probe fabric below): a run that would not fit is refused here, not by
-  // std::bad_alloc half-way. A connection matrix is counted once it is read.
+  // Before anything of this size is built: a run that would not fit is
+  // refused here, not by std::bad_alloc half-way. A connection matrix is counted once it is read.
   if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
   if (o.partitions > 1)
     if (auto plan = plan_partitions(topo, o.partitions, &msg); !plan) return fail(Errc::invalid_argument, msg);
@@ -423,8 +434,10 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
     sc.failures.push_back(*f);
   }
   {
+    // The layout alone: the real fabric is built by each run (a built
+    // probe took 728 MB and 1.2 s of CPU at 32,768 hosts x 8 planes).
     Simulator probe(o.seed);
-    Fabric probe_fabric(probe, topo);
+    Fabric probe_fabric(probe, topo, Fabric::LayoutOnly{});
     if (Status s = validate_failures(sc.failures, probe_fabric, &msg); !s) return failure_error(msg);
     // The base RTT sizes the switch buffers (one BDP) and seeds congestion
     // control: twice the longest unloaded one-way latency of a full packet

@@ -299,7 +299,8 @@ class EventQueue {
     if (i >= n) return;
     if (n > kSmallBatch) {
       radix_sort_by_time(b);
-      i = 1;
+      sort_equal_times_by_key();
+      return;
     }
     for (; i < n; ++i) {
       if (!event_before(batch_[i], batch_[i - 1])) continue;
@@ -307,6 +308,33 @@ class EventQueue {
       size_t j = i;
       for (; j > 0 && event_before(e, batch_[j - 1]); --j) batch_[j] = batch_[j - 1];
       batch_[j] = e;
+    }
+  }
+
+  // After the radix sort by time: puts each run of equal times in key order,
+  // stably (the order an insertion sort gives). A long run takes a merge
+  // sort: a fabric of a million host-planes starts every QP at the same
+  // picosecond, and an insertion sort of that run moved ~n^2/4 events (47 %
+  // of the CPU before the first packet at 16,384 x 8 hosts).
+  void sort_equal_times_by_key() const {
+    const size_t n = end_;
+    auto by_key = [](const Event& a, const Event& b) { return a.key < b.key; };
+    for (size_t r = 0; r < n;) {
+      size_t e = r + 1;
+      while (e < n && batch_[e].at == batch_[r].at) ++e;
+      if (e - r > kSmallBatch) {
+        std::stable_sort(batch_.begin() + static_cast<ptrdiff_t>(r), batch_.begin() + static_cast<ptrdiff_t>(e),
+                         by_key);
+      } else {
+        for (size_t i = r + 1; i < e; ++i) {
+          if (!by_key(batch_[i], batch_[i - 1])) continue;
+          const Event ev = batch_[i];
+          size_t j = i;
+          for (; j > r && by_key(ev, batch_[j - 1]); --j) batch_[j] = batch_[j - 1];
+          batch_[j] = ev;
+        }
+      }
+      r = e;
     }
   }
 

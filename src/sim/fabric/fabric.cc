@@ -202,6 +202,12 @@ Fabric::Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions
   impl_ = std::make_unique<Impl>(sim, cfg, &parts);
 }
 
+Fabric::Fabric(Simulator& sim, const TopologyConfig& cfg, LayoutOnly) {
+  std::string why;
+  if (!cfg.validate(&why)) fatal("invalid topology: " + why);
+  impl_ = std::make_unique<Impl>(sim, cfg, nullptr, false);
+}
+
 Fabric::~Fabric() = default;
 
 Result<std::unique_ptr<Fabric>> Fabric::create(Simulator& sim, const TopologyConfig& cfg, std::string* why) {

@@ -94,6 +94,17 @@ class Fabric {
   /// (Simulator::share_entities); each NIC attaches in its host's. Aborts
   /// with a message on a plan that does not fit the topology.
   Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions& parts);
+  /// Tag of the constructor below.
+  struct LayoutOnly {};
+  /// The fabric's shape and addressing without its switches, ports and
+  /// links: a few hundred bytes, where building 8 planes x 131,072 hosts
+  /// takes gigabytes and seconds. config(), shape(), hosts(), planes(),
+  /// check(), name(), make_evs(), ev_path(), set_route() and
+  /// max_one_way_latency() answer as on the built fabric; nothing else may
+  /// be called on it. For checking a failure schedule and deriving sizes
+  /// before the run builds its own. `cfg` must have passed validate()
+  /// (aborts with the validation message otherwise).
+  Fabric(Simulator& sim, const TopologyConfig& cfg, LayoutOnly);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;

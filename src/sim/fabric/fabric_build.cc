@@ -20,7 +20,7 @@ constexpr uint64_t kStreamSwitch = uint64_t{0xFAB3} << 40;
 uint32_t bits_for(uint32_t n) { return n <= 1 ? 0u : static_cast<uint32_t>(std::bit_width(n - 1)); }
 }  // namespace
 
-Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions* parts)
+Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions* parts, bool elements)
     : sim(s), cfg(c), shape(c.shape()) {
   ctx.sim = &sim;
   ctx.pfc_host_sink = this;
@@ -67,10 +67,11 @@ Fabric::Impl::Impl(Simulator& s, const TopologyConfig& c, const FabricPartitions
   ev.w1 = shape.three_tier ? bits_for(shape.t1_up) : 0;
   ev.t0_up = shape.t0_up;
   ev.t1_up = shape.three_tier ? shape.t1_up : 1;
-  build();
+  if (elements) build();
 }
 
 Fabric::Impl::~Impl() {
+  if (!switches) return;  // a layout only: nothing was built
   // Packets still in flight or queued go back to the simulator's pool (which
   // must outlive the fabric); no PFC frames are sent on the way out.
   for_each_ctx([](FabricContext& c) { c.closing = true; });

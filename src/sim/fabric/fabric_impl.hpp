@@ -51,7 +51,8 @@ struct EvLayout {
 };
 
 struct Fabric::Impl final : Node {
-  Impl(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions* parts = nullptr);
+  /// Without `elements`, only the shape and addressing (Fabric::LayoutOnly).
+  Impl(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions* parts = nullptr, bool elements = true);
   /// The context of switch `id`'s partition.
   FabricContext* ctx_of(uint32_t switch_id) {
     return sw_part.empty() || sw_part[switch_id] == 0 ? &ctx : pctx[sw_part[switch_id] - 1].get();

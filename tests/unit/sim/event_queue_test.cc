@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <queue>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "util/prng.hpp"
@@ -120,6 +121,32 @@ TEST(EventQueue, EqualTimesPopInKeyOrderNotInsertionOrder) {
   EventQueue q;
   for (uint64_t i = 0; i < 1000; ++i) q.push(Time::from_ps(7), nullptr, i, event_key(3, 999 - i));
   for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(q.pop().tag, 999 - i);
+}
+
+// One bucket holding runs of equal times from 1 to 200 events long, keys in
+// random order: short runs are put in key order in place, long ones by a
+// merge sort (a fabric's hosts all start at the same picosecond); both must
+// give the reference order.
+TEST(EventQueue, RunsOfEqualTimesLongAndShortPopInKeyOrder) {
+  Prng rng(11);
+  EventQueue q;
+  std::priority_queue<Ref, std::vector<Ref>, std::greater<>> ref;
+  uint64_t seq = 0, tag = 0;
+  std::vector<Ref> all;
+  for (int64_t at = 0; at < 40; ++at)
+    for (uint64_t i = 0, n = 1 + rng.below(at % 4 == 0 ? 200 : 8); i < n; ++i)
+      all.push_back(Ref{1'000'000 + at * 50, random_key(rng, seq), tag++});  // a wheel bucket, not the heap
+  for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng.below(i)]);
+  for (const Ref& r : all) {
+    q.push(Time::from_ps(r.at), nullptr, r.tag, r.key);
+    ref.push(r);
+  }
+  while (!ref.empty()) {
+    const Event e = q.pop();
+    ASSERT_EQ(e.tag, ref.top().tag);
+    ref.pop();
+  }
+  EXPECT_TRUE(q.empty());
 }
 
 TEST(EventQueue, KeyBreaksTiesAcrossInterleavedTimes) {

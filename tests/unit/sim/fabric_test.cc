@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -509,6 +511,56 @@ TEST(FabricEcmp, StaticRoutesNeverReconverge) {
   delivered = n.sinks[17].rx.size();
   EXPECT_LT(delivered, 200u);
   EXPECT_EQ(delivered + n.f().stats().drops_link_down, 200u);
+}
+
+// A layout (no switches, ports or links built) checks references, names
+// them, routes and draws EV sets exactly as the built fabric, on a 2-tier
+// and a 3-tier multi-plane fabric.
+TEST(Fabric, LayoutOnlyAnswersAsTheBuiltFabric) {
+  TopologyConfig ft3;
+  ft3.kind = TopologyKind::fattree3;
+  ft3.planes = 2;
+  ft3.hosts = 32;
+  ft3.t0_down = ft3.t0_up = ft3.t1_count = 2;
+  for (const TopologyConfig& cfg : {timing_cfg(), ft3}) {
+    Simulator sim(1);
+    const Fabric built(sim, cfg);
+    const Fabric layout(sim, cfg, Fabric::LayoutOnly{});
+    const TopologyShape& s = built.shape();
+    EXPECT_EQ(layout.hosts(), built.hosts());
+    EXPECT_EQ(layout.planes(), built.planes());
+    EXPECT_EQ(layout.max_one_way_latency(), built.max_one_way_latency());
+    std::string why_built, why_layout;
+    for (uint32_t plane = 0; plane <= s.planes; ++plane)
+      for (uint32_t a = 0; a <= s.t1_count; ++a)
+        for (uint32_t b = 0; b <= std::max(s.t1_count, s.t2_count); ++b)
+          for (const auto tier : {LinkRef::Tier::host_t0, LinkRef::Tier::t0_t1, LinkRef::Tier::t1_t2}) {
+            const LinkRef l{tier, plane, a, b, 0};
+            const bool ok = built.check(l, &why_built).ok();
+            ASSERT_EQ(layout.check(l, &why_layout).ok(), ok) << built.name(l);
+            if (!ok) EXPECT_EQ(why_layout, why_built);
+            else EXPECT_EQ(layout.name(l), built.name(l));
+          }
+    for (const auto tier : {SwitchRef::Tier::t0, SwitchRef::Tier::t1, SwitchRef::Tier::t2})
+      for (uint32_t i = 0; i <= s.t0_count; ++i)
+        EXPECT_EQ(layout.check(SwitchRef{tier, 1, i}).ok(), built.check(SwitchRef{tier, 1, i}).ok());
+    Prng r1(9), r2(9);
+    const auto evs = built.make_evs(0, 31, 4, r1);
+    const auto layout_evs = layout.make_evs(0, 31, 4, r2);
+    ASSERT_EQ(layout_evs.size(), evs.size());
+    for (size_t i = 0; i < evs.size(); ++i) {
+      EXPECT_EQ(layout_evs[i].value, evs[i].value);
+      EXPECT_EQ(layout_evs[i].port, evs[i].port);
+    }
+    Packet a, b;
+    a.src = b.src = 0;
+    a.dst = b.dst = 31;
+    a.plane = b.plane = 1;
+    a.entropy = b.entropy = evs[5].value;
+    built.set_route(a);
+    layout.set_route(b);
+    EXPECT_TRUE(std::equal(std::begin(a.usid), std::end(a.usid), std::begin(b.usid)));
+  }
 }
 
 TEST(Fabric, DestroyingTheFabricReturnsPacketsToThePool) {
