@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 #include "sim/fabric/egress_port.hpp"
 #include "sim/fabric/switch.hpp"
@@ -191,6 +193,27 @@ void Pipe::prefetch(uint64_t tag) const {
     const char* p = reinterpret_cast<const char*>(head_);
     for (size_t i = 64; i < sizeof(Packet); i += 64) __builtin_prefetch(p + i);
   }
+}
+
+void Pipe::export_tag(Simulator& from, uint64_t tag, std::vector<uint8_t>& out) {
+  static_assert(std::is_trivially_copyable_v<Packet>);
+  Packet* p = reinterpret_cast<Packet*>(tag);
+  const size_t at = out.size();
+  out.resize(at + sizeof(Packet));
+  std::memcpy(out.data() + at, p, sizeof(Packet));
+  from.free_packet(p);
+}
+
+uint64_t Pipe::import_tag(Simulator& to, const uint8_t*& in) {
+  Packet* p = to.new_packet();
+  std::memcpy(static_cast<void*>(p), in, sizeof(Packet));
+  in += sizeof(Packet);
+  p->pipe_next = nullptr;
+  // The sender's side of this pipe runs in the other process: this copy
+  // counts what was sent from the packets that arrive, in the order sent.
+  ++sent_;
+  ++sent_cls_[static_cast<uint8_t>(p->cls) < 3 ? static_cast<uint8_t>(p->cls) : 2];
+  return reinterpret_cast<uintptr_t>(p);
 }
 
 void Pipe::deliver(Packet* p) {

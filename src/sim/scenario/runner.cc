@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <algorithm>
 #include <string>
 
@@ -33,6 +35,10 @@ class Sampler final : public Node {
     flows_ = std::move(flows);
     for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
+  /// A run across processes: every sample adds up the NICs' counters of
+  /// every rank (one reduction per sample; the other ranks' NICs read 0
+  /// here), so every rank takes the same samples.
+  void share(Ranks* ranks) { ranks_ = ranks; }
   void start() { sim_.schedule(sim_.now() + every_, this, 0, keys_.next()); }
   void on_event(Simulator& sim, uint64_t) override {
     take(sim.now());
@@ -57,8 +63,16 @@ class Sampler final : public Node {
       rx += c_.nic(h).rx_payload_bytes();
       placed += c_.nic(h).rx_placed_bytes();
     }
+    uint64_t queued = f_.total_queued_bytes();
+    if (ranks_) {
+      uint64_t v[3] = {rx, placed, queued};
+      ranks_->sum(v);
+      rx = v[0];
+      placed = v[1];
+      queued = v[2];
+    }
     const uint64_t unplaced = rx - placed;
-    Sample s{now, gbps(placed - last_placed_), 0, f_.total_queued_bytes()};
+    Sample s{now, gbps(placed - last_placed_), 0, queued};
     // A packet counted on arrival is placed in the same event, so the
     // difference never shrinks; max() keeps a sample at 0 regardless.
     s.unplaced_gbps = gbps(std::max(unplaced, last_unplaced_) - last_unplaced_);
@@ -72,6 +86,7 @@ class Sampler final : public Node {
   /// One row per enabled detail: deltas of the NICs' counters since the last sample.
   void sample_detail() {
     auto row = [&](std::vector<uint64_t> now, std::vector<uint64_t>& last, std::vector<std::vector<double>>& out) {
+      if (ranks_) ranks_->sum(now);
       last.resize(now.size(), 0);
       std::vector<double> g(now.size());
       for (size_t i = 0; i < now.size(); ++i) g[i] = gbps(now[i] - last[i]);
@@ -111,6 +126,7 @@ class Sampler final : public Node {
   bool hosts_ = false, planes_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> flows_;
   std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
+  Ranks* ranks_ = nullptr;
 };
 
 /// Records made in several partitions at once (and by the global events),
@@ -126,11 +142,22 @@ class Recorder {
     uint8_t phase;  ///< 0: a global event; 1: a partition's
     uint64_t key;   ///< of the event making the record
   };
-  explicit Recorder(uint32_t partitions) : buffers_(partitions + 1) {}
+  // One buffer per partition, the global events', and other ranks' records.
+  explicit Recorder(uint32_t partitions) : buffers_(partitions + 2) {}
   template <class P>
   void add(const P& w, T rec) {
     auto& b = buffers_[w.buffer].items;
     if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, b.size(), std::move(rec)});
+  }
+  /// Calls f(at, phase, key, seq, rec) for every record kept here.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& b : buffers_)
+      for (const Item& i : b.items) f(i.at, i.phase, i.key, i.seq, i.rec);
+  }
+  /// A record another rank kept (for_each there), with its place.
+  void add_item(Time at, uint8_t phase, uint64_t key, size_t seq, T rec) {
+    buffers_.back().items.push_back(Item{at, phase, key, seq, std::move(rec)});
   }
   /// The first `cap` records of the run, in order, with their times.
   std::vector<std::pair<Time, T>> merged(size_t cap) {
@@ -160,6 +187,55 @@ class Recorder {
   };
   std::vector<Buffer> buffers_;
 };
+
+/// Bytes a rank sends to rank 0 with its share of the results.
+class Bytes {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const size_t at = b_.size();
+    b_.resize(at + sizeof(T));
+    std::memcpy(b_.data() + at, &v, sizeof(T));
+  }
+  const std::vector<uint8_t>& bytes() const { return b_; }
+
+ private:
+  std::vector<uint8_t> b_;
+};
+
+/// Reads what Bytes wrote; a short buffer is a programming error (every
+/// rank runs the same build and scenario).
+class BytesReader {
+ public:
+  explicit BytesReader(const std::vector<uint8_t>& b) : p_(b.data()), e_(b.data() + b.size()) {}
+  template <class T>
+  T get() {
+    T v{};
+    if (static_cast<size_t>(e_ - p_) < sizeof(T)) {
+      std::fprintf(stderr, "mrc-sim: internal error: a rank's results ended early\n");
+      std::abort();
+    }
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* e_;
+};
+
+/// The fields of a RunResult that each rank counts for its partitions
+/// alone, added up over the ranks.
+template <class F>
+void for_each_summed(RunResult& r, F&& f) {
+  for (uint64_t* v : {&r.retransmissions, &r.timeouts, &r.losses_rule, &r.losses_nack, &r.probes,
+                      &r.data_packets, &r.spurious_retransmissions, &r.evs_retired, &r.evs_resurrected,
+                      &r.ev_congestion_swaps, &r.evs_suspected, &r.evs_cleared, &r.qp_failures, &r.events,
+                      &r.messages, &r.batches, &r.rank_bytes, &r.rank_buffers})
+    f(*v);
+}
 
 size_t peak_rss_kb() {
   std::ifstream in("/proc/self/status");
@@ -257,12 +333,30 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   }
   ParallelEngine engine(part_ptrs, scenario_lookahead(topo), &global);
   fp.engine = &engine;
+  Ranks* const ranks = sc.ranks;
+  if (ranks) {
+    const uint32_t nr = ranks->size();
+    if (nparts < 2 || nparts % nr != 0 || !sc.failures.empty()) {
+      std::fprintf(stderr,
+                   "mrc-sim: a run over %u ranks needs a multiple of them as partitions (%u given) and no failures\n",
+                   nr, nparts);
+      std::abort();
+    }
+    std::vector<uint32_t> rank_of(nparts);
+    for (uint32_t p = 0; p < nparts; ++p) rank_of[p] = p / (nparts / nr);
+    engine.set_ranks(ranks, std::move(rank_of));
+  }
   // Every partition's NICs allocate packets, and a packet ends where it is
   // delivered or dropped: what ended away from home goes back between
-  // windows.
+  // windows (across processes: one from another process's partition, whose
+  // copy arrived here, goes to this process's first pool).
   if (nparts > 1)
     for (uint32_t p = 0; p < nparts; ++p) parts[p]->set_packet_homes(&fp.host, p, nparts);
-  Simulator& sim = *parts[0];
+  std::vector<Simulator*> homes = part_ptrs;
+  for (uint32_t p = 0; p < nparts; ++p)
+    if (!engine.local(p)) homes[p] = part_ptrs[engine.local_partitions()[0]];
+  // A partition this process runs: its clock is the run's.
+  Simulator& sim = *parts[engine.local_partitions()[0]];
   Fabric fabric(global, topo, fp);
   core::EndpointConfig ec;
   ec.protocol = sc.protocol;
@@ -297,13 +391,18 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   // at the end.
   Recorder<std::pair<core::EvEvent, uint32_t>> ev_rec(nparts);
   Recorder<RunResult::PortRecord> port_rec(nparts);
+  // Across processes, a host's records are its rank's (what the global
+  // events do to other ranks' hosts here is not the run's).
   auto where = [&](uint32_t host) {
     if (engine.in_globals()) return Recorder<int>::Place{nparts, global.now(), 0, global.current_key()};
     Simulator& s = cluster.sim_of(host);
     return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key()};
   };
-  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) { ev_rec.add(where(host), {e, host}); };
+  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
+    if (engine.local(cluster.partition_of(host))) ev_rec.add(where(host), {e, host});
+  };
   cluster.on_port_event = [&](uint32_t host, const core::PortEvent& e) {
+    if (!engine.local(cluster.partition_of(host))) return;
     const auto w = where(host);
     port_rec.add(w, RunResult::PortRecord{w.at, host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
   };
@@ -321,6 +420,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
     sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
   }
+  sampler.share(ranks);
   sampler.start();
 
   uint64_t host_bps = 0;
@@ -349,9 +449,21 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   // Between windows: packets go home, and the workload's completions,
   // counted apart by the partitions, tell whether the run is over (or the
   // next training step starts).
+  if (ranks) {
+    // The nodes a message from another process may target, in the same
+    // order on every rank.
+    auto reg = [&engine](Node* n) { engine.register_target(n); };
+    fabric.for_each_message_target(reg);
+    cluster.for_each_message_target(reg);
+    if (flows) reg(flows.get());
+  }
   engine.set_on_barrier([&] {
     if (nparts > 1)
-      for (Simulator* p : part_ptrs) p->return_packets(part_ptrs);
+      for (uint32_t p : engine.local_partitions()) part_ptrs[p]->return_packets(homes);
+    if (ranks) {
+      if (train) train->share_tallies(*ranks, engine);
+      if (flows) flows->share_tallies(*ranks, engine);
+    }
     const std::optional<Time> end = train ? train->at_barrier(engine.now() + Duration::ps(1)) : flows->finished_at();
     if (end) engine.request_stop(*end);
   });
@@ -410,13 +522,101 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     r.span_cpu_s = engine.span_cpu_s();
   }
   r.failure_log = sched.log();
+  if (ranks) {
+    // Each rank counted its partitions' share (the others' elements never
+    // ran here: their counters read 0); rank 0 adds them up. The global
+    // events ran on every rank: their count is rank 0's.
+    if (ranks->rank() != 0) r.events -= global.events_processed();
+    r.rank_bytes = ranks->bytes_sent();
+    r.rank_buffers = ranks->buffers_sent();
+    Bytes out;
+    for_each_summed(r, [&](uint64_t v) { out.put(v); });
+    out.put(r.fabric);
+    for (uint32_t p = 0; p < nparts; ++p) {
+      out.put(r.partition_events[p]);
+      out.put(r.partition_cpu_s[p]);
+    }
+    for (const FlowRecord& f : r.flows) {
+      out.put(uint8_t{f.done});
+      out.put(f.status);
+      out.put(f.finish);
+      out.put(f.retransmits);
+      out.put(f.trims);
+    }
+    static_assert(std::is_trivially_copyable_v<core::EvEvent> &&
+                  std::is_trivially_copyable_v<RunResult::PortRecord>);
+    auto put_place = [&out](Time at, uint8_t phase, uint64_t key, size_t seq) {
+      out.put(at);
+      out.put(phase);
+      out.put(key);
+      out.put(uint64_t{seq});
+    };
+    uint64_t n_ev = 0, n_port = 0;
+    ev_rec.for_each([&](auto&&...) { ++n_ev; });
+    port_rec.for_each([&](auto&&...) { ++n_port; });
+    out.put(n_ev);
+    ev_rec.for_each([&](Time at, uint8_t phase, uint64_t key, size_t seq, const auto& rec) {
+      put_place(at, phase, key, seq);
+      out.put(rec.first);
+      out.put(rec.second);
+    });
+    out.put(n_port);
+    port_rec.for_each([&](Time at, uint8_t phase, uint64_t key, size_t seq, const RunResult::PortRecord& rec) {
+      put_place(at, phase, key, seq);
+      out.put(rec);
+    });
+    out.put(uint64_t{peak_rss_kb()});
+    const auto all = ranks->gather(out.bytes());
+    r.rank_share = ranks->rank() != 0;
+    for (uint32_t k = 1; k < all.size(); ++k) {
+      BytesReader in(all[k]);
+      for_each_summed(r, [&](uint64_t& v) { v += in.get<uint64_t>(); });
+      r.fabric.add(in.get<FabricStats>());
+      for (uint32_t p = 0; p < nparts; ++p) {
+        r.partition_events[p] += in.get<uint64_t>();
+        r.partition_cpu_s[p] += in.get<double>();
+      }
+      const auto rank_of_host = [&](uint32_t h) { return cluster.partition_of(h) / (nparts / ranks->size()); };
+      for (FlowRecord& f : r.flows) {
+        const bool done = in.get<uint8_t>() != 0;
+        const auto status = in.get<core::WcStatus>();
+        const Time finish = in.get<Time>();
+        const uint64_t retransmits = in.get<uint64_t>();
+        const uint64_t trims = in.get<uint64_t>();
+        // What the sender's partition counts, and what the receiver's does.
+        if (rank_of_host(f.spec.src) == k) {
+          f.done = done;
+          f.status = status;
+          f.finish = finish;
+          f.retransmits = retransmits;
+        }
+        if (rank_of_host(f.spec.dst) == k) f.trims = trims;
+      }
+      for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
+        const auto at = in.get<Time>();
+        const auto phase = in.get<uint8_t>();
+        const auto key = in.get<uint64_t>();
+        const auto seq = in.get<uint64_t>();
+        const auto e = in.get<core::EvEvent>();
+        ev_rec.add_item(at, phase, key, seq, {e, in.get<uint32_t>()});
+      }
+      for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
+        const auto at = in.get<Time>();
+        const auto phase = in.get<uint8_t>();
+        const auto key = in.get<uint64_t>();
+        const auto seq = in.get<uint64_t>();
+        port_rec.add_item(at, phase, key, seq, in.get<RunResult::PortRecord>());
+      }
+      r.peak_rss_kb = std::max<size_t>(r.peak_rss_kb, in.get<uint64_t>());
+    }
+  }
   for (auto& [at, rec] : ev_rec.merged(100000)) {
     r.ev_events.emplace_back(at, rec.first);
     r.ev_event_hosts.push_back(rec.second);
   }
   for (auto& [at, rec] : port_rec.merged(100000)) r.port_events.push_back(rec);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  r.peak_rss_kb = peak_rss_kb();
+  r.peak_rss_kb = std::max(r.peak_rss_kb, peak_rss_kb());
   return r;
 }
 

@@ -141,6 +141,13 @@ class Cluster {
   /// `src`'s partition; `node` must touch only `dst`'s state.
   void post(uint32_t src, uint32_t dst, Node* node, uint64_t tag);
   Duration post_delay() const { return post_delay_; }
+  /// Calls f(Node*) for each node of the cluster's own that post() may
+  /// target (every host's receive poster, in host order): targets of a
+  /// run across processes (ParallelEngine::register_target). A workload
+  /// that posts to itself registers itself.
+  void for_each_message_target(const std::function<void(Node*)>& f) {
+    for (uint32_t h = 0; h < hosts(); ++h) f(&posters_[h]);
+  }
 
   /// The workload's senders per destination (`n[dst]`, 0 = unknown), for
   /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
