@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "sim/fabric/pipe.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -195,19 +197,35 @@ void Pipe::prefetch(uint64_t tag) const {
   }
 }
 
+namespace {
+// A packet between processes: its fields, with only the header bytes the
+// transport wrote (hdr_len of them), not the whole header buffer.
+constexpr size_t kHdrAt = offsetof(Packet, hdr);
+constexpr size_t kAfterHdr = kHdrAt + sizeof(Packet::hdr);
+constexpr size_t kTail = sizeof(Packet) - kAfterHdr;
+}  // namespace
+
 void Pipe::export_tag(Simulator& from, uint64_t tag, std::vector<uint8_t>& out) {
   static_assert(std::is_trivially_copyable_v<Packet>);
   Packet* p = reinterpret_cast<Packet*>(tag);
+  const auto* b = reinterpret_cast<const uint8_t*>(p);
+  const size_t hdr = std::min<size_t>(p->hdr_len, sizeof(Packet::hdr));
   const size_t at = out.size();
-  out.resize(at + sizeof(Packet));
-  std::memcpy(out.data() + at, p, sizeof(Packet));
+  out.resize(at + kHdrAt + hdr + kTail);
+  uint8_t* o = out.data() + at;
+  std::memcpy(o, b, kHdrAt + hdr);
+  std::memcpy(o + kHdrAt + hdr, b + kAfterHdr, kTail);
   from.free_packet(p);
 }
 
 uint64_t Pipe::import_tag(Simulator& to, const uint8_t*& in) {
   Packet* p = to.new_packet();
-  std::memcpy(static_cast<void*>(p), in, sizeof(Packet));
-  in += sizeof(Packet);
+  auto* b = reinterpret_cast<uint8_t*>(p);
+  std::memcpy(b, in, kHdrAt);
+  const size_t hdr = std::min<size_t>(p->hdr_len, sizeof(Packet::hdr));
+  std::memcpy(b + kHdrAt, in + kHdrAt, hdr);
+  std::memcpy(b + kAfterHdr, in + kHdrAt + hdr, kTail);
+  in += kHdrAt + hdr + kTail;
   p->pipe_next = nullptr;
   // The sender's side of this pipe runs in the other process: this copy
   // counts what was sent from the packets that arrive, in the order sent.
