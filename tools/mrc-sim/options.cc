@@ -425,12 +425,6 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
                                        "to run without failures)"
                                  : m);
   };
-  if (o.ranks > 1 && !fail_text.empty())
-    return fail(Errc::invalid_argument,
-                fmt::format("failures do not run across MPI ranks yet ({} given{}): {}, or run the partitions on "
-                            "threads (without mpirun)",
-                            fail_text.size(), default_failures ? ", the default schedule" : "",
-                            default_failures ? "add --no-default-failures" : "drop --fail"));
   ResolvedRun run;
   Scenario& sc = run.scenario;
   for (const auto& t : fail_text) {

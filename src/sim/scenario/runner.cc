@@ -35,10 +35,13 @@ class Sampler final : public Node {
     flows_ = std::move(flows);
     for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
-  /// A run across processes: every sample adds up the NICs' counters of
-  /// every rank (one reduction per sample; the other ranks' NICs read 0
-  /// here), so every rank takes the same samples.
-  void share(Ranks* ranks) { ranks_ = ranks; }
+  /// A run across processes: every sample adds up the counters of each
+  /// rank's NICs (`local_hosts`; one reduction per sample), so every rank
+  /// takes the same samples.
+  void share(Ranks* ranks, std::vector<uint8_t> local_hosts) {
+    ranks_ = ranks;
+    local_ = std::move(local_hosts);
+  }
   void start() { sim_.schedule(sim_.now() + every_, this, 0, keys_.next()); }
   void on_event(Simulator& sim, uint64_t) override {
     take(sim.now());
@@ -60,6 +63,7 @@ class Sampler final : public Node {
     last_at_ = now;
     uint64_t rx = 0, placed = 0;
     for (uint32_t h = 0; h < c_.hosts(); ++h) {
+      if (!local(h)) continue;
       rx += c_.nic(h).rx_payload_bytes();
       placed += c_.nic(h).rx_placed_bytes();
     }
@@ -96,18 +100,19 @@ class Sampler final : public Node {
     const uint32_t n = c_.hosts();
     if (hosts_) {
       std::vector<uint64_t> v(n);
-      for (uint32_t h = 0; h < n; ++h) v[h] = c_.nic(h).rx_payload_bytes();
+      for (uint32_t h = 0; h < n; ++h) v[h] = local(h) ? c_.nic(h).rx_payload_bytes() : 0;
       row(std::move(v), last_hosts_, r_->host_series);
     }
     if (planes_) {
       std::vector<uint64_t> v(f_.planes(), 0);
       for (uint32_t h = 0; h < n; ++h)
-        for (uint32_t p = 0; p < f_.planes(); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
+        for (uint32_t p = 0; p < f_.planes() && local(h); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
       row(std::move(v), last_planes_, r_->plane_series);
     }
     if (!flows_.empty()) {
       std::vector<uint64_t> v(flows_.size());
-      for (size_t i = 0; i < flows_.size(); ++i) v[i] = c_.nic(flows_[i].second).rx_payload_from(flows_[i].first);
+      for (size_t i = 0; i < flows_.size(); ++i)
+        v[i] = local(flows_[i].second) ? c_.nic(flows_[i].second).rx_payload_from(flows_[i].first) : 0;
       row(std::move(v), last_flows_, r_->flow_series);
     }
   }
@@ -126,7 +131,10 @@ class Sampler final : public Node {
   bool hosts_ = false, planes_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> flows_;
   std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
+  bool local(uint32_t h) const { return local_.empty() || local_[h]; }
+
   Ranks* ranks_ = nullptr;
+  std::vector<uint8_t> local_;  ///< across processes: this rank's hosts
 };
 
 /// Records made in several partitions at once (and by the global events),
@@ -336,10 +344,9 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   Ranks* const ranks = sc.ranks;
   if (ranks) {
     const uint32_t nr = ranks->size();
-    if (nparts < 2 || nparts % nr != 0 || !sc.failures.empty()) {
-      std::fprintf(stderr,
-                   "mrc-sim: a run over %u ranks needs a multiple of them as partitions (%u given) and no failures\n",
-                   nr, nparts);
+    if (nparts < 2 || nparts % nr != 0) {
+      std::fprintf(stderr, "mrc-sim: a run over %u ranks needs a multiple of them as partitions (%u given)\n", nr,
+                   nparts);
       std::abort();
     }
     std::vector<uint32_t> rank_of(nparts);
@@ -378,6 +385,13 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   place.engine = &engine;
   place.post_delay = engine.lookahead();
   Cluster cluster(global, place, fabric, ec, spec);
+  // Across processes: this rank's hosts alone count (and are sampled).
+  std::vector<uint8_t> local_hosts;
+  if (ranks) {
+    local_hosts.resize(cluster.hosts());
+    for (uint32_t h = 0; h < cluster.hosts(); ++h) local_hosts[h] = engine.local(cluster.partition_of(h));
+    cluster.count_only(local_hosts);
+  }
   if (!sc.controller.empty() && spec.transport == core::Transport::mrc) {
     std::string why;
     if (Status s = cluster.use_controller(sc.controller, &why); !s) {
@@ -420,7 +434,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
     sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
   }
-  sampler.share(ranks);
+  sampler.share(ranks, local_hosts);
   sampler.start();
 
   uint64_t host_bps = 0;
@@ -496,7 +510,13 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     flows->count_unfinished();
     r.flows = flows->records();
   }
-  r.fabric = fabric.stats();
+  if (ranks) {
+    // Only this rank's partitions' counters: a flush here of a pipe that
+    // crosses to another rank's partition counts its losses there.
+    for (uint32_t p : engine.local_partitions()) r.fabric.add(fabric.partition_stats(p));
+  } else {
+    r.fabric = fabric.stats();
+  }
   r.retransmissions = cluster.sum_qp_stats([](const core::QpStats& s) { return s.retransmissions; });
   r.timeouts = cluster.sum_qp_stats([](const core::QpStats& s) { return s.timeouts; });
   r.losses_rule = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_rule; });
