@@ -8,10 +8,10 @@
 #
 # --mpi: the N partitions run as N processes under mpirun (--oversubscribe;
 # as root, with Open MPI's OMPI_ALLOW_RUN_AS_ROOT consent), one partition
-# each, and the CPU time is over every rank (mpirun's children). The last
-# two columns are then what the ranks sent each other per window (KB, and
-# point-to-point messages over all ranks) instead of the critical path,
-# which only the threads measure.
+# each, and the CPU time is over every rank (mpirun's children). Two more
+# columns then say what the ranks sent each other per window (KB, and
+# point-to-point messages over all ranks); the critical path takes the
+# longest share of any rank per window (ParallelEngine::span_cpu_s).
 #
 # Each run: clos2 (8 planes at 400 Gb/s), a 4 MiB permutation, MRC only, no
 # failures. Prints one line per host count: wall and CPU (user + sys) medians
@@ -47,12 +47,13 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-last2=(span bound)
-[ "$mpi" = 1 ] && last2=(KB/w mpimsg/w)
-printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" \
-  speedup efficiency cpu_ratio windows msg/w batch/w busiest "${last2[@]}"
+extra=()
+[ "$mpi" = 1 ] && extra=(KB/w mpimsg/w)
+printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n" hosts wall_1 cpu_1 "wall_$parts" \
+  "cpu_$parts" speedup efficiency cpu_ratio windows msg/w batch/w busiest span bound "${extra[@]}"
 for h in "${hosts[@]}"; do
   : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"; : >"$tmp/cratio"; : >"$tmp/span"; : >"$tmp/bound"
+  : >"$tmp/kb"; : >"$tmp/mpimsg"
   for r in $(seq "$rounds"); do
     for p in 1 "$parts"; do
       launch=()
@@ -67,18 +68,19 @@ for h in "${hosts[@]}"; do
         echo "$cpu / $c1" | bc -l >>"$tmp/cratio"
         win=$(awk '/^windows/ {print $2, $3, $6}' "$tmp/out" | tr -d '(')
         busiest=$(awk '/^busiest partition/ {print $3 "%"}' "$tmp/out")
+        span=$(awk '/^critical path/ {print $3}' "$tmp/out")
+        echo "$span" >>"$tmp/span"; echo "$c1 / $span" | bc -l >>"$tmp/bound"
         if [ "$mpi" = 1 ]; then
-          awk '/^MPI exchange/ {print $3}' "$tmp/out" >>"$tmp/span"
-          awk '/^MPI exchange/ {print $6}' "$tmp/out" >>"$tmp/bound"
-        else
-          span=$(awk '/^critical path/ {print $3}' "$tmp/out")
-          echo "$span" >>"$tmp/span"; echo "$c1 / $span" | bc -l >>"$tmp/bound"
+          awk '/^MPI exchange/ {print $3}' "$tmp/out" >>"$tmp/kb"
+          awk '/^MPI exchange/ {print $6}' "$tmp/out" >>"$tmp/mpimsg"
         fi
       fi
     done
   done
   s=$(median <"$tmp/ratio")
-  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f\n" "$h" "$(median <"$tmp/w1")" \
+  extra=()
+  [ "$mpi" = 1 ] && extra=("$(median <"$tmp/kb")" "$(median <"$tmp/mpimsg")")
+  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f %9s %9s\n" "$h" "$(median <"$tmp/w1")" \
     "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" \
-    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")"
+    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")" "${extra[@]}"
 done

@@ -114,7 +114,9 @@ void ParallelEngine::exchange_remote() {
       c = 0;
     }
   }
+  const double c0 = thread_cpu_now_s();
   const auto in = ranks_->exchange(out);
+  in_ranks_s_ += thread_cpu_now_s() - c0;
   for (uint32_t r = 0; r < nr; ++r) {
     if (r == me) continue;
     const uint8_t* p = in[r].data();
@@ -202,12 +204,16 @@ bool ParallelEngine::next_window(Time end) {
   Time first = Time::never();
   for (uint32_t p : local_) first = min(first, parts_[p]->next_event_time());
   if (ranks_) {
-    // One reduction for both: the earliest stop of any process, and the
-    // earliest pending event.
-    int64_t v[2] = {stop.ps(), first.ps()};
+    // One reduction for all three: the earliest stop of any process, the
+    // earliest pending event, and the longest share of the window just run
+    // (a maximum, as the minimum of its negation; in ns of CPU time).
+    int64_t v[3] = {stop.ps(), first.ps(), -static_cast<int64_t>(window_busy_s_ * 1e9)};
+    const double c0 = thread_cpu_now_s();
     ranks_->min(v);
+    in_ranks_s_ += thread_cpu_now_s() - c0;
     stop = Time::from_ps(v[0]);
     first = Time::from_ps(v[1]);
+    window_busy_s_ = static_cast<double>(-v[2]) * 1e-9;
   }
   if (!stop.is_never()) {
     stopped_ = true;
@@ -241,6 +247,17 @@ void ParallelEngine::run_window(uint32_t p) {
   }
 }
 
+bool ParallelEngine::barrier_step(Time end) {
+  const double t0 = thread_cpu_now_s();
+  const double waited0 = in_ranks_s_;
+  const bool more = next_window(end);
+  // The barrier's own steps, less the collectives' CPU time: a rank that
+  // finished its share early spins there, waiting for the longest share,
+  // which window_busy_s_ counts already.
+  span_s_ += window_busy_s_ + (thread_cpu_now_s() - t0) - (in_ranks_s_ - waited0);
+  return more;
+}
+
 bool ParallelEngine::run_until(Time end) {
   stopped_ = false;
   stop_time_ = Time::never();
@@ -264,22 +281,22 @@ void ParallelEngine::run_windows(Time end, bool more) {
     const uint32_t p = local_[0];
     const double cpu0 = thread_cpu_now_s();
     while (more) {
+      const double w0 = thread_cpu_now_s();
       run_window(p);
-      more = next_window(end);
+      window_busy_s_ = thread_cpu_now_s() - w0;
+      more = barrier_step(end);
     }
     cpu_s_[p] += thread_cpu_now_s() - cpu0;
   } else {
     // The completion step runs on one thread while the others wait: it alone
     // touches the outboxes of every pair, the global events and the window.
     auto on_barrier = [this, end, &more]() noexcept {
-      const double t0 = thread_cpu_now_s();
-      double longest = 0;
+      window_busy_s_ = 0;
       for (double& b : busy_s_) {
-        longest = std::max(longest, b);
+        window_busy_s_ = std::max(window_busy_s_, b);
         b = 0;
       }
-      more = next_window(end);
-      span_s_ += longest + (thread_cpu_now_s() - t0);
+      more = barrier_step(end);
     };
     std::barrier sync(static_cast<std::ptrdiff_t>(local_.size()), on_barrier);
     auto work = [this, &more, &sync](uint32_t p) {

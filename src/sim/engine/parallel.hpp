@@ -150,6 +150,9 @@ class ParallelEngine {
   /// (merging outboxes, global events). On as many free cores as
   /// partitions the run would take about this long: the sequential run's
   /// CPU time over it bounds the speedup, whatever else loads the machine.
+  /// Across processes: the longest share of any process (a reduction), and
+  /// this process's barrier steps less the CPU time spent in the
+  /// collectives (waits, and the copies of the exchange).
   double span_cpu_s() const { return span_s_; }
 
  private:
@@ -180,6 +183,9 @@ class ParallelEngine {
   /// Runs the window loop over this process's partitions (threads when
   /// there are several); `more` is the first window's next_window().
   void run_windows(Time end, bool more);
+  /// next_window() after a window whose longest share took window_busy_s_,
+  /// adding the window to the critical path (span_s_).
+  bool barrier_step(Time end);
 
   std::vector<Simulator*> parts_;
   Simulator* global_ = nullptr;
@@ -198,6 +204,8 @@ class ParallelEngine {
   std::vector<double> cpu_s_;
   std::vector<double> busy_s_;  ///< per partition: CPU time running the window just run
   double span_s_ = 0;
+  double window_busy_s_ = 0;  ///< the longest share of the window just run (every process's, after the barrier)
+  double in_ranks_s_ = 0;     ///< CPU time in the collectives (Ranks) of the engine's barriers
   // Across processes (set_ranks).
   Ranks* ranks_ = nullptr;
   std::vector<uint32_t> rank_of_;  ///< per partition
