@@ -6,8 +6,6 @@
 // microsecond, and lets a test drop, copy, alter or forge any packet.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +19,7 @@
 
 #include "core/endpoint.hpp"
 #include "core/qp.hpp"
+#include "endpoint_pair.hpp"
 #include "harness/events.hpp"
 #include "wire/packet.hpp"
 #include "wire/psn.hpp"
@@ -28,81 +27,18 @@
 namespace mrc::core {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
 using harness::Event;
-constexpr uint64_t kHostA = 1;  // requester
-constexpr uint64_t kHostB = 2;  // responder
-constexpr uint32_t kMtu = 1024;
-constexpr uint32_t kAllPorts = 0b11;
+using test_support::EndpointPair;
+using test_support::kAllPorts;
+using test_support::kHostA;
+using test_support::kHostB;
+using test_support::PairSpec;
+using test_support::Sent;
+using Bytes = test_support::Bytes;
+constexpr uint32_t kMtu = test_support::kPairMtu;
 
-std::unique_ptr<Endpoint> make_ep(const EndpointConfig& cfg) {
-  auto r = Endpoint::create(cfg);
-  EXPECT_TRUE(r.ok());
-  return std::move(*r);
-}
-
-struct Sent {
-  uint64_t from;
-  Transmit tx;
-  Bytes bytes;
-};
-
-struct Pair {
-  std::unique_ptr<Endpoint> a, b;
-  uint32_t qa = 0, qb = 0;
-  Time now = Time::zero() + Duration::us(1);
-  Bytes src = Bytes(1 << 20), dst = Bytes(1 << 20);
-  MemoryRegion src_mr, dst_mr;
-  /// Called for every packet before delivery; false drops it.
-  std::function<bool(const Sent&)> filter;
-  std::vector<Sent> log;
-  std::vector<Event> events_a, events_b;
-
-  explicit Pair(uint8_t retry_exp = 25, uint8_t retry_linear = 7, EndpointConfig cfg = {}, uint32_t cap = 0) {
-    cfg.ports.assign(2, PortConfig{});
-    cfg.seed = 11;
-    a = make_ep(cfg);
-    cfg.seed = 12;
-    b = make_ep(cfg);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-    src_mr = *a->reg_mr(reinterpret_cast<uint64_t>(src.data()), src.size(), access::kLocalWrite);
-    dst_mr = *b->reg_mr(reinterpret_cast<uint64_t>(dst.data()), dst.size(), access::kRemoteWrite);
-    // CQ 0 on each side: QpInit{} names it for both queues.
-    EXPECT_EQ(*a->create_cq(Endpoint::kMaxCqe), 0u);
-    EXPECT_EQ(*b->create_cq(Endpoint::kMaxCqe), 0u);
-    qa = *a->create_qp(QpInit{});
-    qb = *b->create_qp(QpInit{});
-    connect(*a, qa, qb, kHostB, 0x100, 0x200, retry_exp, retry_linear, cap);
-    connect(*b, qb, qa, kHostA, 0x200, 0x100, retry_exp, retry_linear, cap);
-  }
-
-  void connect(Endpoint& e, uint32_t q, uint32_t dest, uint64_t peer, uint32_t sq, uint32_t rq, uint8_t rexp,
-               uint8_t rlin, uint32_t cap) {
-    namespace qa_ = qp_attr;
-    QpAttr at;
-    at.state = QpState::init;
-    ASSERT_TRUE(e.modify_qp(now, q, at, qa_::kState).ok());
-    at.state = QpState::rtr;
-    at.dest_qpn = dest;
-    at.rq_psn = rq;
-    at.peer = peer;
-    at.path_mtu = kMtu;
-    at.cap = cap;
-    ASSERT_TRUE(e.modify_qp(now, q, at,
-                            qa_::kState | qa_::kDestQpn | qa_::kRqPsn | qa_::kPeer | qa_::kPathMtu |
-                                qa_::kMaxWimmDest | qa_::kMprDest | qa_::kCap)
-                    .ok());
-    at.state = QpState::rts;
-    at.sq_psn = sq;
-    at.timeout = 6;  // 65.5 us
-    at.retry_exp = rexp;
-    at.retry_linear = rlin;
-    ASSERT_TRUE(
-        e.modify_qp(now, q, at, qa_::kState | qa_::kSqPsn | qa_::kMaxWimm | qa_::kMpr | qa_::kRetryCnt | qa_::kTimeout)
-            .ok());
-  }
-
-  Endpoint& ep(uint64_t host) { return host == kHostA ? *a : *b; }
+struct Pair : EndpointPair {
+  using EndpointPair::EndpointPair;
 
   /// Headers of a WRITE_ONLY to B's QP at B's region (PSN left to the caller).
   wire::Headers write_to_b() const {
@@ -113,81 +49,6 @@ struct Pair {
     h.reth.va = dst_mr.addr;
     h.reth.rkey = dst_mr.rkey;
     return h;
-  }
-
-  Status write(uint64_t wr_id, uint32_t len, uint64_t offset = 0) {
-    SendWr wr;
-    wr.wr_id = wr_id;
-    wr.local_addr = src_mr.addr + offset;
-    wr.lkey = src_mr.lkey;
-    wr.length = len;
-    wr.remote_addr = dst_mr.addr + offset;
-    wr.rkey = dst_mr.rkey;
-    return a->post_send(now, qa, wr);
-  }
-
-  /// Delivers `bytes` to `to` as if sent by `from` on `port` with EV `entropy`.
-  void inject(uint64_t to, uint64_t from, const Bytes& bytes, uint8_t port = 0, uint32_t entropy = 0) {
-    RxMeta m;
-    m.port = port;
-    m.peer = from;
-    m.entropy = entropy;
-    ep(to).handle_datagram(now, m, bytes);
-  }
-
-  void drain(uint64_t host) {
-    Endpoint& e = ep(host);
-    uint8_t hdr[wire::kMaxHeaderBytes];
-    for (;;) {
-      auto t = e.poll_transmit(now, kAllPorts, hdr);
-      if (!t.ok()) break;
-      Sent s{host, *t, Bytes(hdr, hdr + t->header_len)};
-      if (t->payload_len) s.bytes.insert(s.bytes.end(), t->payload, t->payload + t->payload_len);
-      log.push_back(s);
-      if (filter && !filter(log.back())) continue;
-      RxMeta m;
-      m.port = t->port;
-      m.peer = host;
-      m.entropy = t->entropy;
-      ep(t->peer).handle_datagram(now, m, log.back().bytes);
-    }
-  }
-
-  void step(Duration dt = Duration::us(1)) {
-    drain(kHostA);
-    drain(kHostB);
-    now = now + dt;
-    for (uint64_t h : {kHostA, kHostB})
-      if (ep(h).next_timeout() <= now) ep(h).handle_timeout(now);
-    while (auto e = harness::next_event(*a, 0)) events_a.push_back(*e);
-    while (auto e = harness::next_event(*b, 0)) events_b.push_back(*e);
-  }
-
-  bool run_until(const std::function<bool()>& done, Duration limit) {
-    const Time end = now + limit;
-    while (now < end) {
-      if (done()) return true;
-      step();
-    }
-    return done();
-  }
-
-  std::optional<WorkCompletion> send_completion(uint64_t wr_id) const {
-    for (const Event& e : events_a)
-      if (auto* wc = std::get_if<WorkCompletion>(&e); wc && wc->wr_id == wr_id && wc->qpn == qa) return *wc;
-    return std::nullopt;
-  }
-  bool completed(uint64_t wr_id) const { return send_completion(wr_id).has_value(); }
-  bool data_arrived(uint32_t len) const { return std::memcmp(src.data(), dst.data(), len) == 0; }
-
-  const Qp& qp_a() const { return *a->qp(qa); }
-  const Qp& qp_b() const { return *b->qp(qb); }
-
-  /// The last packet `from` sent with this opcode.
-  const Sent* last(uint64_t from, wire::Opcode op) const {
-    for (auto it = log.rbegin(); it != log.rend(); ++it)
-      if (it->from == from && static_cast<wire::Opcode>(it->bytes[0]) == op) return &*it;
-    return nullptr;
   }
 };
 
@@ -265,7 +126,10 @@ TEST(HostilePortStatus, AGenuineUpdateStillMovesTrafficOffThePlane) {
 }
 
 TEST(HostilePortStatus, AQpWithWorkAndNoUsablePathReachesItsRetryLimit) {
-  Pair p(/*retry_exp=*/0, /*retry_linear=*/3);
+  PairSpec few_retries;
+  few_retries.retry_exp = 0;
+  few_retries.retry_linear = 3;
+  Pair p(few_retries);
   // Every local port goes down: nothing can be sent and nothing is in flight.
   p.a->set_port_up(p.now, 0, false);
   p.a->set_port_up(p.now, 1, false);
@@ -401,10 +265,10 @@ TEST(HostileFeedback, AGenuineFatalNackStillFailsTheQp) {
 
 /// The reference's behaviour: the first fatal NAK or NACK that names an
 /// outstanding PSN (and, for a NACK, echoes its stamp) fails the QP.
-EndpointConfig reference_fatal() {
-  EndpointConfig c;
-  c.protocol.confirm_fatal = false;
-  return c;
+PairSpec reference_fatal() {
+  PairSpec s;
+  s.cfg.protocol.confirm_fatal = false;
+  return s;
 }
 
 /// A WRITE of 64 KiB whose packets all left A and none reached B (or none
@@ -439,7 +303,7 @@ TEST(FatalNak, AnAethNakForAnOutstandingPsnIsNotBelieved) {
   EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
   EXPECT_TRUE(p.data_arrived(64 * 1024));
 
-  Pair r(25, 7, reference_fatal());
+  Pair r(reference_fatal());
   outstanding_write(r, false);
   r.inject(kHostA, kHostB, fatal_nak(r, 0x100));
   EXPECT_EQ(r.qp_a().state(), QpState::error) << "the reference believes it";
@@ -463,7 +327,7 @@ TEST(FatalNak, ANackEchoingAnObservedStampCostsOneRetransmissionNotTheQp) {
   EXPECT_TRUE(p.data_arrived(64 * 1024));
   EXPECT_GE(p.qp_a().stats().retransmissions - resent, 1u);
 
-  Pair r(25, 7, reference_fatal());
+  Pair r(reference_fatal());
   outstanding_write(r, false);
   r.inject(kHostA, kHostB, fatal_nack(r, 0x100, stamp_of(r, 0x100)));
   EXPECT_EQ(r.qp_a().state(), QpState::error) << "the reference believes it";
@@ -500,7 +364,7 @@ TEST(FatalNak, ASpoofedBadKeyWriteDoesNotMakeTheResponderEndTheConnection) {
   EXPECT_TRUE(p.data_arrived(64 * 1024));
 
   // The reference's responder answers with an AETH NAK, which kills A.
-  Pair r(25, 7, reference_fatal());
+  Pair r(reference_fatal());
   outstanding_write(r, true);
   r.inject(kHostB, kHostA, bad_key_write(r, 0x100, 0x4321));
   r.step();
@@ -888,15 +752,15 @@ TEST(Keys, KeysQpnsAndPsnsComeFromTheInjectedSource) {
   EndpointConfig cfg;
   uint64_t x = 0x9E3779B97F4A7C15ull;
   cfg.entropy = [&x] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
-  auto e1 = make_ep(cfg);
+  auto e1 = EndpointPair::make_endpoint(cfg);
   x ^= 0xABCDEF;
-  auto e2 = make_ep(cfg);
+  auto e2 = EndpointPair::make_endpoint(cfg);
   const auto m1 = *e1->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false);
   const auto m2 = *e2->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false);
   EXPECT_NE(m1.rkey, m2.rkey);
   // Without a source, the seed decides: two fresh default devices agree.
-  auto d1 = make_ep(EndpointConfig{});
-  auto d2 = make_ep(EndpointConfig{});
+  auto d1 = EndpointPair::make_endpoint(EndpointConfig{});
+  auto d2 = EndpointPair::make_endpoint(EndpointConfig{});
   EXPECT_EQ(d1->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false)->rkey,
             d2->reg_mr(0x1000, 0x1000, access::kRemoteWrite, false)->rkey);
   // QPNs are not sequential: the tags above the slot index differ.
@@ -1039,7 +903,9 @@ TEST(ProtocolPoints, RetransmissionsWaitForAWindowThatDynamicMprShrank) {
   // +300..+309 far above it; then B shrinks its window to 128 PSNs. New
   // data already on its way when B shrank may be refused (a race the
   // reference accepts); a retransmission never may.
-  Pair p(25, 7, EndpointConfig{}, qp_cap::kDynamicMpr);
+  PairSpec dynamic_mpr;
+  dynamic_mpr.cap = qp_cap::kDynamicMpr;
+  Pair p(dynamic_mpr);
   std::vector<bool> seen(4096, false);
   uint64_t rtx_refused = 0, rtx_sent = 0, oor_before = 0;
   bool last_rtx = false;

@@ -19,18 +19,21 @@
 #include "core/qp.hpp"
 #include "core/secure.hpp"
 #include "crypto/aes_gcm.hpp"
+#include "endpoint_pair.hpp"
 #include "harness/events.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::core {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
 using harness::Event;
-constexpr uint64_t kHostA = 1;  // requester
-constexpr uint64_t kHostB = 2;  // responder
-constexpr uint32_t kMtu = 1024;
-constexpr uint32_t kAllPorts = 0b11;
+using test_support::EndpointPair;
+using test_support::kHostA;
+using test_support::kHostB;
+using test_support::PairSpec;
+using test_support::Sent;
+using Bytes = test_support::Bytes;
+constexpr uint32_t kMtu = test_support::kPairMtu;
 
 SecureKey key(uint8_t fill, uint8_t len = 16, uint8_t id = 1) {
   SecureKey k;
@@ -51,153 +54,23 @@ QpSecure secure_of(uint64_t host, SecureMode mode) {
   return s;
 }
 
-std::unique_ptr<Endpoint> make_ep(const EndpointConfig& cfg) {
-  auto r = Endpoint::create(cfg);
-  EXPECT_TRUE(r.ok());
-  return std::move(*r);
-}
-
-struct Sent {
-  uint64_t from;
-  Transmit tx;
-  Bytes bytes;
-};
-
 struct Options {
   SecureMode mode_a = SecureMode::integrity;
   SecureMode mode_b = SecureMode::integrity;
   bool confirm_fatal = true;
 };
 
-struct Pair {
-  std::unique_ptr<Endpoint> a, b;
-  uint32_t qa = 0, qb = 0;
-  Time now = Time::zero() + Duration::us(1);
-  Bytes src = Bytes(1 << 20), dst = Bytes(1 << 20);
-  MemoryRegion src_mr, dst_mr;
-  std::function<bool(const Sent&)> filter;  ///< false drops the packet
-  std::vector<Sent> log;
-  std::vector<Event> events_a;
+PairSpec spec_of(const Options& o) {
+  PairSpec spec;
+  spec.cfg.protocol.confirm_fatal = o.confirm_fatal;
+  spec.cfg.make_aead = &crypto::make_aes_gcm;
+  spec.secure_a = secure_of(kHostA, o.mode_a);
+  spec.secure_b = secure_of(kHostB, o.mode_b);
+  return spec;
+}
 
-  explicit Pair(Options o = {}) {
-    EndpointConfig cfg;
-    cfg.ports.assign(2, PortConfig{});
-    cfg.protocol.confirm_fatal = o.confirm_fatal;
-    cfg.make_aead = &crypto::make_aes_gcm;
-    cfg.seed = 11;
-    a = make_ep(cfg);
-    cfg.seed = 12;
-    b = make_ep(cfg);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-    src_mr = *a->reg_mr(reinterpret_cast<uint64_t>(src.data()), src.size(), access::kLocalWrite);
-    dst_mr = *b->reg_mr(reinterpret_cast<uint64_t>(dst.data()), dst.size(), access::kRemoteWrite);
-    EXPECT_EQ(*a->create_cq(Endpoint::kMaxCqe), 0u);
-    EXPECT_EQ(*b->create_cq(Endpoint::kMaxCqe), 0u);
-    qa = *a->create_qp(QpInit{});
-    qb = *b->create_qp(QpInit{});
-    EXPECT_TRUE(connect(*a, qa, qb, kHostB, 0x100, 0x200, secure_of(kHostA, o.mode_a)).ok());
-    EXPECT_TRUE(connect(*b, qb, qa, kHostA, 0x200, 0x100, secure_of(kHostB, o.mode_b)).ok());
-  }
-
-  Status connect(Endpoint& e, uint32_t q, uint32_t dest, uint64_t peer, uint32_t sq, uint32_t rq, const QpSecure& s) {
-    namespace at_ = qp_attr;
-    QpAttr at;
-    at.state = QpState::init;
-    if (Status st = e.modify_qp(now, q, at, at_::kState); !st) return st;
-    at.state = QpState::rtr;
-    at.dest_qpn = dest;
-    at.rq_psn = rq;
-    at.peer = peer;
-    at.path_mtu = kMtu;
-    at.secure = s;
-    if (Status st = e.modify_qp(now, q, at,
-                                at_::kState | at_::kDestQpn | at_::kRqPsn | at_::kPeer | at_::kPathMtu |
-                                    at_::kMaxWimmDest | at_::kMprDest | at_::kSecure);
-        !st)
-      return st;
-    at.state = QpState::rts;
-    at.sq_psn = sq;
-    at.timeout = 6;  // 65.5 us
-    return e.modify_qp(now, q, at, at_::kState | at_::kSqPsn | at_::kMaxWimm | at_::kMpr | at_::kRetryCnt | at_::kTimeout);
-  }
-
-  Endpoint& ep(uint64_t host) { return host == kHostA ? *a : *b; }
-
-  Status write(uint64_t wr_id, uint32_t len, uint64_t offset = 0) {
-    SendWr wr;
-    wr.wr_id = wr_id;
-    wr.local_addr = src_mr.addr + offset;
-    wr.lkey = src_mr.lkey;
-    wr.length = len;
-    wr.remote_addr = dst_mr.addr + offset;
-    wr.rkey = dst_mr.rkey;
-    return a->post_send(now, qa, wr);
-  }
-
-  void inject(uint64_t to, uint64_t from, const Bytes& bytes) {
-    RxMeta m;
-    m.peer = from;
-    ep(to).handle_datagram(now, m, bytes);
-  }
-
-  void drain(uint64_t host) {
-    Endpoint& e = ep(host);
-    uint8_t hdr[wire::kMaxHeaderBytes];
-    for (;;) {
-      auto t = e.poll_transmit(now, kAllPorts, hdr);
-      if (!t.ok()) break;
-      Sent s{host, *t, Bytes(hdr, hdr + t->header_len)};
-      // The payload as it leaves: ciphertext when the QP encrypts (the
-      // endpoint's buffer, valid until the next poll_transmit).
-      PayloadSegment segs[kMaxSge];
-      for (size_t i = 0, n = payload_segments(*t, segs); i < n; ++i)
-        s.bytes.insert(s.bytes.end(), segs[i].data, segs[i].data + segs[i].len);
-      log.push_back(s);
-      if (filter && !filter(log.back())) continue;
-      RxMeta m;
-      m.port = t->port;
-      m.peer = host;
-      m.entropy = t->entropy;
-      ep(t->peer).handle_datagram(now, m, log.back().bytes);
-    }
-  }
-
-  void step() {
-    drain(kHostA);
-    drain(kHostB);
-    now = now + Duration::us(1);
-    for (uint64_t h : {kHostA, kHostB})
-      if (ep(h).next_timeout() <= now) ep(h).handle_timeout(now);
-    while (auto e = harness::next_event(*a, 0)) events_a.push_back(*e);
-    while (harness::next_event(*b, 0)) {
-    }
-  }
-
-  bool run_until(const std::function<bool()>& done, Duration limit) {
-    const Time end = now + limit;
-    while (now < end) {
-      if (done()) return true;
-      step();
-    }
-    return done();
-  }
-
-  std::optional<WorkCompletion> completion(uint64_t wr_id) const {
-    for (const Event& e : events_a)
-      if (auto* wc = std::get_if<WorkCompletion>(&e); wc && wc->wr_id == wr_id) return *wc;
-    return std::nullopt;
-  }
-  bool completed(uint64_t wr_id) const { return completion(wr_id).has_value(); }
-  bool data_arrived(uint32_t len) const { return std::memcmp(src.data(), dst.data(), len) == 0; }
-  const Qp& qp_a() const { return *a->qp(qa); }
-  const Qp& qp_b() const { return *b->qp(qb); }
-
-  /// The first packet `from` sent with this opcode.
-  const Sent* first(uint64_t from, wire::Opcode op) const {
-    for (const Sent& s : log)
-      if (s.from == from && static_cast<wire::Opcode>(s.bytes[0]) == op) return &s;
-    return nullptr;
-  }
+struct Pair : EndpointPair {
+  explicit Pair(Options o = {}) : EndpointPair(spec_of(o)) {}
 };
 
 Bytes encode(const wire::Headers& h, size_t payload = 0, uint8_t fill = 0) {
@@ -341,13 +214,13 @@ TEST(AesGcm, SealsOpensAndRefusesAnyChange) {
 TEST(SecureQp, KeysAreCheckedAndACipherIsRequired) {
   Pair p;
   EndpointConfig cfg;  // no make_aead
-  auto e = make_ep(cfg);
+  auto e = EndpointPair::make_endpoint(cfg);
   ASSERT_TRUE(e->create_cq(16).ok());
   const uint32_t q = *e->create_qp(QpInit{});
   EXPECT_EQ(p.connect(*e, q, 0x777, 9, 1, 1, secure_of(kHostA, SecureMode::integrity)), Errc::not_supported);
   EXPECT_EQ(e->query_qp(q)->state, QpState::init) << "refused before anything changed";
 
-  auto e2 = make_ep(p.a->config());
+  auto e2 = EndpointPair::make_endpoint(p.a->config());
   ASSERT_TRUE(e2->create_cq(16).ok());
   QpSecure same = secure_of(kHostA, SecureMode::encrypt);
   same.recv = same.send;
@@ -374,7 +247,7 @@ TEST(SecureQp, TransfersCompleteWithEveryPacketSealed) {
     Pair p({mode, mode});
     ASSERT_TRUE(p.write(1, 256 * 1024).ok());
     ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
-    EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+    EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
     EXPECT_TRUE(p.data_arrived(256 * 1024));
     size_t data = 0;
     for (const Sent& s : p.log) {
@@ -400,7 +273,7 @@ TEST(SecureQp, LossesAreRecoveredUnderFreshCounters) {
   p.filter = [&n](const Sent&) { return ++n % 7 != 0; };  // every 7th packet, both ways
   ASSERT_TRUE(p.write(1, 512 * 1024).ok());
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(20)));
-  EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
   EXPECT_TRUE(p.data_arrived(512 * 1024));
   EXPECT_GT(p.qp_a().stats().retransmissions, 0u);
   EXPECT_EQ(p.b->stats().rx_replays, 0u) << "a retransmission is a new transmission";
@@ -432,7 +305,7 @@ TEST(SecureAttack, AForgedFatalNakIsRefusedEvenWithoutConfirmation) {
   EXPECT_EQ(p.a->stats().rx_auth_failures, before.ep.rx_auth_failures + 1);
   expect_unchanged(before, *p.a, p.qp_a());
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
-  EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
   EXPECT_TRUE(p.data_arrived(64 * 1024));
 }
 
@@ -461,7 +334,7 @@ TEST(SecureAttack, AForgedNackEchoingASeenStampIsRefused) {
   EXPECT_EQ(p.a->stats().rx_auth_failures, before.ep.rx_auth_failures + 2);
   expect_unchanged(before, *p.a, p.qp_a());
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
-  EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
 }
 
 TEST(SecureAttack, AGenuineControlPacketAlteredIntoAFatalNackIsRefused) {
@@ -488,7 +361,7 @@ TEST(SecureAttack, AGenuineControlPacketAlteredIntoAFatalNackIsRefused) {
   EXPECT_EQ(p.a->stats().rx_bad_key_id, before.ep.rx_bad_key_id + 1);
   expect_unchanged(before, *p.a, p.qp_a());
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
-  EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
 }
 
 TEST(SecureAttack, ASpoofedWriteAheadOfTheSenderPlacesNothing) {
@@ -531,7 +404,7 @@ TEST(SecureAttack, ASpoofedWriteAheadOfTheSenderPlacesNothing) {
     EXPECT_EQ(p.b->stats().rx_auth_failures, before.ep.rx_auth_failures + 129);
     expect_unchanged(before, *p.b, p.qp_b());
     ASSERT_TRUE(p.run_until([&] { return p.completed(2); }, Duration::ms(2)));
-    EXPECT_EQ(p.completion(2)->status, WcStatus::success);
+    EXPECT_EQ(p.send_completion(2)->status, WcStatus::success);
     EXPECT_TRUE(p.data_arrived(4 * kMtu + 64 * 1024)) << "no spoofed byte in the region";
   }
 }
@@ -588,7 +461,7 @@ TEST(SecureAttack, ABadKeyWriteCannotMakeTheResponderEndTheConnection) {
   expect_unchanged(before, *p.b, p.qp_b());
   EXPECT_FALSE(p.b->has_pending_transmit()) << "no NAK, no NACK queued";
   ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(2)));
-  EXPECT_EQ(p.completion(1)->status, WcStatus::success);
+  EXPECT_EQ(p.send_completion(1)->status, WcStatus::success);
   EXPECT_EQ(p.qp_b().state(), QpState::rts);
 }
 

@@ -342,7 +342,7 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     if (h.drops > 0) --h.drops;
     if (h.packets_lost > 0) --h.packets_lost;
-    if (h.suspect) clear_suspect(now, slot);
+    if (h.suspect) clear_suspect(now, slot, true);
     else if (slots_[static_cast<size_t>(slot)].state == EvState::assumed_bad && !h.gray_retired)
       resurrect(now, slot, EvState::good, false);
     // The packet arrived: the path delivered it, late. That is no strike
@@ -360,7 +360,7 @@ class MrcPathPolicy final : public PathPolicy {
     if (health_[static_cast<size_t>(slot)].suspect) {
       // The path works: the loss was congestion or reordering. On trial,
       // only the late packet itself clears it (on_false_loss).
-      if (!health_[static_cast<size_t>(slot)].on_trial) clear_suspect(now, slot);
+      if (!health_[static_cast<size_t>(slot)].on_trial) clear_suspect(now, slot, false);
       return;
     }
     if (s.state != EvState::assumed_bad) {
@@ -811,8 +811,13 @@ class MrcPathPolicy final : public PathPolicy {
   // as retire() applies: traffic leaves the path just as fast.
   void suspect(Time now, int slot) {
     if (!may_leave_service(now, slot)) return;
+    const EvSlot& s = slots_[static_cast<size_t>(slot)];
+    const bool was_active = s.active;
+    const size_t backups = backup_[s.port].size();
     leave_service(slot);
     EvHealth& h = health_[static_cast<size_t>(slot)];
+    // leave_service promoted the oldest backup to the end of the active set.
+    h.stand_in = was_active && backup_[s.port].size() < backups ? static_cast<int16_t>(active_[s.port].back()) : -1;
     start_probing(now, slot);
     h.suspect = true;
     h.confirm_misses = 0;
@@ -841,6 +846,7 @@ class MrcPathPolicy final : public PathPolicy {
     EvHealth& h = health_[static_cast<size_t>(slot)];
     h.suspect = false;
     h.on_trial = false;
+    h.stand_in = -1;  // retired: its stand-in keeps the place
     h.probe_outstanding = false;
     h.good_probes = 0;
     h.probe_backoff = proto_.probe_interval;
@@ -852,10 +858,15 @@ class MrcPathPolicy final : public PathPolicy {
     emit(now, slot, from, EvState::assumed_bad);
   }
 
-  // A suspect's path works after all: back in service (as the newest
-  // backup, promoted if the active set lacks one), with no event, since its
-  // state never changed.
-  void clear_suspect(Time now, int slot) {
+  // A suspect's path works after all: back in service, with no event, since
+  // its state never changed. When its lost packet arrived (`late`), the
+  // loss was reordering and the suspect takes its active place back
+  // (restore_from); when only a probe answered, the loss was real, so the
+  // path rests as the newest backup (promoted if the active set lacks one):
+  // put back at once under 1 % random loss, EVs lost again soon after their
+  // probes vouched for them and went on trial (16 MiB all-reduce, seeds
+  // 1-5: 382 retired, against none).
+  void clear_suspect(Time now, int slot, bool late) {
     EvSlot& s = slots_[static_cast<size_t>(slot)];
     EvHealth& h = health_[static_cast<size_t>(slot)];
     h.vouches = vouched_lately(now, h) ? static_cast<uint8_t>(std::min(h.vouches + 1, 255)) : 1;
@@ -866,9 +877,39 @@ class MrcPathPolicy final : public PathPolicy {
     h.probe_outstanding = false;
     h.drops = 0;
     h.next_probe = Time::never();
-    backup_[s.port].push_back(static_cast<uint16_t>(slot));
-    promote(s.port);
+    const int stand_in = std::exchange(h.stand_in, int16_t{-1});
+    if (!late || !restore_from(s.port, slot, stand_in)) {
+      backup_[s.port].push_back(static_cast<uint16_t>(slot));
+      promote(s.port);
+    }
     ++stats_.cleared;
+  }
+
+  // A suspect proven late that was active takes its place back from the
+  // backup promoted for it, which returns to the front of the backups, as
+  // the oldest it was. Otherwise the stand-in's path would carry two shares of
+  // the QP's traffic, and the suspect's none, for the rest of the transfer:
+  // the active set is the reference's spread (4.4), and one late packet is
+  // no reason to change it. (With one EV per T1 of a 16-T1 plane, a 16 MiB
+  // permutation's eight spurious losses doubled eight QPs up on T1 links
+  // and 196 packets were trimmed.) False if the stand-in is gone from the
+  // active set (retired, rotated out by marks) or no longer GOOD.
+  bool restore_from(uint8_t port, int slot, int stand_in) {
+    if (stand_in < 0) return false;
+    EvSlot& t = slots_[static_cast<size_t>(stand_in)];
+    if (!t.active || t.port != port || t.state != EvState::good) return false;
+    auto& act = active_[port];
+    auto it = std::find(act.begin(), act.end(), static_cast<uint16_t>(stand_in));
+    if (it == act.end()) return false;
+    *it = static_cast<uint16_t>(slot);
+    t.active = false;
+    backup_[port].insert(backup_[port].begin(), static_cast<uint16_t>(stand_in));
+    EvSlot& s = slots_[static_cast<size_t>(slot)];
+    s.active = true;
+    s.marks_in_row = 0;
+    rot_[port].dirty = true;
+    note_active(port);
+    return true;
   }
 
   // Out of service, probes due from probe_interval on; reverse EVs that

@@ -80,6 +80,9 @@ struct EvHealth {
   /// ASSUMED_BAD for losing more than its siblings (gray_strikes): a late
   /// packet proving one loss spurious does not bring it back, probes do.
   bool gray_retired = false;
+  /// The backup promoted into the active set when this EV left it as a
+  /// suspect (-1: none). Cleared, the suspect takes its place back.
+  int16_t stand_in = -1;
   Time probe_sent_at;
   Time skipped_at;              ///< when it last went to SKIP
   uint32_t drops = 0;           ///< losses since the last event for this EV

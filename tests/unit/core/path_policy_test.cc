@@ -604,6 +604,38 @@ TEST_F(PolicyTest, ASpuriousLossPutsItsSuspectBackWithoutAProbe) {
   EXPECT_EQ(events[1].to, EvState::good);
 }
 
+// A suspect whose lost packet turns up late takes its active place back
+// from the backup that stood in for it, and that backup is again the first
+// in line; a suspect that only a probe cleared rests at the back of the
+// backups, and its stand-in keeps the place.
+TEST_F(PolicyTest, ASuspectProvenLateTakesItsActivePlaceBackFromItsStandIn) {
+  proto.loss_confirm = true;
+  auto pp = make(two_active_two_backups(), 1);  // active 0, 1; backups 2, 3
+  ASSERT_EQ(active_on(*pp, 0), (std::vector<int>{0, 1}));
+  pp->on_lost(t0, 0);
+  ASSERT_TRUE(pp->health(0).suspect);
+  EXPECT_EQ(active_on(*pp, 0), (std::vector<int>{1, 2})) << "the oldest backup stands in";
+  pp->on_false_loss(t0 + Duration::us(5), 0);
+  EXPECT_FALSE(pp->health(0).suspect);
+  EXPECT_EQ(active_on(*pp, 0), (std::vector<int>{0, 1})) << "the late packet restores the set";
+  EXPECT_EQ(backups_on(*pp, 0), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(events.empty());
+  // The stand-in went back to the front: it stands in again.
+  pp->on_lost(t0 + Duration::us(10), 1);
+  EXPECT_EQ(active_on(*pp, 0), (std::vector<int>{0, 2}));
+  // Cleared by its probe (a real loss on a working path): to the back.
+  ASSERT_EQ(pp->take_due_probe(t0 + Duration::us(10), 0b1), 1);
+  pp->on_probe_sent(1, 1, t0 + Duration::us(10));
+  pp->on_probe_response(t0 + Duration::us(15), 1, wire::Mark::none);
+  EXPECT_FALSE(pp->health(1).suspect);
+  EXPECT_EQ(active_on(*pp, 0), (std::vector<int>{0, 2})) << "the stand-in keeps the place";
+  // ... and the next stand-in is the older backup (3), not the cleared EV.
+  pp->on_lost(t0 + Duration::us(20), 2);
+  EXPECT_EQ(active_on(*pp, 0), (std::vector<int>{0, 3}));
+  EXPECT_EQ(pp->stats().cleared, 2u);
+  EXPECT_TRUE(events.empty());
+}
+
 // One loss on `slot` at `at`, its confirming probe answered 5 us later: a
 // probe vouches for the path.
 static void lose_and_vouch(PathPolicy& pp, int slot, Time at) {
