@@ -141,6 +141,8 @@ class Sampler final : public Node {
 /// each buffer capped, merged into the order of a sequential run: by time,
 /// global events before partition events at the same time, then by the key
 /// of the event that made the record; records of one event keep their order.
+/// Across processes, a global event's records are made on several ranks:
+/// they go by host (`tie`), the order the failure schedule visits hosts in.
 template <class T>
 class Recorder {
  public:
@@ -149,23 +151,25 @@ class Recorder {
     Time at;
     uint8_t phase;  ///< 0: a global event; 1: a partition's
     uint64_t key;   ///< of the event making the record
+    uint32_t tie;   ///< before the record's place in its buffer: 0, or across processes a global record's host
   };
   // One buffer per partition, the global events', and other ranks' records.
   explicit Recorder(uint32_t partitions) : buffers_(partitions + 2) {}
   template <class P>
   void add(const P& w, T rec) {
     auto& b = buffers_[w.buffer].items;
-    if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, b.size(), std::move(rec)});
+    if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, w.tie, b.size(), std::move(rec)});
   }
-  /// Calls f(at, phase, key, seq, rec) for every record kept here.
+  /// Calls f(place, seq, rec) for every record kept here.
   template <class F>
   void for_each(F&& f) const {
-    for (const auto& b : buffers_)
-      for (const Item& i : b.items) f(i.at, i.phase, i.key, i.seq, i.rec);
+    for (size_t k = 0; k < buffers_.size(); ++k)
+      for (const Item& i : buffers_[k].items)
+        f(Place{static_cast<uint32_t>(k), i.at, i.phase, i.key, i.tie}, i.seq, i.rec);
   }
   /// A record another rank kept (for_each there), with its place.
-  void add_item(Time at, uint8_t phase, uint64_t key, size_t seq, T rec) {
-    buffers_.back().items.push_back(Item{at, phase, key, seq, std::move(rec)});
+  void add_item(const Place& w, size_t seq, T rec) {
+    buffers_.back().items.push_back(Item{w.at, w.phase, w.key, w.tie, seq, std::move(rec)});
   }
   /// The first `cap` records of the run, in order, with their times.
   std::vector<std::pair<Time, T>> merged(size_t cap) {
@@ -173,7 +177,7 @@ class Recorder {
     for (auto& b : buffers_)
       for (Item& i : b.items) all.push_back(&i);
     std::sort(all.begin(), all.end(), [](const Item* a, const Item* b) {
-      return std::tie(a->at, a->phase, a->key, a->seq) < std::tie(b->at, b->phase, b->key, b->seq);
+      return std::tie(a->at, a->phase, a->key, a->tie, a->seq) < std::tie(b->at, b->phase, b->key, b->tie, b->seq);
     });
     std::vector<std::pair<Time, T>> out;
     for (size_t i = 0; i < all.size() && i < cap; ++i) out.emplace_back(all[i]->at, std::move(all[i]->rec));
@@ -185,6 +189,7 @@ class Recorder {
     Time at;
     uint8_t phase;
     uint64_t key;
+    uint32_t tie;
     size_t seq;
     T rec;
   };
@@ -408,9 +413,10 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   // Across processes, a host's records are its rank's (what the global
   // events do to other ranks' hosts here is not the run's).
   auto where = [&](uint32_t host) {
-    if (engine.in_globals()) return Recorder<int>::Place{nparts, global.now(), 0, global.current_key()};
+    if (engine.in_globals())
+      return Recorder<int>::Place{nparts, global.now(), 0, global.current_key(), ranks ? host : 0};
     Simulator& s = cluster.sim_of(host);
-    return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key()};
+    return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key(), 0};
   };
   cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
     if (engine.local(cluster.partition_of(host))) ev_rec.add(where(host), {e, host});
@@ -565,24 +571,25 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     }
     static_assert(std::is_trivially_copyable_v<core::EvEvent> &&
                   std::is_trivially_copyable_v<RunResult::PortRecord>);
-    auto put_place = [&out](Time at, uint8_t phase, uint64_t key, size_t seq) {
-      out.put(at);
-      out.put(phase);
-      out.put(key);
+    auto put_place = [&out](const auto& w, size_t seq) {
+      out.put(w.at);
+      out.put(w.phase);
+      out.put(w.key);
+      out.put(w.tie);
       out.put(uint64_t{seq});
     };
     uint64_t n_ev = 0, n_port = 0;
     ev_rec.for_each([&](auto&&...) { ++n_ev; });
     port_rec.for_each([&](auto&&...) { ++n_port; });
     out.put(n_ev);
-    ev_rec.for_each([&](Time at, uint8_t phase, uint64_t key, size_t seq, const auto& rec) {
-      put_place(at, phase, key, seq);
+    ev_rec.for_each([&](const auto& w, size_t seq, const auto& rec) {
+      put_place(w, seq);
       out.put(rec.first);
       out.put(rec.second);
     });
     out.put(n_port);
-    port_rec.for_each([&](Time at, uint8_t phase, uint64_t key, size_t seq, const RunResult::PortRecord& rec) {
-      put_place(at, phase, key, seq);
+    port_rec.for_each([&](const auto& w, size_t seq, const RunResult::PortRecord& rec) {
+      put_place(w, seq);
       out.put(rec);
     });
     out.put(uint64_t{peak_rss_kb()});
@@ -612,20 +619,25 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
         }
         if (rank_of_host(f.spec.dst) == k) f.trims = trims;
       }
+      // A record's place, as put_place wrote it (its buffer is this rank's).
+      auto get_place = [&in](uint64_t* seq) {
+        Recorder<int>::Place w{};
+        w.at = in.get<Time>();
+        w.phase = in.get<uint8_t>();
+        w.key = in.get<uint64_t>();
+        w.tie = in.get<uint32_t>();
+        *seq = in.get<uint64_t>();
+        return w;
+      };
+      uint64_t seq = 0;
       for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
-        const auto at = in.get<Time>();
-        const auto phase = in.get<uint8_t>();
-        const auto key = in.get<uint64_t>();
-        const auto seq = in.get<uint64_t>();
+        const auto w = get_place(&seq);
         const auto e = in.get<core::EvEvent>();
-        ev_rec.add_item(at, phase, key, seq, {e, in.get<uint32_t>()});
+        ev_rec.add_item({w.buffer, w.at, w.phase, w.key, w.tie}, seq, {e, in.get<uint32_t>()});
       }
       for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
-        const auto at = in.get<Time>();
-        const auto phase = in.get<uint8_t>();
-        const auto key = in.get<uint64_t>();
-        const auto seq = in.get<uint64_t>();
-        port_rec.add_item(at, phase, key, seq, in.get<RunResult::PortRecord>());
+        const auto w = get_place(&seq);
+        port_rec.add_item({w.buffer, w.at, w.phase, w.key, w.tie}, seq, in.get<RunResult::PortRecord>());
       }
       r.peak_rss_kb = std::max<size_t>(r.peak_rss_kb, in.get<uint64_t>());
     }
