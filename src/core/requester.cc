@@ -367,9 +367,14 @@ void Qp::on_sack(Time now, const RxMeta& meta, const wire::Headers& h) {
   bool stale = false;
   if (s.probe_response) {
     probe_slot = path_->find(s.entropy);
-    if (probe_slot == path::PathPolicy::kNone ||
-        !path_->probe_answer_matches(probe_slot, h.cc.reflected_ts, now, ep_.cfg_.protocol.timestamp_tick)) {
-      ++ep_.stats_.rx_bad_ack;
+    using Answer = path::PathPolicy::ProbeAnswer;
+    const Answer a = probe_slot == path::PathPolicy::kNone
+                         ? Answer::foreign
+                         : path_->probe_answer(probe_slot, h.cc.reflected_ts, now, ep_.cfg_.protocol.timestamp_tick);
+    if (a != Answer::expected) {
+      // The second copy's answer of a confirming probe comes back after the
+      // first cleared the suspect: late, not bad.
+      ++(a == Answer::repeat ? ep_.stats_.rx_stale_ack : ep_.stats_.rx_bad_ack);
       return;
     }
   } else if (trig >= next_psn_ || trig + window_psns() < snd_una_) {
@@ -636,7 +641,14 @@ void Qp::on_aeth(Time now, const wire::Headers& h) {
     ++ep_.stats_.rx_stale_ack;
     return;
   }
-  const uint64_t msn = sq_.front().msn + ((h.aeth.msn - static_cast<uint32_t>(sq_.front().msn)) & 0xFFFFFF);
+  const uint32_t ahead = (h.aeth.msn - static_cast<uint32_t>(sq_.front().msn)) & 0xFFFFFF;
+  if (ahead >= 0x800000) {
+    // An MSN before the oldest message still queued: an ACK for messages
+    // already completed (SACKs got there first), late, not bad.
+    ++ep_.stats_.rx_stale_ack;
+    return;
+  }
+  const uint64_t msn = sq_.front().msn + ahead;
   const SendMsg* m = msg_by_msn(msn);
   if (!m || m->sent_pkts < m->npkts) {
     ++ep_.stats_.rx_bad_ack;

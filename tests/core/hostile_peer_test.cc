@@ -193,6 +193,30 @@ TEST(HostileFeedback, AForgedFatalNackForAnyPsnDoesNotFailTheQp) {
   EXPECT_TRUE(p.data_arrived(256 * 1024));
 }
 
+// A semantic ACK for a message already completed (its SACKs got there
+// first) is late news: counted as a late acknowledgement, not as a bad one
+// (which the device reports as a drop), and it changes nothing.
+TEST(HostileFeedback, AnAckForACompletedMessageIsLateNotBad) {
+  Pair p;
+  ASSERT_TRUE(p.write(1, 4096).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(1)));
+  const Sent* ack = p.last(kHostB, wire::Opcode::ack);
+  ASSERT_NE(ack, nullptr) << "B acknowledged the message";
+  const Bytes old_ack = ack->bytes;
+  // Message 2 is outstanding (none of its packets reach B).
+  p.filter = [](const Sent& s) { return s.from != kHostA; };
+  ASSERT_TRUE(p.write(2, 4096, 4096).ok());
+  p.step();
+  const EndpointStats before = p.a->stats();
+  p.inject(kHostA, kHostB, old_ack);
+  EXPECT_EQ(p.a->stats().rx_stale_ack, before.rx_stale_ack + 1);
+  EXPECT_EQ(p.a->stats().rx_bad_ack, before.rx_bad_ack);
+  EXPECT_FALSE(p.completed(2));
+  p.filter = nullptr;
+  ASSERT_TRUE(p.run_until([&] { return p.completed(2); }, Duration::ms(3)));
+  EXPECT_TRUE(p.data_arrived(8192));
+}
+
 TEST(HostileFeedback, AForgedSackCannotAcknowledgeDataThatNeverArrived) {
   Pair p;
   // Nothing from A reaches B: any completion would be a lie.

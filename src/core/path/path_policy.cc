@@ -68,9 +68,11 @@ void PathPolicy::on_probe_sent(int slot, uint16_t ts, Time now) {
   h.probe_sent_at = now;
 }
 
-bool PathPolicy::probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const {
+PathPolicy::ProbeAnswer PathPolicy::probe_answer(int slot, uint16_t echo, Time now, Duration tick) const {
   const EvHealth& h = health_[static_cast<size_t>(slot)];
-  return h.answer_expected && echo_plausible(h.probe_ts, h.probe_sent_at, echo, now, tick);
+  if (h.probe_sent_at == Time{} || !echo_plausible(h.probe_ts, h.probe_sent_at, echo, now, tick))
+    return ProbeAnswer::foreign;
+  return h.answer_expected ? ProbeAnswer::expected : ProbeAnswer::repeat;
 }
 
 int PathPolicy::find(uint32_t value) const {

@@ -214,11 +214,18 @@ class PathPolicy {
   virtual void on_false_loss(Time now, int slot) { (void)now, (void)slot; }
   /// A reliability probe left on `slot` stamped `ts` (TSETH ticks) at `now`.
   void on_probe_sent(int slot, uint16_t ts, Time now);
-  /// True if an answer echoing `echo` can belong to the last probe sent on
-  /// `slot` and that probe is still unanswered (the echo lies between its
-  /// stamp and now, reference 3.3). Only such answers may count: a forged
-  /// answer would otherwise bring a dead path back.
-  bool probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const;
+  /// What an answer echoing `echo` on `slot` is. `expected`: it can belong
+  /// to the last probe sent there (the echo lies between its stamp and now,
+  /// reference 3.3) and that probe is still unanswered; only such answers
+  /// may count, or a forged answer would bring a dead path back. `repeat`:
+  /// it can belong to that probe, which was answered already (the answer to
+  /// its other copy, ProtocolConfig::loss_confirm_copies, or a duplicate):
+  /// late news, not an attack. `foreign`: neither.
+  enum class ProbeAnswer : uint8_t { expected, repeat, foreign };
+  ProbeAnswer probe_answer(int slot, uint16_t echo, Time now, Duration tick) const;
+  bool probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const {
+    return probe_answer(slot, echo, now, tick) == ProbeAnswer::expected;
+  }
   /// A reliability probe sent on `slot` was answered (after
   /// probe_answer_matches() accepted the answer).
   virtual void on_probe_response(Time now, int slot, wire::Mark mark) = 0;

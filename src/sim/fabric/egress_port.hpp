@@ -97,6 +97,12 @@ class alignas(64) EgressPort final : public Node {
   /// by `now` (a port without PFC; a no-op with it). The fabric calls it
   /// before it reads or changes anything the port's past choices depend on.
   void catch_up(Time now);
+  /// catch_up() where the queue may be empty, which makes it a no-op: the
+  /// test inline, the call only for a queue (a pipe asks after every
+  /// delivery, and most ports it asks are idle).
+  void catch_up_if_queued(Time now) {
+    if (packets_ != 0) catch_up(now);
+  }
   /// Drops every queued packet (the link or the switch died), counting
   /// drops_link_down; RESUMEs any senders this port paused. Returns how many.
   uint64_t flush();

@@ -163,7 +163,7 @@ void Pipe::on_event(Simulator& sim, uint64_t tag) {
   }
   // The feeding port starts what it would have started by now (arrivals
   // after now; ev_pending_ is still set, so send() schedules nothing).
-  if (feeder_) feeder_->catch_up(now);
+  if (feeder_) feeder_->catch_up_if_queued(now);
   ev_pending_ = false;
   if (head_) {
     ev_pending_ = true;

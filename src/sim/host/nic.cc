@@ -151,6 +151,12 @@ void Nic::on_event(Simulator& sim, uint64_t tag) {
     if (on_transmit) on_transmit(*this, *p);
     fabric_.inject(p);
   }
+  // Nothing for the core to send (a sender waiting for its window, a
+  // receiver between ACKs: most ports that free up): nothing in the core
+  // changed since the call that sent p, after which the timer was armed and
+  // the events drained, so asking again would return nothing and re-arm and
+  // drain nothing (poll_transmit changes no state when it has nothing).
+  if (!ep_->has_pending_transmit()) return;
   send_on_idle_ports();
   arm_timer();
   drain_events();

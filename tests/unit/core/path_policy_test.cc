@@ -545,8 +545,16 @@ TEST_F(PolicyTest, AnAnswerToEitherCopyOfAConfirmingProbeClearsTheSuspect) {
     pp->on_probe_response(answer, victim, wire::Mark::none);
     EXPECT_FALSE(pp->health(victim).suspect);
     EXPECT_EQ(pp->stats().cleared, 1u);
-    // One answer is all it takes: the other copy's is no longer expected.
+    // One answer is all it takes: the other copy's is no longer expected,
+    // but it is a repeat (late news), not a forgery.
     EXPECT_FALSE(pp->probe_answer_matches(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)));
+    EXPECT_EQ(pp->probe_answer(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)),
+              PathPolicy::ProbeAnswer::repeat);
+    EXPECT_EQ(pp->probe_answer(victim, 60000, answer, Duration::ns(128)), PathPolicy::ProbeAnswer::foreign)
+        << "an echo no probe of this EV can have produced";
+    EXPECT_EQ(pp->probe_answer(active_on(*pp, 1)[0], 100, answer, Duration::ns(128)),
+              PathPolicy::ProbeAnswer::foreign)
+        << "an EV never probed";
   }
 }
 
