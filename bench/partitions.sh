@@ -4,7 +4,14 @@
 # partitions, in interleaved rounds (the median of each, and of the
 # per-round ratio, since a shared machine's speed drifts within minutes).
 #
-#   bench/partitions.sh [--bin PATH] [--rounds R] [--partitions N] HOSTS...
+#   bench/partitions.sh [--bin PATH] [--rounds R] [--partitions N] [--mpi] HOSTS...
+#
+# --mpi: the N partitions run as N processes under mpirun (--oversubscribe;
+# as root, with Open MPI's OMPI_ALLOW_RUN_AS_ROOT consent), one partition
+# each, and the CPU time is over every rank (mpirun's children). Two more
+# columns then say what the ranks sent each other per window (KB, and
+# point-to-point messages over all ranks); the critical path takes the
+# longest share of any rank per window (ParallelEngine::span_cpu_s).
 #
 # Each run: clos2 (8 planes at 400 Gb/s), a 4 MiB permutation, MRC only, no
 # failures. Prints one line per host count: wall and CPU (user + sys) medians
@@ -19,28 +26,39 @@ set -euo pipefail
 bin=build/release/tools/mrc-sim/mrc-sim
 rounds=3
 parts=2
+mpi=0
 hosts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --partitions) parts=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --mpi) mpi=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) hosts+=("$1"); shift ;;
   esac
 done
 [ ${#hosts[@]} -gt 0 ] || hosts=(1024 2048 4096)
 [ -x "$bin" ] || { echo "partitions.sh: no mrc-sim at $bin (build the release preset, or give --bin)" >&2; exit 1; }
+if [ "$mpi" = 1 ]; then
+  command -v mpirun >/dev/null || { echo "partitions.sh: --mpi needs mpirun (openmpi-bin: scripts/deps.sh)" >&2; exit 1; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s\n" hosts wall_1 cpu_1 "wall_$parts" "cpu_$parts" \
-  speedup efficiency cpu_ratio windows msg/w batch/w busiest span bound
+extra=()
+[ "$mpi" = 1 ] && extra=(KB/w mpimsg/w)
+printf "%6s %8s %8s %8s %8s %8s %10s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n" hosts wall_1 cpu_1 "wall_$parts" \
+  "cpu_$parts" speedup efficiency cpu_ratio windows msg/w batch/w busiest span bound "${extra[@]}"
 for h in "${hosts[@]}"; do
   : >"$tmp/w1"; : >"$tmp/c1"; : >"$tmp/wn"; : >"$tmp/cn"; : >"$tmp/ratio"; : >"$tmp/cratio"; : >"$tmp/span"; : >"$tmp/bound"
+  : >"$tmp/kb"; : >"$tmp/mpimsg"
   for r in $(seq "$rounds"); do
     for p in 1 "$parts"; do
-      /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
+      launch=()
+      [ "$mpi" = 1 ] && [ "$p" != 1 ] && launch=(mpirun --oversubscribe -np "$p")
+      /usr/bin/time -f "%e %U %S" -o "$tmp/t" "${launch[@]}" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
         --workload permutation --bytes 4194304 --transports mrc --no-default-failures --partitions "$p" \
         >"$tmp/out"
       read -r wall user sys <"$tmp/t"
@@ -52,11 +70,17 @@ for h in "${hosts[@]}"; do
         busiest=$(awk '/^busiest partition/ {print $3 "%"}' "$tmp/out")
         span=$(awk '/^critical path/ {print $3}' "$tmp/out")
         echo "$span" >>"$tmp/span"; echo "$c1 / $span" | bc -l >>"$tmp/bound"
+        if [ "$mpi" = 1 ]; then
+          awk '/^MPI exchange/ {print $3}' "$tmp/out" >>"$tmp/kb"
+          awk '/^MPI exchange/ {print $6}' "$tmp/out" >>"$tmp/mpimsg"
+        fi
       fi
     done
   done
   s=$(median <"$tmp/ratio")
-  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f\n" "$h" "$(median <"$tmp/w1")" \
+  extra=()
+  [ "$mpi" = 1 ] && extra=("$(median <"$tmp/kb")" "$(median <"$tmp/mpimsg")")
+  printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f %9s %9s\n" "$h" "$(median <"$tmp/w1")" \
     "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" \
-    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")"
+    "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")" "${extra[@]}"
 done

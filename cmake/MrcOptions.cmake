@@ -31,3 +31,13 @@ include(MrcUring)
 mrc_optional_lib(MRC_WITH_URING MRC_USE_URING MRC_URING_FOUND "liburing for the software device's io_uring send path"
                  liburing-dev "software device sends through io_uring where the kernel allows it"
                  "software device without io_uring (sendmmsg per socket)")
+
+# mrc-sim runs a partitioned scenario over MPI ranks (one process per
+# partition, started by mpirun) when an MPI C++ library is there (Debian:
+# libopenmpi-dev, openmpi-bin); without it mrc-sim runs partitions as
+# threads only and refuses to run under several ranks.
+find_package(MPI COMPONENTS CXX QUIET)
+set(MRC_MPI_FOUND ${MPI_CXX_FOUND})
+mrc_optional_lib(MRC_WITH_MPI MRC_USE_MPI MRC_MPI_FOUND "MPI (Open MPI) for mrc-sim's ranks across processes"
+                 "libopenmpi-dev openmpi-bin" "mrc-sim runs partitions on threads and on MPI ranks"
+                 "mrc-sim runs partitions on threads only")

@@ -16,6 +16,7 @@ pkgs=(
   libssl-dev                 # OpenSSL's libcrypto: AES-GCM of secure QPs (src/crypto)
   iproute2 ethtool nftables iputils-ping  # tools/fabric and its test (namespace Clos)
   tshark                     # tests/wireshark: tools/wireshark/mrc.lua under Debian's tshark
+  libopenmpi-dev openmpi-bin # mrc-sim's ranks across processes (MRC_WITH_MPI; mpirun)
 )
 
 missing=()

@@ -13,6 +13,7 @@
 #include <new>
 #include <string>
 
+#include "mrc-sim/mpi_ranks.hpp"
 #include "mrc-sim/options.hpp"
 #include "mrc-sim/output.hpp"
 #include "mrc-sim/progress.hpp"
@@ -53,16 +54,35 @@ uint64_t available_memory_bytes() {
 }
 
 int run_main(int argc, char** argv) {
+  // Under mpirun (several ranks): every rank runs its share of the
+  // partitions; rank 0 alone prints and writes the results.
+  std::string why;
+  std::unique_ptr<Ranks> ranks;
+  if (launcher_ranks() > 1) {
+    ranks = start_mpi(&argc, &argv, &why);
+    if (!ranks) {
+      fmt::print(stderr, "mrc-sim: started by mpirun under {} ranks, but {}\n", launcher_ranks(), why);
+      return 2;
+    }
+  }
+  const bool lead = !ranks || ranks->rank() == 0;
   SimOptions o;
   if (const int rc = parse_command_line(argc, argv, &o); rc >= 0) return rc;
   o.memory_available_bytes = available_memory_bytes();  // resolve() refuses what would not fit
-  std::string why;
+  if (ranks) o.ranks = ranks->size();
   auto resolved = resolve(o, &why);
   if (!resolved) {
-    fmt::print(stderr, "mrc-sim: {}\n", why);
+    if (lead) fmt::print(stderr, "mrc-sim: {}\n", why);
     return 2;
   }
   ResolvedRun& run = *resolved;
+  if (ranks && ranks->size() > 1) {
+    run.scenario.ranks = ranks.get();
+    if (!lead) {
+      for (const auto& t : run.transports) (void)run_scenario(run.scenario, t);
+      return 0;
+    }
+  }
   fmt::print("{}", describe(o, run));
 
   // The progress bar goes to stderr only, and only on a terminal: stdout and

@@ -403,6 +403,16 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   // Before anything of this size is built: a run that would not fit is
   // refused here, not by std::bad_alloc half-way. A connection matrix is counted once it is read.
   if (std::string m = memory_refusal(o); !m.empty()) return fail(Errc::invalid_argument, m);
+  if (o.ranks > 1 && o.partitions == 1)
+    return fail(Errc::invalid_argument,
+                fmt::format("--partitions 1 under {} MPI ranks: give --partitions {} (a partition per rank) or a "
+                            "multiple of it, or run without mpirun",
+                            o.ranks, o.ranks));
+  if (o.ranks > 1 && o.partitions % o.ranks != 0)
+    return fail(Errc::invalid_argument,
+                fmt::format("--partitions {} does not divide over {} MPI ranks (mpirun -np {}): give --partitions a "
+                            "multiple of {}",
+                            o.partitions, o.ranks, o.ranks, o.ranks));
   if (o.partitions > 1)
     if (auto plan = plan_partitions(topo, o.partitions, &msg); !plan) return fail(Errc::invalid_argument, msg);
 
@@ -645,7 +655,11 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
   }
   append(out, "  seed        {}\n", o.seed);
-  if (o.partitions > 1) append(out, "  partitions  {} (threads; the results do not depend on it)\n", o.partitions);
+  if (o.partitions > 1 && o.ranks > 1)
+    append(out, "  partitions  {} ({} MPI ranks x {} threads; the results do not depend on it)\n", o.partitions,
+           o.ranks, o.partitions / o.ranks);
+  else if (o.partitions > 1)
+    append(out, "  partitions  {} (threads; the results do not depend on it)\n", o.partitions);
   if (!o.pcap.empty()) {
     std::string files;
     for (const auto& t : run.transports) files += (files.empty() ? "" : ", ") + pcap_file_for(o, t.name);

@@ -68,6 +68,9 @@ struct SimOptions {
   /// What the machine has available (main reads it; not a setting). 0 =
   /// unknown: without memory_limit_gb no run is refused for its size.
   uint64_t memory_available_bytes = 0;
+  /// MPI ranks mrc-sim runs under (mpirun -np; main.cc sets it, not a
+  /// flag): with more than one, --partitions must be a multiple of it.
+  uint32_t ranks = 1;
   double time_limit_ms = 200;                             ///< time_limit_ms: simulated time limit
   double sample_us = 20;                                  ///< sample_us: time-series sample interval
   uint32_t qps_per_peer = 0;                              ///< qps_per_peer: 0 = 1 for MRC, one per plane for RoCE

@@ -131,6 +131,14 @@ std::string summary_table(const std::vector<RunResult>& rs) {
       return fmt::format("{} ({:.1f} msg/w in {:.1f} batches/w)", r.windows, static_cast<double>(r.messages) / w,
                          static_cast<double>(r.batches) / w);
     });
+  // Under mpirun: what the ranks sent each other, per window (bytes, and
+  // point-to-point buffers over every rank).
+  if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.rank_buffers > 0; }))
+    row("MPI exchange", [](const RunResult& r) {
+      const double w = r.windows ? static_cast<double>(r.windows) : 1.0;
+      return fmt::format("{:.1f} KB/w in {:.1f} msgs/w", static_cast<double>(r.rank_bytes) / w / 1e3,
+                         static_cast<double>(r.rank_buffers) / w);
+    });
   // The busiest partition's share of the events bounds the speedup.
   if (std::any_of(rs.begin(), rs.end(), [](const RunResult& r) { return r.partition_events.size() > 1; }))
     row("busiest partition", [](const RunResult& r) {

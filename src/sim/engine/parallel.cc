@@ -5,6 +5,7 @@
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include <time.h>
@@ -29,6 +30,35 @@ ParallelEngine::ParallelEngine(std::vector<Simulator*> parts, Duration lookahead
   stop_at_.assign(parts_.size(), Time::never());
   cpu_s_.assign(parts_.size(), 0.0);
   busy_s_.assign(parts_.size(), 0.0);
+  for (uint32_t p = 0; p < parts_.size(); ++p) local_.push_back(p);
+}
+
+void ParallelEngine::set_ranks(Ranks* ranks, std::vector<uint32_t> rank_of) {
+  const uint32_t n = partitions();
+  std::vector<uint32_t> per_rank(ranks ? ranks->size() : 0, 0);
+  bool ok = ranks && rank_of.size() == n;
+  for (size_t p = 0; ok && p < n; ++p) {
+    ok = rank_of[p] < per_rank.size();
+    if (ok) ++per_rank[rank_of[p]];
+  }
+  for (uint32_t c : per_rank) ok = ok && c > 0;
+  if (!ok) {
+    std::fprintf(stderr,
+                 "mrc-sim: internal error: every rank needs a partition of its own, and every partition a rank\n");
+    std::abort();
+  }
+  ranks_ = ranks;
+  rank_of_ = std::move(rank_of);
+  local_.clear();
+  for (uint32_t p = 0; p < n; ++p)
+    if (rank_of_[p] == ranks_->rank()) local_.push_back(p);
+  remote_out_.assign(size_t{n} * ranks_->size(), {});
+  remote_sent_.assign(size_t{n} * n, 0);
+}
+
+void ParallelEngine::register_target(Node* n) {
+  target_id_.emplace(n, static_cast<uint32_t>(targets_.size()));
+  targets_.push_back(n);
 }
 
 void ParallelEngine::send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key) {
@@ -40,7 +70,81 @@ void ParallelEngine::send(uint32_t src, uint32_t dst, Time at, Node* node, uint6
                  static_cast<long long>(lookahead_.count_ps()));
     std::abort();
   }
+  if (ranks_ && rank_of_[dst] != ranks_->rank()) {
+    if (rank_of_[src] != ranks_->rank()) return;  // the owner of `src` sends it
+    const auto it = target_id_.find(node);
+    if (it == target_id_.end()) {
+      std::fprintf(stderr,
+                   "mrc-sim: internal error: a message from partition %u to %u (another process) targets a node "
+                   "that was not registered (ParallelEngine::register_target)\n",
+                   src, dst);
+      std::abort();
+    }
+    // A record: time, key, target, destination partition, then the tag's bytes.
+    auto& buf = remote_out_[size_t{src} * ranks_->size() + rank_of_[dst]];
+    const int64_t t = at.ps();
+    const uint32_t ids[2] = {it->second, dst};
+    const size_t o = buf.size();
+    buf.resize(o + sizeof t + sizeof key + sizeof ids);
+    std::memcpy(buf.data() + o, &t, sizeof t);
+    std::memcpy(buf.data() + o + sizeof t, &key, sizeof key);
+    std::memcpy(buf.data() + o + sizeof t + sizeof key, ids, sizeof ids);
+    node->export_tag(*parts_[src], tag, buf);
+    ++remote_sent_[size_t{src} * parts_.size() + dst];
+    return;
+  }
+  if (ranks_ && rank_of_[src] != ranks_->rank()) return;  // the owner of `src` sends it
   out_[size_t{src} * parts_.size() + dst].push_back(Message{at, key, node, tag});
+}
+
+void ParallelEngine::exchange_remote() {
+  const uint32_t nr = ranks_->size(), me = ranks_->rank();
+  const size_t n = parts_.size();
+  std::vector<std::vector<uint8_t>> out(nr);
+  for (uint32_t src : local_) {
+    for (uint32_t r = 0; r < nr; ++r) {
+      auto& b = remote_out_[size_t{src} * nr + r];
+      out[r].insert(out[r].end(), b.begin(), b.end());
+      b.clear();
+    }
+    for (size_t dst = 0; dst < n; ++dst) {
+      uint64_t& c = remote_sent_[src * n + dst];
+      messages_ += c;
+      batches_ += c != 0;
+      c = 0;
+    }
+  }
+  const double c0 = thread_cpu_now_s();
+  const auto in = ranks_->exchange(out);
+  in_ranks_s_ += thread_cpu_now_s() - c0;
+  for (uint32_t r = 0; r < nr; ++r) {
+    if (r == me) continue;
+    const uint8_t* p = in[r].data();
+    const uint8_t* const e = p + in[r].size();
+    while (p < e) {
+      int64_t t = 0;
+      uint64_t key = 0;
+      uint32_t ids[2] = {0, 0};
+      bool ok = e - p >= static_cast<std::ptrdiff_t>(sizeof t + sizeof key + sizeof ids);
+      if (ok) {
+        std::memcpy(&t, p, sizeof t);
+        std::memcpy(&key, p + sizeof t, sizeof key);
+        std::memcpy(ids, p + sizeof t + sizeof key, sizeof ids);
+        p += sizeof t + sizeof key + sizeof ids;
+        ok = ids[0] < targets_.size() && ids[1] < n && rank_of_[ids[1]] == me;
+      }
+      if (!ok) {
+        std::fprintf(stderr,
+                     "mrc-sim: internal error: rank %u sent a message record that does not fit this model (do "
+                     "all ranks run the same mrc-sim with the same flags?)\n",
+                     r);
+        std::abort();
+      }
+      Node* node = targets_[ids[0]];
+      const uint64_t tag = node->import_tag(*parts_[ids[1]], p);
+      parts_[ids[1]]->schedule(Time::from_ps(t), node, tag, key);
+    }
+  }
 }
 
 void ParallelEngine::deliver_outboxes() {
@@ -54,24 +158,30 @@ void ParallelEngine::deliver_outboxes() {
       box.clear();
     }
   }
+  if (ranks_) exchange_remote();
 }
 
-Time ParallelEngine::first_event() const {
+Time ParallelEngine::first_event() {
   Time first = Time::never();
-  for (Simulator* s : parts_) first = min(first, s->next_event_time());
+  for (uint32_t p : local_) first = min(first, parts_[p]->next_event_time());
+  if (ranks_) {
+    int64_t t = first.ps();
+    ranks_->min({&t, 1});
+    first = Time::from_ps(t);
+  }
   return first;
 }
 
-void ParallelEngine::run_globals(Time end) {
-  if (!global_) return;
+Time ParallelEngine::run_globals(Time end, Time first) {
+  if (!global_) return first;
   for (;;) {
     const Time g = global_->next_event_time();
-    if (g.is_never() || g > first_event()) return;
+    if (g.is_never() || g > first) return first;
     // A global event scheduled (by a partition) inside a window already run
     // runs right after it.
     const Time at = g > done_until_ ? g : done_until_ + Duration::ps(1);
-    if (at > end) return;
-    for (Simulator* s : parts_) s->advance_to(at);
+    if (at > end) return first;
+    for (uint32_t p : local_) parts_[p]->advance_to(at);
     in_globals_ = true;
     global_->run_until(at);
     in_globals_ = false;
@@ -79,6 +189,7 @@ void ParallelEngine::run_globals(Time end) {
     // let start) is due no earlier than the lookahead after `at`, but may
     // fall inside the next window: into the queues now.
     deliver_outboxes();
+    first = first_event();
   }
 }
 
@@ -90,13 +201,26 @@ bool ParallelEngine::next_window(Time end) {
     stop = min(stop, t);
     t = Time::never();
   }
+  Time first = Time::never();
+  for (uint32_t p : local_) first = min(first, parts_[p]->next_event_time());
+  if (ranks_) {
+    // One reduction for all three: the earliest stop of any process, the
+    // earliest pending event, and the longest share of the window just run
+    // (a maximum, as the minimum of its negation; in ns of CPU time).
+    int64_t v[3] = {stop.ps(), first.ps(), -static_cast<int64_t>(window_busy_s_ * 1e9)};
+    const double c0 = thread_cpu_now_s();
+    ranks_->min(v);
+    in_ranks_s_ += thread_cpu_now_s() - c0;
+    stop = Time::from_ps(v[0]);
+    first = Time::from_ps(v[1]);
+    window_busy_s_ = static_cast<double>(-v[2]) * 1e-9;
+  }
   if (!stop.is_never()) {
     stopped_ = true;
     stop_time_ = stop;
     return false;
   }
-  run_globals(end);
-  const Time first = first_event();
+  first = run_globals(end, first);
   if (first.is_never() || first > end) return false;
   // Exclusive of first + lookahead: a message sent at `first` or later
   // arrives there at the earliest. A global event clips the window: it runs
@@ -123,30 +247,58 @@ void ParallelEngine::run_window(uint32_t p) {
   }
 }
 
+bool ParallelEngine::barrier_step(Time end) {
+  const double t0 = thread_cpu_now_s();
+  const double waited0 = in_ranks_s_;
+  const bool more = next_window(end);
+  // The barrier's own steps, less the collectives' CPU time: a rank that
+  // finished its share early spins there, waiting for the longest share,
+  // which window_busy_s_ counts already.
+  span_s_ += window_busy_s_ + (thread_cpu_now_s() - t0) - (in_ranks_s_ - waited0);
+  return more;
+}
+
 bool ParallelEngine::run_until(Time end) {
   stopped_ = false;
   stop_time_ = Time::never();
   if (parts_.size() == 1 && !global_) return parts_[0]->run_until(end);
-  bool more = next_window(end);
-  if (parts_.size() == 1) {
+  run_windows(end, next_window(end));
+  if (stopped_) return true;
+  // Nothing is left by `end`: this only sets the clocks.
+  bool pending = global_ && global_->pending_events() > 0;
+  for (uint32_t p : local_) pending = parts_[p]->run_until(end) || pending;
+  if (ranks_) {
+    uint64_t v = pending;
+    ranks_->max({&v, 1});
+    pending = v != 0;
+  }
+  if (!end.is_never() && end > done_until_) done_until_ = end;
+  return pending;
+}
+
+void ParallelEngine::run_windows(Time end, bool more) {
+  if (local_.size() == 1) {
+    const uint32_t p = local_[0];
+    const double cpu0 = thread_cpu_now_s();
     while (more) {
-      run_window(0);
-      more = next_window(end);
+      const double w0 = thread_cpu_now_s();
+      run_window(p);
+      window_busy_s_ = thread_cpu_now_s() - w0;
+      more = barrier_step(end);
     }
+    cpu_s_[p] += thread_cpu_now_s() - cpu0;
   } else {
     // The completion step runs on one thread while the others wait: it alone
     // touches the outboxes of every pair, the global events and the window.
     auto on_barrier = [this, end, &more]() noexcept {
-      const double t0 = thread_cpu_now_s();
-      double longest = 0;
+      window_busy_s_ = 0;
       for (double& b : busy_s_) {
-        longest = std::max(longest, b);
+        window_busy_s_ = std::max(window_busy_s_, b);
         b = 0;
       }
-      more = next_window(end);
-      span_s_ += longest + (thread_cpu_now_s() - t0);
+      more = barrier_step(end);
     };
-    std::barrier sync(static_cast<std::ptrdiff_t>(parts_.size()), on_barrier);
+    std::barrier sync(static_cast<std::ptrdiff_t>(local_.size()), on_barrier);
     auto work = [this, &more, &sync](uint32_t p) {
       const double cpu0 = thread_cpu_now_s();
       while (more) {
@@ -158,16 +310,10 @@ bool ParallelEngine::run_until(Time end) {
       cpu_s_[p] += thread_cpu_now_s() - cpu0;
     };
     std::vector<std::thread> threads;
-    for (uint32_t p = 1; p < parts_.size(); ++p) threads.emplace_back(work, p);
-    work(0);
+    for (size_t i = 1; i < local_.size(); ++i) threads.emplace_back(work, local_[i]);
+    work(local_[0]);
     for (auto& t : threads) t.join();
   }
-  if (stopped_) return true;
-  // Nothing is left by `end`: this only sets the clocks.
-  bool pending = global_ && global_->pending_events() > 0;
-  for (Simulator* s : parts_) pending = s->run_until(end) || pending;
-  if (!end.is_never() && end > done_until_) done_until_ = end;
-  return pending;
 }
 
 }  // namespace mrc::sim

@@ -17,9 +17,14 @@
 // executes every partition's events in the order the sequential engine
 // would, and gives its results bit for bit.
 //
-// A message holds a Node pointer, which only threads of one process can
-// follow; an engine across processes (MPI) would carry the target as an
-// entity id and the payload as bytes, one exchange per window.
+// Across processes (set_ranks): every process builds the same model and
+// runs only its own partitions. A message to another process's partition
+// names its target by its index among the registered targets (the same
+// nodes in the same order on every process) and carries its tag as bytes
+// (Node::export_tag: a packet travels as its fields and header bytes); the
+// barrier sends each process's messages in one Ranks::exchange() per window
+// and takes its decisions (the next window's first event, a stop) from
+// reductions over the processes. The global events run on every process.
 //
 // Events global to every partition (a failure, a sample, an ECMP
 // reconvergence) live in a Simulator of their own, the global one: they run
@@ -39,8 +44,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
+#include "sim/engine/ranks.hpp"
 #include "sim/engine/simulator.hpp"
 
 namespace mrc::sim {
@@ -59,13 +66,38 @@ class ParallelEngine {
   ParallelEngine(std::vector<Simulator*> parts, Duration lookahead, Simulator* global = nullptr);
 
   uint32_t partitions() const { return static_cast<uint32_t>(parts_.size()); }
+
+  /// Runs across processes: this process runs only the partitions p with
+  /// rank_of[p] == ranks->rank() (threads when it has several), and the
+  /// messages for the others go through `ranks` (not owned; it must
+  /// outlive the engine). Every rank must build the same model, register
+  /// the same targets in the same order, and call run_until() with the
+  /// same ends. `rank_of` has partitions() entries below ranks->size(),
+  /// each rank with at least one partition (else aborts with a message).
+  /// Call before run_until(). The other ranks' partitions' Simulators stay
+  /// as they were built: what the global events do to their elements here
+  /// is discarded (their messages are dropped; the owner sends its own).
+  void set_ranks(Ranks* ranks, std::vector<uint32_t> rank_of);
+  /// A node that a message from another process may target (set_ranks): a
+  /// send() to a partition of another process aborts with a message if
+  /// its node was not registered. Register the same nodes in the same
+  /// order on every rank, before run_until().
+  void register_target(Node* n);
+  /// The Ranks of set_ranks(), or null within one process.
+  Ranks* ranks() const { return ranks_; }
+  /// This process runs partition `p` (always true within one process).
+  bool local(uint32_t p) const { return !ranks_ || rank_of_[p] == ranks_->rank(); }
+  /// The partitions this process runs, in order.
+  const std::vector<uint32_t>& local_partitions() const { return local_; }
   Duration lookahead() const { return lookahead_; }
 
   /// Called by an event running in partition `src`: runs node->on_event(tag)
   /// at `at` in partition `dst`, keyed `key` (the sender's EventKeys). `at`
   /// must be at least the sender's now() + lookahead() (else the message
   /// could fall in a window already run: aborts with a message). Only the
-  /// thread running `src` may call it during run_until().
+  /// thread running `src` may call it during run_until(). Across
+  /// processes, a message from a partition of another process (a global
+  /// event acting on its elements here) is dropped: that process sends it.
   void send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key);
 
   /// Runs every partition's events (and the global ones) up to and
@@ -99,7 +131,8 @@ class ParallelEngine {
   /// time, by the global Simulator's current_key().
   bool in_globals() const { return in_globals_; }
 
-  /// Windows run, and messages moved between partitions, since construction.
+  /// Windows run, and messages moved between partitions, since construction
+  /// (across processes: those this process sent, and delivered within it).
   uint64_t windows() const { return windows_; }
   uint64_t messages() const { return messages_; }
   /// Batches moved: non-empty outboxes of a (source, destination) pair,
@@ -117,6 +150,9 @@ class ParallelEngine {
   /// (merging outboxes, global events). On as many free cores as
   /// partitions the run would take about this long: the sequential run's
   /// CPU time over it bounds the speedup, whatever else loads the machine.
+  /// Across processes: the longest share of any process (a reduction), and
+  /// this process's barrier steps less the CPU time spent in the
+  /// collectives (waits, and the copies of the exchange).
   double span_cpu_s() const { return span_s_; }
 
  private:
@@ -132,13 +168,24 @@ class ParallelEngine {
   bool next_window(Time end);
   /// Every outbox into its destination's queue (sources in order).
   void deliver_outboxes();
-  /// The earliest pending event of any partition.
-  Time first_event() const;
+  /// The earliest pending event of any partition (of every process: a
+  /// reduction, called by every rank alike).
+  Time first_event();
+  /// Across processes: this process's messages for each other one, sent
+  /// and received in one exchange, into their destinations' queues.
+  void exchange_remote();
   /// Runs one partition's share of the window (finishing it after a stop()).
   void run_window(uint32_t p);
-  /// Runs the global events due before the next partition event, each at
-  /// its time or, if it fell inside a window already run, right after it.
-  void run_globals(Time end);
+  /// Runs the global events due before the next partition event `first`,
+  /// each at its time or, if it fell inside a window already run, right
+  /// after it; returns the next partition event after them.
+  Time run_globals(Time end, Time first);
+  /// Runs the window loop over this process's partitions (threads when
+  /// there are several); `more` is the first window's next_window().
+  void run_windows(Time end, bool more);
+  /// next_window() after a window whose longest share took window_busy_s_,
+  /// adding the window to the critical path (span_s_).
+  bool barrier_step(Time end);
 
   std::vector<Simulator*> parts_;
   Simulator* global_ = nullptr;
@@ -157,6 +204,16 @@ class ParallelEngine {
   std::vector<double> cpu_s_;
   std::vector<double> busy_s_;  ///< per partition: CPU time running the window just run
   double span_s_ = 0;
+  double window_busy_s_ = 0;  ///< the longest share of the window just run (every process's, after the barrier)
+  double in_ranks_s_ = 0;     ///< CPU time in the collectives (Ranks) of the engine's barriers
+  // Across processes (set_ranks).
+  Ranks* ranks_ = nullptr;
+  std::vector<uint32_t> rank_of_;  ///< per partition
+  std::vector<uint32_t> local_;    ///< the partitions this process runs
+  std::vector<Node*> targets_;     ///< register_target order
+  std::unordered_map<const Node*, uint32_t> target_id_;
+  std::vector<std::vector<uint8_t>> remote_out_;  ///< [src * ranks + rank]: records for that rank
+  std::vector<uint64_t> remote_sent_;             ///< [src * partitions + dst]: this window's messages
 };
 
 }  // namespace mrc::sim

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace mrc::sim {
 
@@ -21,6 +22,19 @@ inline void prefetch_lines(const Event& e) {
   if (e.tag - kMinHint < kMaxHint - kMinHint) __builtin_prefetch(reinterpret_cast<const void*>(e.tag));
 }
 }  // namespace
+
+void Node::export_tag(Simulator&, uint64_t tag, std::vector<uint8_t>& out) {
+  const size_t at = out.size();
+  out.resize(at + sizeof tag);
+  std::memcpy(out.data() + at, &tag, sizeof tag);
+}
+
+uint64_t Node::import_tag(Simulator&, const uint8_t*& in) {
+  uint64_t tag = 0;
+  std::memcpy(&tag, in, sizeof tag);
+  in += sizeof tag;
+  return tag;
+}
 
 void Simulator::advance_to(Time t) {
   if (t < now_ || next_event_time() < t) {

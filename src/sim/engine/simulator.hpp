@@ -45,6 +45,17 @@ class Node {
   /// routed to, ...). Must not change any state: the event before may still
   /// change the node, so whatever it reads is only a hint.
   virtual void prefetch(uint64_t tag) const { (void)tag; }
+  /// A run across processes (ParallelEngine::set_ranks): an event for this
+  /// node, with `tag`, leaves partition `from` for a partition another
+  /// process runs. Appends to `out` what import_tag() needs to rebuild the
+  /// tag there. By default the tag itself (8 bytes); a node whose tag
+  /// points at something (a pipe's packet) writes what it points at, and
+  /// releases it to `from`.
+  virtual void export_tag(Simulator& from, uint64_t tag, std::vector<uint8_t>& out);
+  /// On the receiving process: rebuilds the tag export_tag() wrote, for an
+  /// event in partition `to`, reading from `in` and advancing it past what
+  /// it read.
+  virtual uint64_t import_tag(Simulator& to, const uint8_t*& in);
 };
 
 class Simulator {

@@ -374,11 +374,28 @@ FabricStats Fabric::stats() const {
   return s;
 }
 
+FabricStats Fabric::partition_stats(uint32_t p) const {
+  return p == 0 ? impl_->ctx.stats : impl_->pctx.at(p - 1)->stats;
+}
+
+void Fabric::for_each_message_target(const std::function<void(Node*)>& f) {
+  Impl& m = *impl_;
+  f(&m);
+  for (uint32_t i = 0; i < m.nports(); ++i) f(&m.ports[i].port);
+  for (const LinkRec& l : m.links)
+    for (Pipe* p : {l.to_upper, l.to_lower})
+      if (p && p->cut()) f(p);
+}
+
 void Fabric::Impl::catch_up_ports() {
   // Partitioned: called between windows, where every partition's clock
-  // reads the same.
-  const Time now = ctx.sim->now();
-  for (uint32_t i = 0; i < nports(); ++i) ports[i].port.catch_up(now);
+  // reads the same, except across processes, where only the partitions
+  // this process runs move (the others' ports never hold a packet here):
+  // each port goes to its own partition's clock.
+  for (uint32_t s = 0; s < nswitches; ++s) {
+    const Time now = ctx_of(s)->sim->now();
+    for (uint32_t i = port_base[s]; i < port_base[s + 1]; ++i) ports[i].port.catch_up(now);
+  }
 }
 
 uint64_t Fabric::max_queue_bytes(std::string* where) {

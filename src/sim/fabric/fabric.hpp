@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -173,6 +174,14 @@ class Fabric {
   // ---- observation
   /// Counters over the whole fabric (every partition's, added up).
   FabricStats stats() const;
+  /// Counters of partition `p` alone (p < the partitions it was built with).
+  FabricStats partition_stats(uint32_t p) const;
+  /// Calls f(Node*) for every element that an event of another partition
+  /// may target (every switch egress port, for PFC frames; every pipe that
+  /// crosses partitions; the fabric itself, for PFC frames towards NICs),
+  /// in an order that depends only on the configuration: the targets of a
+  /// run across processes (ParallelEngine::register_target).
+  void for_each_message_target(const std::function<void(Node*)>& f);
   /// Bytes queued in the data class of the busiest switch egress port, and its name.
   uint64_t max_queue_bytes(std::string* where = nullptr);
   /// Sum of bytes queued at every switch egress port.

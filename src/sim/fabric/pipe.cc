@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "sim/fabric/pipe.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 #include "sim/fabric/egress_port.hpp"
 #include "sim/fabric/switch.hpp"
@@ -191,6 +195,43 @@ void Pipe::prefetch(uint64_t tag) const {
     const char* p = reinterpret_cast<const char*>(head_);
     for (size_t i = 64; i < sizeof(Packet); i += 64) __builtin_prefetch(p + i);
   }
+}
+
+namespace {
+// A packet between processes: its fields, with only the header bytes the
+// transport wrote (hdr_len of them), not the whole header buffer.
+constexpr size_t kHdrAt = offsetof(Packet, hdr);
+constexpr size_t kAfterHdr = kHdrAt + sizeof(Packet::hdr);
+constexpr size_t kTail = sizeof(Packet) - kAfterHdr;
+}  // namespace
+
+void Pipe::export_tag(Simulator& from, uint64_t tag, std::vector<uint8_t>& out) {
+  static_assert(std::is_trivially_copyable_v<Packet>);
+  Packet* p = reinterpret_cast<Packet*>(tag);
+  const auto* b = reinterpret_cast<const uint8_t*>(p);
+  const size_t hdr = std::min<size_t>(p->hdr_len, sizeof(Packet::hdr));
+  const size_t at = out.size();
+  out.resize(at + kHdrAt + hdr + kTail);
+  uint8_t* o = out.data() + at;
+  std::memcpy(o, b, kHdrAt + hdr);
+  std::memcpy(o + kHdrAt + hdr, b + kAfterHdr, kTail);
+  from.free_packet(p);
+}
+
+uint64_t Pipe::import_tag(Simulator& to, const uint8_t*& in) {
+  Packet* p = to.new_packet();
+  auto* b = reinterpret_cast<uint8_t*>(p);
+  std::memcpy(b, in, kHdrAt);
+  const size_t hdr = std::min<size_t>(p->hdr_len, sizeof(Packet::hdr));
+  std::memcpy(b + kHdrAt, in + kHdrAt, hdr);
+  std::memcpy(b + kAfterHdr, in + kHdrAt + hdr, kTail);
+  in += kHdrAt + hdr + kTail;
+  p->pipe_next = nullptr;
+  // The sender's side of this pipe runs in the other process: this copy
+  // counts what was sent from the packets that arrive, in the order sent.
+  ++sent_;
+  ++sent_cls_[static_cast<uint8_t>(p->cls) < 3 ? static_cast<uint8_t>(p->cls) : 2];
+  return reinterpret_cast<uintptr_t>(p);
 }
 
 void Pipe::deliver(Packet* p) {

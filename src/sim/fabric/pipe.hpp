@@ -106,6 +106,12 @@ class alignas(64) Pipe final : public Node {
   /// The head packet's next hop: the egress port and pipe its far switch
   /// will route it to.
   void prefetch(uint64_t tag) const override;
+  /// A cut pipe whose receiver runs in another process: the packet (the
+  /// tag) travels as its bytes and is released to the sender's pool;
+  /// import_tag() takes a packet from the receiver's pool for it and counts
+  /// it as sent on this side (what a flush here needs).
+  void export_tag(Simulator& from, uint64_t tag, std::vector<uint8_t>& out) override;
+  uint64_t import_tag(Simulator& to, const uint8_t*& in) override;
 
  private:
   void deliver(Packet* p);

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <algorithm>
 #include <string>
 
@@ -33,6 +35,13 @@ class Sampler final : public Node {
     flows_ = std::move(flows);
     for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
+  /// A run across processes: every sample adds up the counters of each
+  /// rank's NICs (`local_hosts`; one reduction per sample), so every rank
+  /// takes the same samples.
+  void share(Ranks* ranks, std::vector<uint8_t> local_hosts) {
+    ranks_ = ranks;
+    local_ = std::move(local_hosts);
+  }
   void start() { sim_.schedule(sim_.now() + every_, this, 0, keys_.next()); }
   void on_event(Simulator& sim, uint64_t) override {
     take(sim.now());
@@ -54,11 +63,20 @@ class Sampler final : public Node {
     last_at_ = now;
     uint64_t rx = 0, placed = 0;
     for (uint32_t h = 0; h < c_.hosts(); ++h) {
+      if (!local(h)) continue;
       rx += c_.nic(h).rx_payload_bytes();
       placed += c_.nic(h).rx_placed_bytes();
     }
+    uint64_t queued = f_.total_queued_bytes();
+    if (ranks_) {
+      uint64_t v[3] = {rx, placed, queued};
+      ranks_->sum(v);
+      rx = v[0];
+      placed = v[1];
+      queued = v[2];
+    }
     const uint64_t unplaced = rx - placed;
-    Sample s{now, gbps(placed - last_placed_), 0, f_.total_queued_bytes()};
+    Sample s{now, gbps(placed - last_placed_), 0, queued};
     // A packet counted on arrival is placed in the same event, so the
     // difference never shrinks; max() keeps a sample at 0 regardless.
     s.unplaced_gbps = gbps(std::max(unplaced, last_unplaced_) - last_unplaced_);
@@ -72,6 +90,7 @@ class Sampler final : public Node {
   /// One row per enabled detail: deltas of the NICs' counters since the last sample.
   void sample_detail() {
     auto row = [&](std::vector<uint64_t> now, std::vector<uint64_t>& last, std::vector<std::vector<double>>& out) {
+      if (ranks_) ranks_->sum(now);
       last.resize(now.size(), 0);
       std::vector<double> g(now.size());
       for (size_t i = 0; i < now.size(); ++i) g[i] = gbps(now[i] - last[i]);
@@ -81,18 +100,19 @@ class Sampler final : public Node {
     const uint32_t n = c_.hosts();
     if (hosts_) {
       std::vector<uint64_t> v(n);
-      for (uint32_t h = 0; h < n; ++h) v[h] = c_.nic(h).rx_payload_bytes();
+      for (uint32_t h = 0; h < n; ++h) v[h] = local(h) ? c_.nic(h).rx_payload_bytes() : 0;
       row(std::move(v), last_hosts_, r_->host_series);
     }
     if (planes_) {
       std::vector<uint64_t> v(f_.planes(), 0);
       for (uint32_t h = 0; h < n; ++h)
-        for (uint32_t p = 0; p < f_.planes(); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
+        for (uint32_t p = 0; p < f_.planes() && local(h); ++p) v[p] += c_.nic(h).rx_payload_by_plane()[p];
       row(std::move(v), last_planes_, r_->plane_series);
     }
     if (!flows_.empty()) {
       std::vector<uint64_t> v(flows_.size());
-      for (size_t i = 0; i < flows_.size(); ++i) v[i] = c_.nic(flows_[i].second).rx_payload_from(flows_[i].first);
+      for (size_t i = 0; i < flows_.size(); ++i)
+        v[i] = local(flows_[i].second) ? c_.nic(flows_[i].second).rx_payload_from(flows_[i].first) : 0;
       row(std::move(v), last_flows_, r_->flow_series);
     }
   }
@@ -111,12 +131,18 @@ class Sampler final : public Node {
   bool hosts_ = false, planes_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> flows_;
   std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
+  bool local(uint32_t h) const { return local_.empty() || local_[h]; }
+
+  Ranks* ranks_ = nullptr;
+  std::vector<uint8_t> local_;  ///< across processes: this rank's hosts
 };
 
 /// Records made in several partitions at once (and by the global events),
 /// each buffer capped, merged into the order of a sequential run: by time,
 /// global events before partition events at the same time, then by the key
 /// of the event that made the record; records of one event keep their order.
+/// Across processes, a global event's records are made on several ranks:
+/// they go by host (`tie`), the order the failure schedule visits hosts in.
 template <class T>
 class Recorder {
  public:
@@ -125,12 +151,25 @@ class Recorder {
     Time at;
     uint8_t phase;  ///< 0: a global event; 1: a partition's
     uint64_t key;   ///< of the event making the record
+    uint32_t tie;   ///< before the record's place in its buffer: 0, or across processes a global record's host
   };
-  explicit Recorder(uint32_t partitions) : buffers_(partitions + 1) {}
+  // One buffer per partition, the global events', and other ranks' records.
+  explicit Recorder(uint32_t partitions) : buffers_(partitions + 2) {}
   template <class P>
   void add(const P& w, T rec) {
     auto& b = buffers_[w.buffer].items;
-    if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, b.size(), std::move(rec)});
+    if (b.size() < cap_) b.push_back(Item{w.at, w.phase, w.key, w.tie, b.size(), std::move(rec)});
+  }
+  /// Calls f(place, seq, rec) for every record kept here.
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t k = 0; k < buffers_.size(); ++k)
+      for (const Item& i : buffers_[k].items)
+        f(Place{static_cast<uint32_t>(k), i.at, i.phase, i.key, i.tie}, i.seq, i.rec);
+  }
+  /// A record another rank kept (for_each there), with its place.
+  void add_item(const Place& w, size_t seq, T rec) {
+    buffers_.back().items.push_back(Item{w.at, w.phase, w.key, w.tie, seq, std::move(rec)});
   }
   /// The first `cap` records of the run, in order, with their times.
   std::vector<std::pair<Time, T>> merged(size_t cap) {
@@ -138,7 +177,7 @@ class Recorder {
     for (auto& b : buffers_)
       for (Item& i : b.items) all.push_back(&i);
     std::sort(all.begin(), all.end(), [](const Item* a, const Item* b) {
-      return std::tie(a->at, a->phase, a->key, a->seq) < std::tie(b->at, b->phase, b->key, b->seq);
+      return std::tie(a->at, a->phase, a->key, a->tie, a->seq) < std::tie(b->at, b->phase, b->key, b->tie, b->seq);
     });
     std::vector<std::pair<Time, T>> out;
     for (size_t i = 0; i < all.size() && i < cap; ++i) out.emplace_back(all[i]->at, std::move(all[i]->rec));
@@ -150,6 +189,7 @@ class Recorder {
     Time at;
     uint8_t phase;
     uint64_t key;
+    uint32_t tie;
     size_t seq;
     T rec;
   };
@@ -160,6 +200,55 @@ class Recorder {
   };
   std::vector<Buffer> buffers_;
 };
+
+/// Bytes a rank sends to rank 0 with its share of the results.
+class Bytes {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const size_t at = b_.size();
+    b_.resize(at + sizeof(T));
+    std::memcpy(b_.data() + at, &v, sizeof(T));
+  }
+  const std::vector<uint8_t>& bytes() const { return b_; }
+
+ private:
+  std::vector<uint8_t> b_;
+};
+
+/// Reads what Bytes wrote; a short buffer is a programming error (every
+/// rank runs the same build and scenario).
+class BytesReader {
+ public:
+  explicit BytesReader(const std::vector<uint8_t>& b) : p_(b.data()), e_(b.data() + b.size()) {}
+  template <class T>
+  T get() {
+    T v{};
+    if (static_cast<size_t>(e_ - p_) < sizeof(T)) {
+      std::fprintf(stderr, "mrc-sim: internal error: a rank's results ended early\n");
+      std::abort();
+    }
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* e_;
+};
+
+/// The fields of a RunResult that each rank counts for its partitions
+/// alone, added up over the ranks.
+template <class F>
+void for_each_summed(RunResult& r, F&& f) {
+  for (uint64_t* v : {&r.retransmissions, &r.timeouts, &r.losses_rule, &r.losses_nack, &r.probes,
+                      &r.data_packets, &r.spurious_retransmissions, &r.evs_retired, &r.evs_resurrected,
+                      &r.ev_congestion_swaps, &r.evs_suspected, &r.evs_cleared, &r.qp_failures, &r.events,
+                      &r.messages, &r.batches, &r.rank_bytes, &r.rank_buffers})
+    f(*v);
+}
 
 size_t peak_rss_kb() {
   std::ifstream in("/proc/self/status");
@@ -257,12 +346,29 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   }
   ParallelEngine engine(part_ptrs, scenario_lookahead(topo), &global);
   fp.engine = &engine;
+  Ranks* const ranks = sc.ranks;
+  if (ranks) {
+    const uint32_t nr = ranks->size();
+    if (nparts < 2 || nparts % nr != 0) {
+      std::fprintf(stderr, "mrc-sim: a run over %u ranks needs a multiple of them as partitions (%u given)\n", nr,
+                   nparts);
+      std::abort();
+    }
+    std::vector<uint32_t> rank_of(nparts);
+    for (uint32_t p = 0; p < nparts; ++p) rank_of[p] = p / (nparts / nr);
+    engine.set_ranks(ranks, std::move(rank_of));
+  }
   // Every partition's NICs allocate packets, and a packet ends where it is
   // delivered or dropped: what ended away from home goes back between
-  // windows.
+  // windows (across processes: one from another process's partition, whose
+  // copy arrived here, goes to this process's first pool).
   if (nparts > 1)
     for (uint32_t p = 0; p < nparts; ++p) parts[p]->set_packet_homes(&fp.host, p, nparts);
-  Simulator& sim = *parts[0];
+  std::vector<Simulator*> homes = part_ptrs;
+  for (uint32_t p = 0; p < nparts; ++p)
+    if (!engine.local(p)) homes[p] = part_ptrs[engine.local_partitions()[0]];
+  // A partition this process runs: its clock is the run's.
+  Simulator& sim = *parts[engine.local_partitions()[0]];
   Fabric fabric(global, topo, fp);
   core::EndpointConfig ec;
   ec.protocol = sc.protocol;
@@ -284,6 +390,13 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   place.engine = &engine;
   place.post_delay = engine.lookahead();
   Cluster cluster(global, place, fabric, ec, spec);
+  // Across processes: this rank's hosts alone count (and are sampled).
+  std::vector<uint8_t> local_hosts;
+  if (ranks) {
+    local_hosts.resize(cluster.hosts());
+    for (uint32_t h = 0; h < cluster.hosts(); ++h) local_hosts[h] = engine.local(cluster.partition_of(h));
+    cluster.count_only(local_hosts);
+  }
   if (!sc.controller.empty() && spec.transport == core::Transport::mrc) {
     std::string why;
     if (Status s = cluster.use_controller(sc.controller, &why); !s) {
@@ -297,13 +410,19 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   // at the end.
   Recorder<std::pair<core::EvEvent, uint32_t>> ev_rec(nparts);
   Recorder<RunResult::PortRecord> port_rec(nparts);
+  // Across processes, a host's records are its rank's (what the global
+  // events do to other ranks' hosts here is not the run's).
   auto where = [&](uint32_t host) {
-    if (engine.in_globals()) return Recorder<int>::Place{nparts, global.now(), 0, global.current_key()};
+    if (engine.in_globals())
+      return Recorder<int>::Place{nparts, global.now(), 0, global.current_key(), ranks ? host : 0};
     Simulator& s = cluster.sim_of(host);
-    return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key()};
+    return Recorder<int>::Place{cluster.partition_of(host), s.now(), 1, s.current_key(), 0};
   };
-  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) { ev_rec.add(where(host), {e, host}); };
+  cluster.on_ev_event = [&](uint32_t host, const core::EvEvent& e) {
+    if (engine.local(cluster.partition_of(host))) ev_rec.add(where(host), {e, host});
+  };
   cluster.on_port_event = [&](uint32_t host, const core::PortEvent& e) {
+    if (!engine.local(cluster.partition_of(host))) return;
     const auto w = where(host);
     port_rec.add(w, RunResult::PortRecord{w.at, host, e.local, static_cast<uint32_t>(e.peer), e.up_mask});
   };
@@ -321,6 +440,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
     sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
   }
+  sampler.share(ranks, local_hosts);
   sampler.start();
 
   uint64_t host_bps = 0;
@@ -349,9 +469,21 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   // Between windows: packets go home, and the workload's completions,
   // counted apart by the partitions, tell whether the run is over (or the
   // next training step starts).
+  if (ranks) {
+    // The nodes a message from another process may target, in the same
+    // order on every rank.
+    auto reg = [&engine](Node* n) { engine.register_target(n); };
+    fabric.for_each_message_target(reg);
+    cluster.for_each_message_target(reg);
+    if (flows) reg(flows.get());
+  }
   engine.set_on_barrier([&] {
     if (nparts > 1)
-      for (Simulator* p : part_ptrs) p->return_packets(part_ptrs);
+      for (uint32_t p : engine.local_partitions()) part_ptrs[p]->return_packets(homes);
+    if (ranks) {
+      if (train) train->share_tallies(*ranks, engine);
+      if (flows) flows->share_tallies(*ranks, engine);
+    }
     const std::optional<Time> end = train ? train->at_barrier(engine.now() + Duration::ps(1)) : flows->finished_at();
     if (end) engine.request_stop(*end);
   });
@@ -384,7 +516,13 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     flows->count_unfinished();
     r.flows = flows->records();
   }
-  r.fabric = fabric.stats();
+  if (ranks) {
+    // Only this rank's partitions' counters: a flush here of a pipe that
+    // crosses to another rank's partition counts its losses there.
+    for (uint32_t p : engine.local_partitions()) r.fabric.add(fabric.partition_stats(p));
+  } else {
+    r.fabric = fabric.stats();
+  }
   r.retransmissions = cluster.sum_qp_stats([](const core::QpStats& s) { return s.retransmissions; });
   r.timeouts = cluster.sum_qp_stats([](const core::QpStats& s) { return s.timeouts; });
   r.losses_rule = cluster.sum_qp_stats([](const core::QpStats& s) { return s.losses_rule; });
@@ -410,13 +548,107 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     r.span_cpu_s = engine.span_cpu_s();
   }
   r.failure_log = sched.log();
+  if (ranks) {
+    // Each rank counted its partitions' share (the others' elements never
+    // ran here: their counters read 0); rank 0 adds them up. The global
+    // events ran on every rank: their count is rank 0's.
+    if (ranks->rank() != 0) r.events -= global.events_processed();
+    r.rank_bytes = ranks->bytes_sent();
+    r.rank_buffers = ranks->buffers_sent();
+    Bytes out;
+    for_each_summed(r, [&](uint64_t v) { out.put(v); });
+    out.put(r.fabric);
+    for (uint32_t p = 0; p < nparts; ++p) {
+      out.put(r.partition_events[p]);
+      out.put(r.partition_cpu_s[p]);
+    }
+    for (const FlowRecord& f : r.flows) {
+      out.put(uint8_t{f.done});
+      out.put(f.status);
+      out.put(f.finish);
+      out.put(f.retransmits);
+      out.put(f.trims);
+    }
+    static_assert(std::is_trivially_copyable_v<core::EvEvent> &&
+                  std::is_trivially_copyable_v<RunResult::PortRecord>);
+    auto put_place = [&out](const auto& w, size_t seq) {
+      out.put(w.at);
+      out.put(w.phase);
+      out.put(w.key);
+      out.put(w.tie);
+      out.put(uint64_t{seq});
+    };
+    uint64_t n_ev = 0, n_port = 0;
+    ev_rec.for_each([&](auto&&...) { ++n_ev; });
+    port_rec.for_each([&](auto&&...) { ++n_port; });
+    out.put(n_ev);
+    ev_rec.for_each([&](const auto& w, size_t seq, const auto& rec) {
+      put_place(w, seq);
+      out.put(rec.first);
+      out.put(rec.second);
+    });
+    out.put(n_port);
+    port_rec.for_each([&](const auto& w, size_t seq, const RunResult::PortRecord& rec) {
+      put_place(w, seq);
+      out.put(rec);
+    });
+    out.put(uint64_t{peak_rss_kb()});
+    const auto all = ranks->gather(out.bytes());
+    r.rank_share = ranks->rank() != 0;
+    for (uint32_t k = 1; k < all.size(); ++k) {
+      BytesReader in(all[k]);
+      for_each_summed(r, [&](uint64_t& v) { v += in.get<uint64_t>(); });
+      r.fabric.add(in.get<FabricStats>());
+      for (uint32_t p = 0; p < nparts; ++p) {
+        r.partition_events[p] += in.get<uint64_t>();
+        r.partition_cpu_s[p] += in.get<double>();
+      }
+      const auto rank_of_host = [&](uint32_t h) { return cluster.partition_of(h) / (nparts / ranks->size()); };
+      for (FlowRecord& f : r.flows) {
+        const bool done = in.get<uint8_t>() != 0;
+        const auto status = in.get<core::WcStatus>();
+        const Time finish = in.get<Time>();
+        const uint64_t retransmits = in.get<uint64_t>();
+        const uint64_t trims = in.get<uint64_t>();
+        // What the sender's partition counts, and what the receiver's does.
+        if (rank_of_host(f.spec.src) == k) {
+          f.done = done;
+          f.status = status;
+          f.finish = finish;
+          f.retransmits = retransmits;
+        }
+        if (rank_of_host(f.spec.dst) == k) f.trims = trims;
+      }
+      // A record's place, as put_place wrote it (its buffer is this rank's).
+      auto get_place = [&in](uint64_t* seq) {
+        Recorder<int>::Place w{};
+        w.at = in.get<Time>();
+        w.phase = in.get<uint8_t>();
+        w.key = in.get<uint64_t>();
+        w.tie = in.get<uint32_t>();
+        *seq = in.get<uint64_t>();
+        return w;
+      };
+      uint64_t seq = 0;
+      for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
+        const auto w = get_place(&seq);
+        const auto e = in.get<core::EvEvent>();
+        ev_rec.add_item({w.buffer, w.at, w.phase, w.key, w.tie}, seq, {e, in.get<uint32_t>()});
+      }
+      for (uint64_t i = 0, n = in.get<uint64_t>(); i < n; ++i) {
+        const auto w = get_place(&seq);
+        port_rec.add_item({w.buffer, w.at, w.phase, w.key, w.tie}, seq, in.get<RunResult::PortRecord>());
+      }
+      r.peak_rss_kb = std::max<size_t>(r.peak_rss_kb, in.get<uint64_t>());
+    }
+  }
   for (auto& [at, rec] : ev_rec.merged(100000)) {
     r.ev_events.emplace_back(at, rec.first);
     r.ev_event_hosts.push_back(rec.second);
   }
   for (auto& [at, rec] : port_rec.merged(100000)) r.port_events.push_back(rec);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  r.peak_rss_kb = peak_rss_kb();
+  r.peak_rss_kb = std::max(r.peak_rss_kb, peak_rss_kb());
   return r;
 }
 

@@ -51,6 +51,15 @@ struct Scenario {
   /// Results are the same for every count; plan_partitions() must accept
   /// it for `topology` (run_scenario aborts with its message otherwise).
   uint32_t partitions = 1;
+  /// A run across processes (MPI ranks, not owned; null: one process):
+  /// every rank calls run_scenario() with the same scenario and runs
+  /// partitions / ranks->size() of the partitions (rank r the r-th block),
+  /// on threads when it has several. partitions must be a multiple of the
+  /// ranks, above 1, and the run without failures (run_scenario aborts with
+  /// a message otherwise; mrc-sim refuses these beforehand). Rank 0's
+  /// result is the whole run's, the same as on one process; the other
+  /// ranks' results are theirs alone (RunResult::rank_share).
+  Ranks* ranks = nullptr;
   Duration time_limit = Duration::ms(200);
   Duration sample_every = Duration::us(20);
   /// Protocol knobs for every endpoint; base_rtt 0 = twice the fabric's
@@ -131,6 +140,11 @@ struct RunResult {
   /// The critical path's CPU time (ParallelEngine::span_cpu_s; 0 with one
   /// partition).
   double span_cpu_s = 0;
+  /// Across processes (Scenario::ranks): bytes and non-empty buffers this
+  /// rank sent to other ranks (rank 0: every rank's added up), and whether
+  /// this result is only a rank's share (every rank but 0).
+  uint64_t rank_bytes = 0, rank_buffers = 0;
+  bool rank_share = false;
   Time end;
   double wall_s = 0;
   size_t peak_rss_kb = 0;

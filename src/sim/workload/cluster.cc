@@ -322,11 +322,12 @@ void Cluster::on_nic_completion(Nic& nic, const core::WorkCompletion& wc) {
 
 void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
   const uint32_t h = nic.host();
+  const bool count = counted(h);
   if (std::get_if<core::QpErrorEvent>(&e)) {
-    qp_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (count) qp_failures_.fetch_add(1, std::memory_order_relaxed);
   } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {
-    if (ev->to == core::EvState::assumed_bad) evs_retired_.fetch_add(1, std::memory_order_relaxed);
-    if (ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good)
+    if (count && ev->to == core::EvState::assumed_bad) evs_retired_.fetch_add(1, std::memory_order_relaxed);
+    if (count && ev->from == core::EvState::assumed_bad && ev->to == core::EvState::good)
       evs_resurrected_.fetch_add(1, std::memory_order_relaxed);
     if (on_ev_event && reported(h, *ev)) on_ev_event(h, *ev);
   } else if (auto* pe = std::get_if<core::PortEvent>(&e)) {

@@ -141,10 +141,24 @@ class Cluster {
   /// `src`'s partition; `node` must touch only `dst`'s state.
   void post(uint32_t src, uint32_t dst, Node* node, uint64_t tag);
   Duration post_delay() const { return post_delay_; }
+  /// Calls f(Node*) for each node of the cluster's own that post() may
+  /// target (every host's receive poster, in host order): targets of a
+  /// run across processes (ParallelEngine::register_target). A workload
+  /// that posts to itself registers itself.
+  void for_each_message_target(const std::function<void(Node*)>& f) {
+    for (uint32_t h = 0; h < hosts(); ++h) f(&posters_[h]);
+  }
 
   /// The workload's senders per destination (`n[dst]`, 0 = unknown), for
   /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
   void set_recv_peers(std::vector<uint32_t> n) { recv_peers_ = std::move(n); }
+
+  /// A run across processes: only the hosts h with counted[h] != 0 (those
+  /// this process runs) count in qp_failures(), evs_retired(),
+  /// evs_resurrected(), sum_qp_stats() and sum_path_stats(); the others'
+  /// copies here are not the run's. Empty (the default): every host.
+  void count_only(std::vector<uint8_t> counted) { counted_ = std::move(counted); }
+  bool counted(uint32_t h) const { return counted_.empty() || counted_[h]; }
 
   /// Every QP that failed (entered ERROR), for the summary.
   uint64_t qp_failures() const { return qp_failures_.load(std::memory_order_relaxed); }
@@ -174,6 +188,7 @@ class Cluster {
   uint64_t sum_qp_stats(F&& field, bool at_receivers = false) const {
     uint64_t s = 0;
     for (const auto& [key, qp] : qps_) {
+      if (!counted(at_receivers ? key.dst : key.src)) continue;
       auto q = at_receivers ? nics_[key.dst]->ep().query_qp(qp.remote) : nics_[key.src]->ep().query_qp(qp.local);
       if (q) s += field(q->stats);
     }
@@ -187,8 +202,8 @@ class Cluster {
   uint64_t sum_path_stats(F&& field) const {
     uint64_t s = 0;
     for (const auto& [key, qp] : qps_) {
-      if (auto q = nics_[key.src]->ep().query_qp(qp.local)) s += field(q->path);
-      if (auto q = nics_[key.dst]->ep().query_qp(qp.remote)) s += field(q->path);
+      if (auto q = nics_[key.src]->ep().query_qp(qp.local); q && counted(key.src)) s += field(q->path);
+      if (auto q = nics_[key.dst]->ep().query_qp(qp.remote); q && counted(key.dst)) s += field(q->path);
     }
     return s;
   }
@@ -264,6 +279,7 @@ class Cluster {
   std::vector<uint64_t> next_wr_;  ///< per host
   uint64_t next_profile_ = 1;
   // Counted from every partition: only their sums are read.
+  std::vector<uint8_t> counted_;  ///< count_only
   std::atomic<uint64_t> qp_failures_{0};
   std::atomic<uint64_t> evs_retired_{0};
   std::atomic<uint64_t> evs_resurrected_{0};

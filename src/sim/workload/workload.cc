@@ -159,6 +159,36 @@ FlowWorkload::FlowWorkload(Simulator& sim, Cluster& cluster, std::vector<FlowSpe
   tallies_.resize(cluster.partitions());
 }
 
+namespace {
+/// Per-partition tallies (a count and a time) to every rank: only the rank
+/// running a partition counts there, so the maximum is that rank's value.
+template <class Tally, class Count>
+void share_partition_tallies(std::vector<Tally>& tallies, Count Tally::*count, Ranks& ranks,
+                             const ParallelEngine& engine) {
+  const size_t n = tallies.size();
+  std::vector<uint64_t> v(2 * n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    if (!engine.local(static_cast<uint32_t>(p))) continue;
+    v[p] = tallies[p].*count;
+    v[n + p] = static_cast<uint64_t>(tallies[p].last.ps());
+  }
+  ranks.max(v);
+  for (size_t p = 0; p < n; ++p) {
+    if (engine.local(static_cast<uint32_t>(p))) continue;
+    tallies[p].*count = static_cast<Count>(v[p]);
+    tallies[p].last = Time::from_ps(static_cast<int64_t>(v[n + p]));
+  }
+}
+}  // namespace
+
+void FlowWorkload::share_tallies(Ranks& ranks, const ParallelEngine& engine) {
+  share_partition_tallies(tallies_, &Tally::finished, ranks, engine);
+}
+
+void RingTraining::share_tallies(Ranks& ranks, const ParallelEngine& engine) {
+  share_partition_tallies(tallies_, &Tally::hosts_done, ranks, engine);
+}
+
 uint64_t FlowWorkload::pair_retransmissions(const FlowSpec& f) const {
   return cluster_.sum_pair_qp_stats(f.src, f.dst, true, [](const core::QpStats& s) { return s.retransmissions; });
 }
@@ -183,8 +213,10 @@ std::optional<Time> FlowWorkload::finished_at() const {
 
 void FlowWorkload::count_unfinished() {
   for (size_t i = 0; i < recs_.size(); ++i) {
-    if (!started_[i]) continue;
-    if (pieces_left_[i] != 0) recs_[i].retransmits = pair_retransmissions(recs_[i].spec) - retransmits_at_start_[i];
+    // The sender knows it started; the receiver, that it took its snapshot
+    // (the two may run in different processes).
+    if (started_[i] && pieces_left_[i] != 0)
+      recs_[i].retransmits = pair_retransmissions(recs_[i].spec) - retransmits_at_start_[i];
     if (trims_state_[i] == 1) recs_[i].trims = pair_trims(recs_[i].spec) - trims_at_start_[i];
   }
 }

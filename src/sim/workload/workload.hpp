@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/engine/parallel.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/workload/cluster.hpp"
 #include "util/result.hpp"
@@ -82,6 +83,10 @@ class FlowWorkload final : public Node {
   /// Between windows: the time the last flow ended once every flow has.
   std::optional<Time> finished_at() const;
   const std::vector<FlowRecord>& records() const { return recs_; }
+  /// A run across processes: every rank's tallies of the partitions it
+  /// runs to every rank (one reduction), so that finished(), finished_at()
+  /// and done() tell the whole run's. Every rank calls it, between windows.
+  void share_tallies(Ranks& ranks, const ParallelEngine& engine);
   /// Sets `retransmits` and `trims` of flows that started but whose counts
   /// are not final to their counts so far. Call once when the run stops;
   /// flows that never started keep 0.
@@ -152,6 +157,9 @@ class RingTraining final : public Node {
   /// phase under the lookahead). Returns the time the last one ended when
   /// that was the last step (the run stops there).
   std::optional<Time> at_barrier(Time earliest);
+  /// A run across processes: as FlowWorkload::share_tallies, before
+  /// at_barrier().
+  void share_tallies(Ranks& ranks, const ParallelEngine& engine);
   void on_event(Simulator& sim, uint64_t tag) override;
   void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
 
