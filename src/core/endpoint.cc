@@ -212,6 +212,14 @@ std::optional<QpInfo> Endpoint::query_qp(uint32_t qpn) const {
   return q->info();
 }
 
+bool Endpoint::query_qp_counters(uint32_t qpn, QpStats* stats, PathStats* path) const {
+  const Qp* q = qp(qpn);
+  if (!q) return false;
+  if (stats) *stats = q->stats();
+  if (path) *path = q->path() ? q->path()->stats() : PathStats{};
+  return true;
+}
+
 size_t Endpoint::query_evs(uint32_t qpn, std::span<EvInfo> out) const {
   const Qp* q = qp(qpn);
   if (!q || !q->path()) return 0;

@@ -242,6 +242,11 @@ class Endpoint {
   Status modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t mask);
   /// The QP's state, attributes, counters and path summary; nullopt if unknown.
   std::optional<QpInfo> query_qp(uint32_t qpn) const;
+  /// Just the QP's counters and its path policy's (QpInfo::stats and
+  /// QpInfo::path), without the EV-state census query_qp() walks the EV
+  /// set for: for a driver that sums counters over many QPs (mrc-sim's
+  /// end-of-run totals). False, and nothing written, if the QPN is unknown.
+  bool query_qp_counters(uint32_t qpn, QpStats* stats, PathStats* path = nullptr) const;
   /// Copies the QP's EVs (in set order) into `out`; returns how many the QP
   /// has, which may exceed out.size() (then only the first out.size() are
   /// written: call again with more room). 0 for an unknown QPN.

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Endpoint operations in the harness, whose paths have known delays
 // (reference 6.3.7): an EV probe measures the round trip of the path its EV
-// takes, both ways, and only that path.
+// takes, both ways, and only that path. A QP's counters read alone agree
+// with a whole query.
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "endpoint_pair.hpp"
 #include "harness/fabric.hpp"
 
 using namespace mrc;
@@ -49,4 +51,31 @@ TEST(EndpointOps, AnEvProbeMeasuresTheRoundTripOfThePathItsEvTakes) {
     EXPECT_GE(r.rtt, rtt) << "probe " << id;
     EXPECT_LT(r.rtt, rtt + Duration::ns(500)) << "probe " << id << ": " << r.rtt.to_us() << " us vs " << rtt.to_us();
   }
+}
+
+TEST(EndpointOps, AQpsCountersAloneAgreeWithTheWholeQuery) {
+  core::test_support::EndpointPair p;
+  // Every fourth packet from A is lost once: retransmissions, losses and
+  // suspected EVs to count.
+  uint64_t n = 0;
+  p.filter = [&n](const core::test_support::Sent& s) { return s.from != core::test_support::kHostA || ++n % 4 != 0; };
+  ASSERT_TRUE(p.write(1, 256 * 1024).ok());
+  ASSERT_TRUE(p.run_until([&] { return p.completed(1); }, Duration::ms(5)));
+  for (auto [ep, qpn] : {std::pair{p.a.get(), p.qa}, std::pair{p.b.get(), p.qb}}) {
+    const auto info = ep->query_qp(qpn);
+    ASSERT_TRUE(info.has_value());
+    core::QpStats st;
+    core::PathStats ps;
+    ASSERT_TRUE(ep->query_qp_counters(qpn, &st, &ps));
+    EXPECT_EQ(st.data_packets_sent, info->stats.data_packets_sent);
+    EXPECT_EQ(st.retransmissions, info->stats.retransmissions);
+    EXPECT_EQ(st.data_packets_received, info->stats.data_packets_received);
+    EXPECT_EQ(ps.suspected, info->path.suspected);
+    EXPECT_EQ(ps.cleared, info->path.cleared);
+  }
+  EXPECT_GT(p.qp_a().stats().retransmissions, 0u);
+  core::QpStats untouched;
+  untouched.retransmissions = 77;
+  EXPECT_FALSE(p.a->query_qp_counters(0xABCDEF, &untouched));
+  EXPECT_EQ(untouched.retransmissions, 77u) << "nothing written for an unknown QPN";
 }

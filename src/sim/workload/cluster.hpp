@@ -187,10 +187,12 @@ class Cluster {
   template <class F>
   uint64_t sum_qp_stats(F&& field, bool at_receivers = false) const {
     uint64_t s = 0;
+    core::QpStats st;
     for (const auto& [key, qp] : qps_) {
       if (!counted(at_receivers ? key.dst : key.src)) continue;
-      auto q = at_receivers ? nics_[key.dst]->ep().query_qp(qp.remote) : nics_[key.src]->ep().query_qp(qp.local);
-      if (q) s += field(q->stats);
+      const bool known = at_receivers ? nics_[key.dst]->ep().query_qp_counters(qp.remote, &st)
+                                      : nics_[key.src]->ep().query_qp_counters(qp.local, &st);
+      if (known) s += field(st);
     }
     return s;
   }
@@ -201,9 +203,10 @@ class Cluster {
   template <class F>
   uint64_t sum_path_stats(F&& field) const {
     uint64_t s = 0;
+    core::PathStats ps;
     for (const auto& [key, qp] : qps_) {
-      if (auto q = nics_[key.src]->ep().query_qp(qp.local); q && counted(key.src)) s += field(q->path);
-      if (auto q = nics_[key.dst]->ep().query_qp(qp.remote); q && counted(key.dst)) s += field(q->path);
+      if (counted(key.src) && nics_[key.src]->ep().query_qp_counters(qp.local, nullptr, &ps)) s += field(ps);
+      if (counted(key.dst) && nics_[key.dst]->ep().query_qp_counters(qp.remote, nullptr, &ps)) s += field(ps);
     }
     return s;
   }
@@ -218,8 +221,10 @@ class Cluster {
     uint64_t s = 0;
     for (auto it = qps_.lower_bound(Key{src, dst, 0}); it != qps_.end() && it->first.src == src && it->first.dst == dst;
          ++it) {
-      auto q = at_sender ? nics_[src]->ep().query_qp(it->second.local) : nics_[dst]->ep().query_qp(it->second.remote);
-      if (q) s += field(q->stats);
+      core::QpStats st;
+      const bool known = at_sender ? nics_[src]->ep().query_qp_counters(it->second.local, &st)
+                                   : nics_[dst]->ep().query_qp_counters(it->second.remote, &st);
+      if (known) s += field(st);
     }
     return s;
   }
