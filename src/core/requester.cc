@@ -569,6 +569,21 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     return;
   }
   if (r.state != PktState::inflight) return;  // already being recovered
+  if (r.tx_count > 1 && retry_count_ >= attr_.retry_linear && code != wire::NackCode::trimmed &&
+      code != wire::NackCode::trimmed_lasthop) {
+    // The responder refuses a resent packet again, and nothing has been
+    // delivered through the linear retries: it cannot take this PSN now (a
+    // resource that stays short, or a window stuck behind a hole that a
+    // forged SACK covered). Resending each refusal at once would repeat it
+    // every round trip for as long as that lasts, with retry_exp 25 forever.
+    // The packet stays in flight instead and the ACK timeout resends it,
+    // backing off as it does for silence. Trims are excepted: they are
+    // congestion feedback on a packet that never arrived.
+    ++stats_.nacks_deferred;
+    ++retry_count_;
+    if (retry_exhausted()) fail(now, WcStatus::retry_exc_err, 0);
+    return;
+  }
   if (code == wire::NackCode::psn_oor_window) {
     // The responder's window ends at or below this PSN (a dynamic-MPR
     // shrink no SACK has told us of yet, or an MPR above its MPR_DEST).

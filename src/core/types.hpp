@@ -153,6 +153,10 @@ struct QpStats {
   uint64_t losses_path_fifo = 0;       ///< ... of which by the per-path FIFO rule (ProtocolConfig::path_fifo_loss)
   uint64_t losses_timeout = 0;         ///< declared by the ACK timeout
   uint64_t losses_nack = 0;            ///< retransmitted after a NACK
+  /// Refusals (NACKs other than trims) of a packet already resent, with
+  /// nothing delivered through the linear retries: not resent at once, left
+  /// to the ACK timeout and its backoff (see Qp::on_nack).
+  uint64_t nacks_deferred = 0;
   /// Data packets the local host refused to send (a full socket buffer or
   /// egress queue: Endpoint::on_transmit_refused), resent without blaming
   /// their EV and taken as congestion.

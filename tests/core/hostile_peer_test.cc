@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -156,17 +157,20 @@ TEST(HostilePortStatus, AStalledQpResumesWhenAPortReturns) {
 
 // ------------------------------------------------------------- 2. forged feedback
 
-/// A NACK UNEXP_EVENT to A's QP naming `psn`, echoing `ts`.
-Bytes fatal_nack(const Pair& p, uint32_t psn, uint16_t ts) {
+/// A NACK to A's QP naming `psn`, echoing `ts`, with reason `code`.
+Bytes nack(const Pair& p, uint32_t psn, uint16_t ts, wire::NackCode code) {
   wire::Headers h;
   h.bth.opcode = static_cast<uint8_t>(wire::Opcode::nack);
   h.bth.dest_qp = p.qa;
   h.bth.psn = psn;
-  h.neth.reason = static_cast<uint8_t>(wire::NackCode::unexp_event);
+  h.neth.reason = static_cast<uint8_t>(code);
   h.neth.nack_psn = psn;
   h.neth.reflected_ts = ts;
   return encode(h);
 }
+
+/// A NACK UNEXP_EVENT to A's QP naming `psn`, echoing `ts`.
+Bytes fatal_nack(const Pair& p, uint32_t psn, uint16_t ts) { return nack(p, psn, ts, wire::NackCode::unexp_event); }
 
 /// An AETH NAK (remote access error) to A's QP naming `psn`.
 Bytes fatal_nak(const Pair& p, uint32_t psn) {
@@ -962,6 +966,48 @@ TEST(ProtocolPoints, RetransmissionsWaitForAWindowThatDynamicMprShrank) {
   // One resend per lost or refused packet (plus the tail probes): no loop
   // of resends into the same refusal.
   EXPECT_LE(p.qp_a().stats().retransmissions, 10 + 1 + p.b->stats().rx_psn_out_of_window + 3);
+}
+
+TEST(ProtocolPoints, ARefusalThatRepeatsBacksOffInsteadOfResendingEveryRoundTrip) {
+  // B refuses PSN 0x100 every time it arrives (NO_RESOURCE, a genuine NACK
+  // echoing each transmission's stamp) and takes every other packet. The
+  // linear retries resend it at once; after them, with nothing delivered,
+  // the tail probes and the ACK timeout resend it and back off, so 5 ms
+  // hold a few dozen resends, not one per round trip (5,000 here). With
+  // retries forever the QP stays up; with a limit it fails at the limit.
+  for (const uint8_t retry_exp : {uint8_t{25}, uint8_t{3}}) {
+    SCOPED_TRACE(static_cast<int>(retry_exp));
+    PairSpec spec;
+    spec.retry_exp = retry_exp;
+    Pair p(spec);
+    uint64_t refused = 0;
+    std::vector<Bytes> refusals;  // delivered a step later, as from across the link
+    p.filter = [&](const Sent& s) {
+      if (s.from != kHostA || (s.bytes[0] & 0xE0) != 0xC0) return true;
+      auto q = wire::parse(s.bytes);
+      if (!q.ok() || q->h.bth.psn != 0x100) return true;
+      ++refused;
+      refusals.push_back(nack(p, 0x100, q->h.tseth.timestamp, wire::NackCode::no_resource));
+      return false;
+    };
+    ASSERT_TRUE(p.write(1, 16 * kMtu).ok());
+    for (const Time end = p.now + Duration::ms(5); p.now < end && !p.completed(1);) {
+      p.step();
+      for (const Bytes& b : std::exchange(refusals, {})) p.inject(kHostA, kHostB, b);
+    }
+    const QpStats& st = p.qp_a().stats();
+    EXPECT_LE(refused, 40u) << "a refused packet was resent every round trip";
+    EXPECT_GE(refused, 8u) << "the linear retries resend at once";
+    EXPECT_GE(st.nacks_deferred, 1u);
+    if (retry_exp == 25) {
+      EXPECT_GE(st.timeouts, 3u) << "the ACK timeout resends it";
+      EXPECT_EQ(p.qp_a().state(), QpState::rts);
+      EXPECT_FALSE(p.completed(1));
+    } else {
+      ASSERT_TRUE(p.completed(1));
+      EXPECT_EQ(p.send_completion(1)->status, WcStatus::retry_exc_err);
+    }
+  }
 }
 
 }  // namespace
