@@ -8,13 +8,26 @@
 # The committed corpus under fuzz/corpus/ is never modified: each run starts
 # from fuzz/corpus/<target>/ plus freshly generated seeds in a temp directory.
 # Crash inputs land in build/fuzz/artifacts/, logs in build/fuzz/logs/.
-# Extra libFuzzer flags can be passed in MRC_FUZZ_ARGS. Exits non-zero if any
-# target crashes, leaks, times out on an input, or fails to start.
+# The mutations follow a fixed seed, MRC_FUZZ_SEED (default 1), so a run that
+# fails fails again with the same seed, and a longer local run with it covers
+# what a shorter one does; MRC_FUZZ_SEED=random lets libFuzzer pick one per
+# target (it prints it in the log). Extra libFuzzer flags can be passed in
+# MRC_FUZZ_ARGS. Exits non-zero if any target crashes, leaks, times out on an
+# input, or fails to start.
 set -euo pipefail
 
 secs="${1:-30}"
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [[ "$secs" -eq 0 ]]; then
   echo "usage: $0 [seconds-per-target]" >&2
+  exit 2
+fi
+seed="${MRC_FUZZ_SEED:-1}"
+if [[ "$seed" == random ]]; then
+  seed_flag=()
+elif [[ "$seed" =~ ^[1-9][0-9]{0,8}$ ]]; then
+  seed_flag=("-seed=$seed")
+else
+  echo "$0: MRC_FUZZ_SEED must be a number from 1 to 999999999, or 'random' (got '$seed')" >&2
   exit 2
 fi
 
@@ -48,7 +61,7 @@ for t in "${targets[@]}"; do
   log="$logs/$t.log"
   # shellcheck disable=SC2086  # MRC_FUZZ_ARGS is a list of flags
   if "$bin/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="$artifacts/$t-" ${MRC_FUZZ_ARGS:-} \
+       ${seed_flag[@]+"${seed_flag[@]}"} -print_final_stats=1 -artifact_prefix="$artifacts/$t-" ${MRC_FUZZ_ARGS:-} \
        "$corpus" >"$log" 2>&1; then
     runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
     cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)"
@@ -65,4 +78,4 @@ if ((${#failed[@]})); then
   echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz: all ${#targets[@]} targets ran ${secs}s without a crash"
+echo "fuzz: all ${#targets[@]} targets ran ${secs}s without a crash (seed $seed)"
