@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
+#include "sim/engine/parallel.hpp"
+#include "sim/engine/ranks.hpp"
+#include "sim/fabric/partition.hpp"
 #include "sim/workload/cluster.hpp"
 #include "sim_test_util.hpp"
 
@@ -43,6 +48,118 @@ TEST(SimCluster, AQpsEvSetDoesNotDependOnTheOrderQpsAreMade) {
   ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a, b);
   EXPECT_NE(a[0], a[1]);
+}
+
+
+/// Rank `rank` of two, for a model that is built and never run: no
+/// collective may be called.
+class BuildOnlyRanks final : public Ranks {
+ public:
+  explicit BuildOnlyRanks(uint32_t rank) : rank_(rank) {}
+  uint32_t rank() const override { return rank_; }
+  uint32_t size() const override { return 2; }
+  std::vector<std::vector<uint8_t>> exchange(const std::vector<std::vector<uint8_t>>&) override { std::abort(); }
+  void sum(std::span<uint64_t>) override { std::abort(); }
+  void max(std::span<uint64_t>) override { std::abort(); }
+  void min(std::span<int64_t>) override { std::abort(); }
+  std::vector<std::vector<uint8_t>> gather(const std::vector<uint8_t>&) override { std::abort(); }
+
+ private:
+  uint32_t rank_;
+};
+
+/// One end of a connection as a query of its endpoint sees it.
+struct End {
+  uint32_t qpn = 0;
+  core::QpState state = core::QpState::reset;
+  uint32_t dest_qpn = 0, sq_psn = 0, rq_psn = 0, evs = 0;
+  bool operator==(const End&) const = default;
+};
+
+/// 16 hosts on 2 planes in 2 partitions (hosts 0-7 and 8-15), connections
+/// within and across them, built as `rank` of 2 (or in one process: -1,
+/// `whole` null). Both ends of every connection, in connection order.
+struct Built {
+  std::vector<End> src, dst;
+  bool rank_builds_all = true;
+};
+Built build_as(int rank, const Built* whole) {
+  const TopologyConfig topo = clos(2, 16, 4);
+  Simulator global(9);
+  std::vector<std::unique_ptr<Simulator>> parts;
+  std::vector<Simulator*> ptrs;
+  for (int p = 0; p < 2; ++p) {
+    parts.push_back(std::make_unique<Simulator>(9));
+    parts.back()->share_entities(&global);
+    ptrs.push_back(parts.back().get());
+  }
+  auto plan = plan_partitions(topo, 2);
+  EXPECT_TRUE(plan.ok());
+  ParallelEngine engine(ptrs, Duration::ns(500), &global);
+  BuildOnlyRanks ranks(rank < 0 ? 0 : static_cast<uint32_t>(rank));
+  if (rank >= 0) engine.set_ranks(&ranks, {0, 1});
+  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
+  Fabric fabric(global, topo, fp);
+  HostPlacement place{ptrs, plan->host, &engine, engine.lookahead()};
+  Cluster c(global, place, fabric, core::EndpointConfig{}, transport("mrc"));
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs{{0, 9}, {9, 0}, {1, 2}, {10, 11}, {3, 12}, {12, 3}};
+  for (const auto& [src, dst] : pairs) c.connect(src, dst);
+  Built out;
+  auto end = [&](uint32_t h, uint32_t qpn) {
+    const auto q = c.nic(h).ep().query_qp(qpn);
+    if (!q) {
+      ADD_FAILURE() << "no QP " << qpn << " at host " << h;
+      return End{};
+    }
+    return End{qpn, q->state, q->attr.dest_qpn, q->attr.sq_psn, q->attr.rq_psn, q->evs};
+  };
+  c.for_each_qp([&](uint32_t src, uint32_t dst, uint32_t, const core::Endpoint&, uint32_t qpn) {
+    out.src.push_back(end(src, qpn));
+    out.rank_builds_all = out.rank_builds_all && c.built(src) && c.built(dst);
+  });
+  // The receiving QP: the one the whole model's sender was given.
+  size_t i = 0;
+  c.for_each_qp([&](uint32_t, uint32_t dst, uint32_t, const core::Endpoint&, uint32_t) {
+    const uint32_t remote = whole ? whole->src[i].dest_qpn : out.src[i].dest_qpn;
+    ++i;
+    out.dst.push_back(end(dst, remote));
+  });
+  return out;
+}
+
+// Across processes a rank builds the QPs of its own hosts alone; the other
+// end of a connection is a placeholder (RESET, no EVs) that drew the same
+// QPN and PSN as its own rank, so the ends a rank builds are those of a
+// whole model.
+TEST(SimCluster, ARankBuildsOnlyItsOwnHostsQpsAndTheyMatchAWholeModel) {
+  const Built whole = build_as(-1, nullptr);
+  ASSERT_TRUE(whole.rank_builds_all);
+  ASSERT_EQ(whole.src.size(), 6u);
+  for (const End& e : whole.src) {
+    EXPECT_EQ(e.state, core::QpState::rts);
+    EXPECT_GT(e.evs, 0u);
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const Built part = build_as(rank, &whole);
+    ASSERT_FALSE(part.rank_builds_all);
+    ASSERT_EQ(part.src.size(), whole.src.size());
+    ASSERT_EQ(part.dst.size(), whole.dst.size());
+    size_t placeholders = 0;
+    for (size_t i = 0; i < whole.src.size(); ++i) {
+      for (const auto& [p, w] : {std::pair{part.src[i], whole.src[i]}, std::pair{part.dst[i], whole.dst[i]}}) {
+        EXPECT_EQ(p.qpn, w.qpn) << "connection " << i << " as rank " << rank;
+        if (p.state == core::QpState::reset) {
+          ++placeholders;
+          EXPECT_EQ(p.evs, 0u);
+        } else {
+          EXPECT_EQ(p, w) << "connection " << i << " as rank " << rank;
+        }
+      }
+    }
+    // 0-9, 9-0, 3-12 and 12-3 cross: one end each is the other rank's;
+    // 1-2 and 10-11 are both ends on one rank.
+    EXPECT_EQ(placeholders, 6u) << "as rank " << rank;
+  }
 }
 
 }  // namespace

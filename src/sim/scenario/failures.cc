@@ -321,7 +321,9 @@ void FailureSchedule::on_event(Simulator& sim, uint64_t tag) {
 
 void FailureSchedule::set_link(const LinkRef& l, bool up) {
   fabric_.set_link_up(l, up);
-  if (l.tier == LinkRef::Tier::host_t0 && l.a < cluster_.hosts()) cluster_.nic(l.a).carrier_changed(l.plane);
+  // Across processes, a host another rank runs is told by that rank (Cluster::built).
+  if (l.tier == LinkRef::Tier::host_t0 && l.a < cluster_.hosts() && cluster_.built(l.a))
+    cluster_.nic(l.a).carrier_changed(l.plane);
 }
 
 void FailureSchedule::set_links(size_t i, bool up) {
@@ -339,7 +341,7 @@ void FailureSchedule::apply(size_t i, bool begin) {
         if (sw.tier == SwitchRef::Tier::t0) {
           // Hosts under a T0 lose carrier on that plane with it.
           for (uint32_t h = 0; h < cluster_.hosts(); ++h)
-            if (h / fabric_.config().t0_down == sw.index) cluster_.nic(h).carrier_changed(sw.plane);
+            if (h / fabric_.config().t0_down == sw.index && cluster_.built(h)) cluster_.nic(h).carrier_changed(sw.plane);
         }
       }
       break;
@@ -356,7 +358,7 @@ void FailureSchedule::apply(size_t i, bool begin) {
       break;
     case FailureSpec::Kind::deny:
     case FailureSpec::Kind::allow:
-      if (f.host < cluster_.hosts()) {
+      if (f.host < cluster_.hosts() && cluster_.built(f.host)) {
         // deny: DENIED at the start, GOOD again at the end of for=; allow: GOOD.
         const bool denied = f.kind == FailureSpec::Kind::deny && begin;
         core::Endpoint& ep = cluster_.nic(f.host).ep();
@@ -367,7 +369,7 @@ void FailureSchedule::apply(size_t i, bool begin) {
       break;
     case FailureSpec::Kind::port_disable:
     case FailureSpec::Kind::port_enable:
-      if (f.host < cluster_.hosts())
+      if (f.host < cluster_.hosts() && cluster_.built(f.host))
         cluster_.nic(f.host).set_port_admin(f.port, f.kind == FailureSpec::Kind::port_enable || !begin);
       break;
   }

@@ -33,7 +33,8 @@ class Sampler final : public Node {
     hosts_ = hosts;
     planes_ = planes;
     flows_ = std::move(flows);
-    for (const auto& [src, dst] : flows_) c_.nic(dst).count_rx_by_source(c_.hosts());
+    for (const auto& [src, dst] : flows_)
+      if (c_.built(dst)) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
   /// A run across processes: every sample adds up the counters of each
   /// rank's NICs (`local_hosts`; one reduction per sample), so every rank

@@ -44,7 +44,20 @@ Cluster::Cluster(Simulator& sim, const HostPlacement& place, Fabric& fabric, con
                  host_part_.size(), fabric.hosts());
     std::abort();
   }
+  // Across processes, this rank builds the QPs of its own partitions' hosts alone.
+  if (engine_)
+    for (uint32_t h = 0; h < fabric.hosts(); ++h)
+      if (!engine_->local(partition_of(h))) {
+        remote_.resize(fabric.hosts(), 0);
+        remote_[h] = 1;
+      }
   init_hosts(sim, fabric, ep_cfg);
+}
+
+void Cluster::must_be_built(uint32_t h, const char* what) const {
+  if (built(h)) return;
+  std::fprintf(stderr, "mrc-sim: internal error: %s of host %u, which another process runs\n", what, h);
+  std::abort();
 }
 
 void Cluster::init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg) {
@@ -104,8 +117,13 @@ const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) 
     }
     return id;
   };
-  const uint64_t pa = make_profile(a, src, dst);
-  const uint64_t pb = make_profile(b, dst, src);
+  // Another rank's end (built()) is a placeholder: its profile id is taken
+  // (so the ids match that rank's), and its QP is created and its PSN drawn
+  // (so the QPN and PSN the local end is given are that rank's), and
+  // nothing else: no EV set, no attributes.
+  const bool full_a = built(src), full_b = built(dst);
+  const uint64_t pa = full_a ? make_profile(a, src, dst) : next_profile_++;
+  const uint64_t pb = full_b ? make_profile(b, dst, src) : next_profile_++;
   core::QpInit init;
   init.transport = spec_.transport;
   init.send_cq = init.recv_cq = nics_[src]->cq();
@@ -148,8 +166,8 @@ const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) 
       fatal("modify_qp(RTS)", s.error());
   };
   const uint32_t psn_a = a.random_psn(), psn_b = b.random_psn();
-  bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
-  bring_up(b, qb, pb, src, qa, psn_b, psn_a);
+  if (full_a) bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
+  if (full_b) bring_up(b, qb, pb, src, qa, psn_b, psn_a);
   return qps_.emplace(key, QpInfo{qa, qb}).first->second;
 }
 
@@ -270,6 +288,7 @@ void Cluster::pin(uint32_t src, std::vector<core::EvEntry>& evs) const {
 
 void Cluster::write(uint32_t src, uint32_t dst, uint64_t bytes, std::function<void(const Done&)> done,
                     uint32_t lane, const uint32_t* imm) {
+  must_be_built(src, "a write");
   const QpInfo& q = qp(src, dst, lane % std::max<uint32_t>(1, spec_.qps_per_peer));
   Simulator& sim = sim_of(src);
   core::SendWr wr;
@@ -302,6 +321,7 @@ void Cluster::post(uint32_t src, uint32_t dst, Node* node, uint64_t tag) {
 }
 
 void Cluster::RecvPoster::on_event(Simulator&, uint64_t tag) {
+  c->must_be_built(host, "a receive");
   const auto qpn = static_cast<uint32_t>(tag >> 32);
   (void)c->nics_[host]->ep().post_recv(qpn, core::RecvWr{tag});
 }

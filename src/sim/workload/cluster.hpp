@@ -153,6 +153,17 @@ class Cluster {
   /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
   void set_recv_peers(std::vector<uint32_t> n) { recv_peers_ = std::move(n); }
 
+  /// True if host `h`'s QPs are built in this process: always, but in a
+  /// run across processes (HostPlacement::engine with ranks) only for the
+  /// hosts of this rank's partitions. Another rank's host keeps its NIC and
+  /// endpoint here (their entity ids, keys and message targets are the
+  /// same on every rank), and each of its QPs is a placeholder: created in
+  /// RESET, with no EV set and no attributes, so that the QPN and the PSN
+  /// drawn for it (which the local end of the connection needs) are the
+  /// ones its own rank draws. Nothing reads or runs a host not built here:
+  /// write(), the receive poster and sum_pair_qp_stats() abort on one.
+  bool built(uint32_t h) const { return remote_.empty() || !remote_[h]; }
+
   /// A run across processes: only the hosts h with counted[h] != 0 (those
   /// this process runs) count in qp_failures(), evs_retired(),
   /// evs_resurrected(), sum_qp_stats() and sum_path_stats(); the others'
@@ -219,6 +230,7 @@ class Cluster {
   template <class F>
   uint64_t sum_pair_qp_stats(uint32_t src, uint32_t dst, bool at_sender, F&& field) const {
     uint64_t s = 0;
+    must_be_built(at_sender ? src : dst, "a QP's counters");
     for (auto it = qps_.lower_bound(Key{src, dst, 0}); it != qps_.end() && it->first.src == src && it->first.dst == dst;
          ++it) {
       core::QpStats st;
@@ -256,6 +268,9 @@ class Cluster {
     void receive(Simulator& sim, Packet* p, int) override { sim.free_packet(p); }
   };
   void init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg);
+  /// Aborts with a message naming `what` if host h is not built here
+  /// (built()): reading or running another rank's host is a bug.
+  void must_be_built(uint32_t h, const char* what) const;
   /// The QP of (src, dst, lane), opened if it is not and the run has one partition.
   const QpInfo& qp(uint32_t src, uint32_t dst, uint32_t lane);
   /// Opens QP `lane` of (src, dst) at both ends.
@@ -270,6 +285,7 @@ class Cluster {
   Simulator& sim_;  ///< the random streams (a partitioned run's global Simulator)
   std::vector<Simulator*> sims_;  ///< per partition
   std::vector<uint32_t> host_part_;  ///< partition of each host (empty: all 0)
+  std::vector<uint8_t> remote_;  ///< per host, 1: another rank's (built()); empty: none
   ParallelEngine* engine_ = nullptr;
   Duration post_delay_;
   Fabric& fabric_;
