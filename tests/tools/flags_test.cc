@@ -399,6 +399,41 @@ TEST(Memory, ARunThatDoesNotFitIsRefusedBeforeItIsBuilt) {
   EXPECT_TRUE(resolve(o, &why)) << why;
 }
 
+TEST(Memory, UnderMpiTheEstimateAndTheLimitAreOneRanks) {
+  // Each rank builds the fabric and every NIC, but the QPs, EVs and packets
+  // of its own hosts and partitions: the figure and the limit are one rank's.
+  SimOptions o = clos2_permutation(4096, 8, 32);
+  const MemoryEstimate one = estimate_memory(o);
+  o.ranks = 2;
+  const MemoryEstimate two = estimate_memory(o);
+  o.ranks = 4;
+  const MemoryEstimate four = estimate_memory(o);
+  EXPECT_EQ(one.bytes, one.total_bytes);
+  EXPECT_EQ(two.total_bytes, one.bytes);
+  EXPECT_LT(two.bytes, one.bytes);
+  EXPECT_GT(two.bytes, one.bytes / 2);  // the fabric and the NICs are on every rank
+  EXPECT_LT(four.bytes, two.bytes);
+  // 1,024 hosts, a 4 MiB permutation at 400 Gb/s (bench/partitions.sh's):
+  // 188 MB per rank on 2 ranks, 711 MB at 4,096 hosts (the dev build).
+  SimOptions bench = clos2_permutation(1024, 8, 32);
+  bench.t0_down = bench.t0_up = bench.t1 = 8;
+  bench.rate_gbps = 400;
+  bench.bytes = 4 << 20;
+  bench.ranks = 2;
+  for (const auto& [hosts, mb] : {std::pair{1024u, 188.0}, std::pair{4096u, 711.0}}) {
+    bench.hosts = hosts;
+    EXPECT_NEAR(static_cast<double>(estimate_memory(bench).bytes) / 1048576.0, mb, 0.1 * mb) << hosts << " hosts";
+  }
+  o.ranks = 2;
+  o.memory_limit_gb = static_cast<double>(two.bytes + one.bytes) / 2 / 1e9;  // between one rank's and the whole
+  EXPECT_EQ(memory_refusal(o), "");
+  o.memory_limit_gb = static_cast<double>(two.bytes) / 2 / 1e9;
+  const std::string why = memory_refusal(o);
+  EXPECT_NE(why.find(" per MPI rank (2 ranks; "), std::string::npos) << why;
+  EXPECT_NE(why.find("more than --memory-limit-gb"), std::string::npos) << why;
+  EXPECT_NE(why.find("run on more ranks (mpirun -np)"), std::string::npos) << why;
+}
+
 TEST(Flags, EvsPerPlaneZeroPicksTheEvSetForTheRouting) {
   // SRv6: each EV names its path, 32 per plane; ECMP: the switches hash the
   // EV, so 256 per plane, recycled (at most 4096 per QP over the planes).

@@ -263,6 +263,13 @@ constexpr double kPerPacketBytes = 250;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
+// Across R processes (MPI ranks), each rank builds the whole fabric and
+// every host's NIC and endpoint, but the QPs (and their EVs) of its own
+// hosts alone; an end of a connection at another rank's host is a
+// placeholder QP (core::Qp in RESET, no EVs: 1.6 KB, heaptrack's
+// Endpoint::create_qp at 1,024 hosts), and the packets in flight are the
+// rank's planes' (docs/simulator.md, "Across processes").
+constexpr double kPlaceholderQpBytes = 1640;
 
 // The planes of the topology `o` names: `planes`, or where it is 0 the
 // topology's own default (8 on clos2, 1 on fattree3); fattree2 has one.
@@ -357,11 +364,18 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
                            (links - 1) * o.switch_latency_ns * 1e-9;
   const double rtt_packets = 2 * one_way_s * link_bps / 8 / o.mtu;
   const double in_flight = std::min(flow_packets, 2 * rtt_packets);
-  const double bytes = kFixedBytes + kPerHostBytes * hosts +
-                       (kPerHostPlaneBytes + ports * kPerSwitchPortBytes + in_flight * kPerPacketBytes) * hosts *
-                           e.planes +
-                       conns * kPerConnectionBytes + conns * evs * kPerConnectionEvBytes;
-  e.bytes = bytes >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
+  // What every process builds, and what R ranks divide.
+  const double every = kFixedBytes + kPerHostBytes * hosts + (kPerHostPlaneBytes + ports * kPerSwitchPortBytes) * hosts * e.planes;
+  const double divided = in_flight * kPerPacketBytes * hosts * e.planes + conns * kPerConnectionBytes +
+                         conns * evs * kPerConnectionEvBytes;
+  e.ranks = std::max<uint32_t>(1, o.ranks);
+  const double r = e.ranks;
+  const double per_rank = every + divided / r + 2 * conns * (r - 1) / r * kPlaceholderQpBytes;
+  auto to_bytes = [](double b) {
+    return b >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(b);
+  };
+  e.bytes = to_bytes(per_rank);
+  e.total_bytes = to_bytes(every + divided);
   return e;
 }
 
@@ -371,13 +385,19 @@ std::string memory_refusal(const SimOptions& given, size_t matrix_flows) {
       o.memory_limit_gb > 0 ? static_cast<uint64_t>(o.memory_limit_gb * 1e9) : o.memory_available_bytes;
   const MemoryEstimate e = estimate_memory(o, matrix_flows);
   if (limit == 0 || e.bytes <= limit) return {};
+  // Across processes the figure and the limit are one rank's: a user sizes
+  // each machine of the cluster by it (or runs more ranks).
+  const std::string per =
+      e.ranks > 1 ? fmt::format(" per MPI rank ({} ranks; {:.1f} GB in one process)", e.ranks,
+                                static_cast<double>(e.total_bytes) / 1e9)
+                  : std::string();
   return fmt::format(
-      "this run needs about {:.1f} GB of memory ({} hosts x {} planes, {:.0f} connections x {} QP(s) with {} EVs "
+      "this run needs about {:.1f} GB of memory{} ({} hosts x {} planes, {:.0f} connections x {} QP(s) with {} EVs "
       "per plane), more than {} ({:.1f} GB). Make it smaller (--hosts, --planes, --evs-per-plane {}, "
-      "--qps-per-peer), or give --memory-limit-gb if the machine has the memory",
-      static_cast<double>(e.bytes) / 1e9, o.hosts, e.planes, e.connections, e.qps_per_peer, o.evs_per_plane,
+      "--qps-per-peer){}, or give --memory-limit-gb if the machine has the memory",
+      static_cast<double>(e.bytes) / 1e9, per, o.hosts, e.planes, e.connections, e.qps_per_peer, o.evs_per_plane,
       o.memory_limit_gb > 0 ? "--memory-limit-gb" : "the memory available", static_cast<double>(limit) / 1e9,
-      std::max<uint32_t>(2, o.evs_per_plane / 2));
+      std::max<uint32_t>(2, o.evs_per_plane / 2), e.ranks > 1 ? ", run on more ranks (mpirun -np)" : "");
 }
 
 Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {

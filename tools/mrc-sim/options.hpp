@@ -176,9 +176,15 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
 /// (every host pair the workload connects has QPs at both ends, each holding
 /// evs_per_plane x planes EVs). Calibrated on clos2 runs with
 /// /usr/bin/time -v (docs/mrc-sim.md, "Memory"). Transports run one after
-/// the other, so the one with the most QPs per host pair counts.
+/// the other, so the one with the most QPs per host pair counts. Under R
+/// MPI ranks (SimOptions::ranks) `bytes` is one rank's share: each rank
+/// builds the fabric and every host's NIC, but the QPs and EVs of its own
+/// hosts alone (other ranks' ends are light placeholders), and holds the
+/// packets of its own partitions.
 struct MemoryEstimate {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;         ///< per process: one rank's with ranks > 1
+  uint64_t total_bytes = 0;   ///< the same run in one process
+  uint32_t ranks = 1;         ///< SimOptions::ranks
   uint32_t planes = 1;
   double connections = 0;     ///< host pairs with QPs
   uint32_t qps_per_peer = 1;  ///< the most of any transport
@@ -187,7 +193,8 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows = 0);
 
 /// Empty if a run of `o` fits its memory limit (memory_limit_gb, else
-/// memory_available_bytes; neither known: every run fits). Otherwise why
+/// memory_available_bytes; neither known: every run fits), per rank under
+/// MPI (MemoryEstimate::bytes against the limit of each). Otherwise why
 /// not, as resolve() reports it: the estimate, the limit, and which flags
 /// make the run smaller or raise the limit.
 std::string memory_refusal(const SimOptions& o, size_t matrix_flows = 0);

@@ -134,7 +134,7 @@ std::vector<Setting> settings(SimOptions& o) {
        &o.partitions, integer(1, 4096, "1 = one thread")},
       {"run", "memory_limit_gb", "--memory-limit-gb",
        "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "
-       "has available)",
+       "has available); under mpirun, per rank",
        &o.memory_limit_gb, number(0, 1e9, false, "0 = available memory")},
       {"run", "time_limit_ms", "--time-limit-ms", "stop after this much simulated time", &o.time_limit_ms,
        number(0, kMaxTimeMs, true)},
