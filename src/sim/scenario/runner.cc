@@ -34,15 +34,12 @@ class Sampler final : public Node {
     planes_ = planes;
     flows_ = std::move(flows);
     for (const auto& [src, dst] : flows_)
-      if (c_.built(dst)) c_.nic(dst).count_rx_by_source(c_.hosts());
+      if (local(dst)) c_.nic(dst).count_rx_by_source(c_.hosts());
   }
   /// A run across processes: every sample adds up the counters of each
-  /// rank's NICs (`local_hosts`; one reduction per sample), so every rank
-  /// takes the same samples.
-  void share(Ranks* ranks, std::vector<uint8_t> local_hosts) {
-    ranks_ = ranks;
-    local_ = std::move(local_hosts);
-  }
+  /// rank's NICs (the hosts it builds, Cluster::built; one reduction per
+  /// sample), so every rank takes the same samples.
+  void share(Ranks* ranks) { ranks_ = ranks; }
   void start() { sim_.schedule(sim_.now() + every_, this, 0, keys_.next()); }
   void on_event(Simulator& sim, uint64_t) override {
     take(sim.now());
@@ -132,10 +129,9 @@ class Sampler final : public Node {
   bool hosts_ = false, planes_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> flows_;
   std::vector<uint64_t> last_hosts_, last_planes_, last_flows_;
-  bool local(uint32_t h) const { return local_.empty() || local_[h]; }
+  bool local(uint32_t h) const { return c_.built(h); }
 
   Ranks* ranks_ = nullptr;
-  std::vector<uint8_t> local_;  ///< across processes: this rank's hosts
 };
 
 /// Records made in several partitions at once (and by the global events),
@@ -391,13 +387,6 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
   place.engine = &engine;
   place.post_delay = engine.lookahead();
   Cluster cluster(global, place, fabric, ec, spec);
-  // Across processes: this rank's hosts alone count (and are sampled).
-  std::vector<uint8_t> local_hosts;
-  if (ranks) {
-    local_hosts.resize(cluster.hosts());
-    for (uint32_t h = 0; h < cluster.hosts(); ++h) local_hosts[h] = engine.local(cluster.partition_of(h));
-    cluster.count_only(local_hosts);
-  }
   if (!sc.controller.empty() && spec.transport == core::Transport::mrc) {
     std::string why;
     if (Status s = cluster.use_controller(sc.controller, &why); !s) {
@@ -441,7 +430,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
       for (const FlowSpec& f : scenario_flows(sc)) pairs.emplace_back(f.src, f.dst);
     sampler.detail(&r, sc.series_hosts, sc.series_planes, std::move(pairs));
   }
-  sampler.share(ranks, local_hosts);
+  sampler.share(ranks);
   sampler.start();
 
   uint64_t host_bps = 0;

@@ -342,7 +342,7 @@ void Cluster::on_nic_completion(Nic& nic, const core::WorkCompletion& wc) {
 
 void Cluster::on_nic_event(Nic& nic, const core::Event& e) {
   const uint32_t h = nic.host();
-  const bool count = counted(h);
+  const bool count = built(h);
   if (std::get_if<core::QpErrorEvent>(&e)) {
     if (count) qp_failures_.fetch_add(1, std::memory_order_relaxed);
   } else if (auto* ev = std::get_if<core::EvEvent>(&e)) {

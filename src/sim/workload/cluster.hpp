@@ -161,15 +161,11 @@ class Cluster {
   /// RESET, with no EV set and no attributes, so that the QPN and the PSN
   /// drawn for it (which the local end of the connection needs) are the
   /// ones its own rank draws. Nothing reads or runs a host not built here:
-  /// write(), the receive poster and sum_pair_qp_stats() abort on one.
+  /// write(), the receive poster and sum_pair_qp_stats() abort on one;
+  /// qp_failures(), evs_retired(), evs_resurrected(), sum_qp_stats() and
+  /// sum_path_stats() count the hosts built here alone (the run's totals
+  /// are their sums over the ranks).
   bool built(uint32_t h) const { return remote_.empty() || !remote_[h]; }
-
-  /// A run across processes: only the hosts h with counted[h] != 0 (those
-  /// this process runs) count in qp_failures(), evs_retired(),
-  /// evs_resurrected(), sum_qp_stats() and sum_path_stats(); the others'
-  /// copies here are not the run's. Empty (the default): every host.
-  void count_only(std::vector<uint8_t> counted) { counted_ = std::move(counted); }
-  bool counted(uint32_t h) const { return counted_.empty() || counted_[h]; }
 
   /// Every QP that failed (entered ERROR), for the summary.
   uint64_t qp_failures() const { return qp_failures_.load(std::memory_order_relaxed); }
@@ -200,7 +196,7 @@ class Cluster {
     uint64_t s = 0;
     core::QpStats st;
     for (const auto& [key, qp] : qps_) {
-      if (!counted(at_receivers ? key.dst : key.src)) continue;
+      if (!built(at_receivers ? key.dst : key.src)) continue;
       const bool known = at_receivers ? nics_[key.dst]->ep().query_qp_counters(qp.remote, &st)
                                       : nics_[key.src]->ep().query_qp_counters(qp.local, &st);
       if (known) s += field(st);
@@ -216,8 +212,8 @@ class Cluster {
     uint64_t s = 0;
     core::PathStats ps;
     for (const auto& [key, qp] : qps_) {
-      if (counted(key.src) && nics_[key.src]->ep().query_qp_counters(qp.local, nullptr, &ps)) s += field(ps);
-      if (counted(key.dst) && nics_[key.dst]->ep().query_qp_counters(qp.remote, nullptr, &ps)) s += field(ps);
+      if (built(key.src) && nics_[key.src]->ep().query_qp_counters(qp.local, nullptr, &ps)) s += field(ps);
+      if (built(key.dst) && nics_[key.dst]->ep().query_qp_counters(qp.remote, nullptr, &ps)) s += field(ps);
     }
     return s;
   }
@@ -300,7 +296,6 @@ class Cluster {
   std::vector<uint64_t> next_wr_;  ///< per host
   uint64_t next_profile_ = 1;
   // Counted from every partition: only their sums are read.
-  std::vector<uint8_t> counted_;  ///< count_only
   std::atomic<uint64_t> qp_failures_{0};
   std::atomic<uint64_t> evs_retired_{0};
   std::atomic<uint64_t> evs_resurrected_{0};
