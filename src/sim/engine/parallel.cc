@@ -222,10 +222,17 @@ bool ParallelEngine::next_window(Time end) {
   }
   first = run_globals(end, first);
   if (first.is_never() || first > end) return false;
-  // Exclusive of first + lookahead: a message sent at `first` or later
-  // arrives there at the earliest. A global event clips the window: it runs
-  // between windows, before the partitions' events at its time.
-  window_end_ = min(end, first + lookahead_ - Duration::ps(1));
+  // The window ends where the lookahead grid's cell holding `first` ends:
+  // a message sent at `first` or later arrives a lookahead later at the
+  // earliest, so past the cell. Not at first + lookahead: `first` can
+  // differ with the partitioning (a port feeding a cut pipe schedules
+  // transmissions that an uncut one catches up on silently), and what
+  // happens at a window's end (a stop ends the run there, a global event
+  // a partition schedules runs there) must not. Cells are the same however
+  // the model is split. A global event clips the window: it runs between
+  // windows, before the partitions' events at its time.
+  const int64_t cell = lookahead_.count_ps();
+  window_end_ = min(end, Time::from_ps((first.ps() / cell + 1) * cell - 1));
   if (global_ && !global_->next_event_time().is_never())
     window_end_ = min(window_end_, global_->next_event_time() - Duration::ps(1));
   done_until_ = window_end_;

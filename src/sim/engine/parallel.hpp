@@ -6,9 +6,10 @@
 // nodes touch nothing of the other partitions. An event a partition's node
 // makes for another partition's node goes through send(), at least
 // `lookahead` after the sender's now. The engine runs every partition up to
-// a window's end (the earliest pending event of any partition plus the
-// lookahead, exclusive: nothing sent during the window can fall inside it),
-// then, on one thread at the barrier, moves the window's messages into their
+// a window's end (the end of the cell of the lookahead grid, multiples of
+// the lookahead from time 0, that holds the earliest pending event of any
+// partition, exclusive: nothing sent during the window can fall inside it;
+// cells, unlike that event, are the same however the model is split), then, on one thread at the barrier, moves the window's messages into their
 // destination queues and finds the next window. Messages go to one outbox
 // per (source, destination) pair, so a window costs at most one batch per
 // pair. Where a message lands among the destination's own events is fixed by
