@@ -14,11 +14,13 @@ namespace mrc::sim {
 
 namespace {
 double thread_cpu_now_s() {
-  timespec ts{};
+  timespec ts{};  // CLOCK_THREAD_CPUTIME_ID is a system call, not a vDSO read
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 }  // namespace
+
+double ParallelEngine::cpu_now() const { return parts_.size() > 1 ? thread_cpu_now_s() : 0.0; }
 
 ParallelEngine::ParallelEngine(std::vector<Simulator*> parts, Duration lookahead, Simulator* global)
     : parts_(std::move(parts)), global_(global), lookahead_(lookahead), done_until_(Time::from_ps(-1)) {
@@ -114,9 +116,9 @@ void ParallelEngine::exchange_remote() {
       c = 0;
     }
   }
-  const double c0 = thread_cpu_now_s();
+  const double c0 = cpu_now();
   const auto in = ranks_->exchange(out);
-  in_ranks_s_ += thread_cpu_now_s() - c0;
+  in_ranks_s_ += cpu_now() - c0;
   for (uint32_t r = 0; r < nr; ++r) {
     if (r == me) continue;
     const uint8_t* p = in[r].data();
@@ -208,9 +210,9 @@ bool ParallelEngine::next_window(Time end) {
     // earliest pending event, and the longest share of the window just run
     // (a maximum, as the minimum of its negation; in ns of CPU time).
     int64_t v[3] = {stop.ps(), first.ps(), -static_cast<int64_t>(window_busy_s_ * 1e9)};
-    const double c0 = thread_cpu_now_s();
+    const double c0 = cpu_now();
     ranks_->min(v);
-    in_ranks_s_ += thread_cpu_now_s() - c0;
+    in_ranks_s_ += cpu_now() - c0;
     stop = Time::from_ps(v[0]);
     first = Time::from_ps(v[1]);
     window_busy_s_ = static_cast<double>(-v[2]) * 1e-9;
@@ -255,13 +257,13 @@ void ParallelEngine::run_window(uint32_t p) {
 }
 
 bool ParallelEngine::barrier_step(Time end) {
-  const double t0 = thread_cpu_now_s();
+  const double t0 = cpu_now();
   const double waited0 = in_ranks_s_;
   const bool more = next_window(end);
   // The barrier's own steps, less the collectives' CPU time: a rank that
   // finished its share early spins there, waiting for the longest share,
   // which window_busy_s_ counts already.
-  span_s_ += window_busy_s_ + (thread_cpu_now_s() - t0) - (in_ranks_s_ - waited0);
+  span_s_ += window_busy_s_ + (cpu_now() - t0) - (in_ranks_s_ - waited0);
   return more;
 }
 
@@ -286,14 +288,14 @@ bool ParallelEngine::run_until(Time end) {
 void ParallelEngine::run_windows(Time end, bool more) {
   if (local_.size() == 1) {
     const uint32_t p = local_[0];
-    const double cpu0 = thread_cpu_now_s();
+    const double cpu0 = cpu_now();
     while (more) {
-      const double w0 = thread_cpu_now_s();
+      const double w0 = cpu_now();
       run_window(p);
-      window_busy_s_ = thread_cpu_now_s() - w0;
+      window_busy_s_ = cpu_now() - w0;
       more = barrier_step(end);
     }
-    cpu_s_[p] += thread_cpu_now_s() - cpu0;
+    cpu_s_[p] += cpu_now() - cpu0;
   } else {
     // The completion step runs on one thread while the others wait: it alone
     // touches the outboxes of every pair, the global events and the window.
@@ -307,14 +309,14 @@ void ParallelEngine::run_windows(Time end, bool more) {
     };
     std::barrier sync(static_cast<std::ptrdiff_t>(local_.size()), on_barrier);
     auto work = [this, &more, &sync](uint32_t p) {
-      const double cpu0 = thread_cpu_now_s();
+      const double cpu0 = cpu_now();
       while (more) {
-        const double w0 = thread_cpu_now_s();
+        const double w0 = cpu_now();
         run_window(p);
-        busy_s_[p] = thread_cpu_now_s() - w0;
+        busy_s_[p] = cpu_now() - w0;
         sync.arrive_and_wait();
       }
-      cpu_s_[p] += thread_cpu_now_s() - cpu0;
+      cpu_s_[p] += cpu_now() - cpu0;
     };
     std::vector<std::thread> threads;
     for (size_t i = 1; i < local_.size(); ++i) threads.emplace_back(work, local_[i]);

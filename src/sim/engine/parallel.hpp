@@ -143,7 +143,7 @@ class ParallelEngine {
   /// CPU time (s) of each partition's thread in run_until() calls with
   /// more than one partition, its waits at the barrier included (the
   /// barrier's own step, global events included, counts where it ran): how
-  /// the work was balanced.
+  /// the work was balanced. Zeros with one partition.
   const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
   /// The run's critical path in CPU time (s), with more than one partition:
   /// over every window, the CPU time of the partition that took longest to
@@ -207,6 +207,11 @@ class ParallelEngine {
   double span_s_ = 0;
   double window_busy_s_ = 0;  ///< the longest share of the window just run (every process's, after the barrier)
   double in_ranks_s_ = 0;     ///< CPU time in the collectives (Ranks) of the engine's barriers
+  /// This thread's CPU time (s) where the run has several partitions (the
+  /// balance figures above); 0 with one, where nothing is balanced: reading
+  /// a thread's CPU clock is a system call, and several per window took a
+  /// fifth of a one-partition run's time.
+  double cpu_now() const;
   // Across processes (set_ranks).
   Ranks* ranks_ = nullptr;
   std::vector<uint32_t> rank_of_;  ///< per partition
