@@ -332,6 +332,10 @@ class Qp {
   size_t fifo_index_after(uint64_t tx_seq) const;
   void on_recovery_timer(Time now);
   bool retry_exhausted() const;
+  /// Steps the retry counter (reference 3.3: timeouts and retriable NACKs
+  /// draw on it); false, with the QP failed (RETRY_EXC_ERR), if that
+  /// exhausted it.
+  bool count_retry(Time now);
   /// Packets of one EV burst: ProtocolConfig::ev_burst, fewer if that
   /// many would exceed ev_burst_bytes at this QP's MTU.
   uint32_t burst_packets() const;

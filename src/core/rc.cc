@@ -206,8 +206,7 @@ void Qp::rc_on_aeth(Time now, const wire::Headers& h) {
   // only duplicate the packets on their way.
   if (rc_resend_ <= psn) return;
   rc_rewind(now, psn, false);
-  ++retry_count_;
-  if (retry_exhausted()) fail(now, WcStatus::retry_exc_err, 0);
+  (void)count_retry(now);
 }
 
 void Qp::rc_ack_to(Time now, uint64_t una) {
@@ -257,12 +256,8 @@ void Qp::rc_on_recovery_timer(Time now) {
   set_timer(QpTimer::recovery, Time::never());
   if (snd_una_ >= next_psn_) return;
   ++stats_.timeouts;
-  ++retry_count_;
   ++timeout_streak_;
-  if (retry_exhausted()) {
-    fail(now, WcStatus::retry_exc_err, 0);
-    return;
-  }
+  if (!count_retry(now)) return;
   rc_rewind(now, snd_una_, true);
 }
 

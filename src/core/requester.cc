@@ -569,8 +569,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     return;
   }
   if (r.state != PktState::inflight) return;  // already being recovered
-  if (r.tx_count > 1 && retry_count_ >= attr_.retry_linear && code != wire::NackCode::trimmed &&
-      code != wire::NackCode::trimmed_lasthop) {
+  if (r.tx_count > 1 && retry_count_ >= attr_.retry_linear && !wire::nack_is_trim(code)) {
     // The responder refuses a resent packet again, and nothing has been
     // delivered through the linear retries: it cannot take this PSN now (a
     // resource that stays short, or a window stuck behind a hole that a
@@ -580,8 +579,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
     // backing off as it does for silence. Trims are excepted: they are
     // congestion feedback on a packet that never arrived.
     ++stats_.nacks_deferred;
-    ++retry_count_;
-    if (retry_exhausted()) fail(now, WcStatus::retry_exc_err, 0);
+    (void)count_retry(now);
     return;
   }
   if (code == wire::NackCode::psn_oor_window) {
@@ -607,11 +605,7 @@ void Qp::on_nack(Time now, const wire::Headers& h) {
   rtx_q_.push_back(psn);
   ++stats_.losses_nack;
   // Retriable NACKs draw on the QP's retry counter (reference 3.3).
-  ++retry_count_;
-  if (retry_exhausted()) {
-    fail(now, WcStatus::retry_exc_err, 0);
-    return;
-  }
+  if (!count_retry(now)) return;
   rearm_recovery(now);
 }
 
@@ -769,6 +763,13 @@ uint32_t Qp::burst_packets() const {
 bool Qp::retry_exhausted() const {
   if (attr_.retry_exp >= 25) return false;  // 25 = retry forever (reference 3.8)
   return retry_count_ > uint32_t{attr_.retry_linear} + attr_.retry_exp;
+}
+
+bool Qp::count_retry(Time now) {
+  ++retry_count_;
+  if (!retry_exhausted()) return true;
+  fail(now, WcStatus::retry_exc_err, 0);
+  return false;
 }
 
 void Qp::declare_lost(Time now, uint64_t psn, int why) {
@@ -972,12 +973,8 @@ void Qp::on_recovery_timer(Time now) {
     // would count it, so a QP configured with a retry limit reaches it and
     // completes in error instead of waiting forever.
     ++stats_.stall_timeouts;
-    ++retry_count_;
     ++timeout_streak_;
-    if (retry_exhausted()) {
-      fail(now, WcStatus::retry_exc_err, 0);
-      return;
-    }
+    if (!count_retry(now)) return;
     set_timer(QpTimer::recovery, now + rto());
     return;
   }
@@ -1054,12 +1051,8 @@ void Qp::on_recovery_timer(Time now) {
   }
   if (expired) {
     ++stats_.timeouts;
-    ++retry_count_;
     ++timeout_streak_;
-    if (retry_exhausted()) {
-      fail(now, WcStatus::retry_exc_err, 0);
-      return;
-    }
+    if (!count_retry(now)) return;
   }
   rearm_recovery(now);
 }

@@ -253,6 +253,9 @@ constexpr bool nack_code_known(NackCode c) {
 constexpr bool nack_is_retriable(NackCode c) { return c != NackCode::unexp_event; }
 /// True for codes that implicate the path the packet took (mid-fabric trim).
 constexpr bool nack_implicates_path(NackCode c) { return c == NackCode::trimmed; }
+/// True for the trims (mid-fabric or at the last hop): congestion feedback
+/// on a packet that never arrived, not a refusal by the responder.
+constexpr bool nack_is_trim(NackCode c) { return c == NackCode::trimmed || c == NackCode::trimmed_lasthop; }
 
 /// NACK header (NETH), 20 bytes.
 struct Neth {

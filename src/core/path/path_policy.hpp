@@ -223,11 +223,8 @@ class PathPolicy {
   /// late news, not an attack. `foreign`: neither.
   enum class ProbeAnswer : uint8_t { expected, repeat, foreign };
   ProbeAnswer probe_answer(int slot, uint16_t echo, Time now, Duration tick) const;
-  bool probe_answer_matches(int slot, uint16_t echo, Time now, Duration tick) const {
-    return probe_answer(slot, echo, now, tick) == ProbeAnswer::expected;
-  }
   /// A reliability probe sent on `slot` was answered (after
-  /// probe_answer_matches() accepted the answer).
+  /// probe_answer() found it `expected`).
   virtual void on_probe_response(Time now, int slot, wire::Mark mark) = 0;
 
   // --- probes ---

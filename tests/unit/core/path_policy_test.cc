@@ -509,7 +509,7 @@ TEST_F(PolicyTest, ALossTakesTheEvOutAtOnceAndAnAnsweredProbeBringsItBackSilentl
   EXPECT_EQ(pp->take_due_probe(at, 0b11), kNone);
   pp->on_probe_sent(victim, 100, at);
   const Time answer = at + Duration::us(12);
-  ASSERT_TRUE(pp->probe_answer_matches(victim, 100, answer, Duration::ns(128)));
+  ASSERT_TRUE(pp->probe_answer(victim, 100, answer, Duration::ns(128)) == PathPolicy::ProbeAnswer::expected);
   pp->on_probe_response(answer, victim, wire::Mark::none);
 
   // Back in service as a backup, with no event: its state never changed.
@@ -541,13 +541,13 @@ TEST_F(PolicyTest, AnAnswerToEitherCopyOfAConfirmingProbeClearsTheSuspect) {
     ASSERT_EQ(pp->take_due_probe(copy_at, 0b11), victim);  // its copy
     pp->on_probe_sent(victim, 108, copy_at);
     const Time answer = at + Duration::us(12);
-    ASSERT_TRUE(pp->probe_answer_matches(victim, echo, answer, Duration::ns(128)));
+    ASSERT_TRUE(pp->probe_answer(victim, echo, answer, Duration::ns(128)) == PathPolicy::ProbeAnswer::expected);
     pp->on_probe_response(answer, victim, wire::Mark::none);
     EXPECT_FALSE(pp->health(victim).suspect);
     EXPECT_EQ(pp->stats().cleared, 1u);
     // One answer is all it takes: the other copy's is no longer expected,
     // but it is a repeat (late news), not a forgery.
-    EXPECT_FALSE(pp->probe_answer_matches(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)));
+    EXPECT_FALSE(pp->probe_answer(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)) == PathPolicy::ProbeAnswer::expected);
     EXPECT_EQ(pp->probe_answer(victim, echo == 100 ? 108 : 100, answer, Duration::ns(128)),
               PathPolicy::ProbeAnswer::repeat);
     EXPECT_EQ(pp->probe_answer(victim, 60000, answer, Duration::ns(128)), PathPolicy::ProbeAnswer::foreign)
