@@ -163,9 +163,14 @@ void ParallelEngine::deliver_outboxes() {
   if (ranks_) exchange_remote();
 }
 
-Time ParallelEngine::first_event() {
+Time ParallelEngine::local_first_event() const {
   Time first = Time::never();
   for (uint32_t p : local_) first = min(first, parts_[p]->next_event_time());
+  return first;
+}
+
+Time ParallelEngine::first_event() {
+  Time first = local_first_event();
   if (ranks_) {
     int64_t t = first.ps();
     ranks_->min({&t, 1});
@@ -203,8 +208,7 @@ bool ParallelEngine::next_window(Time end) {
     stop = min(stop, t);
     t = Time::never();
   }
-  Time first = Time::never();
-  for (uint32_t p : local_) first = min(first, parts_[p]->next_event_time());
+  Time first = local_first_event();
   if (ranks_) {
     // One reduction for all three: the earliest stop of any process, the
     // earliest pending event, and the longest share of the window just run

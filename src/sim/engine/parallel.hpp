@@ -88,6 +88,8 @@ class ParallelEngine {
   Ranks* ranks() const { return ranks_; }
   /// This process runs partition `p` (always true within one process).
   bool local(uint32_t p) const { return !ranks_ || rank_of_[p] == ranks_->rank(); }
+  /// The rank running partition p (0 without ranks).
+  uint32_t rank_of(uint32_t p) const { return ranks_ ? rank_of_[p] : 0; }
   /// The partitions this process runs, in order.
   const std::vector<uint32_t>& local_partitions() const { return local_; }
   Duration lookahead() const { return lookahead_; }
@@ -169,6 +171,8 @@ class ParallelEngine {
   bool next_window(Time end);
   /// Every outbox into its destination's queue (sources in order).
   void deliver_outboxes();
+  /// The earliest pending event of this process's partitions.
+  Time local_first_event() const;
   /// The earliest pending event of any partition (of every process: a
   /// reduction, called by every rank alike).
   Time first_event();

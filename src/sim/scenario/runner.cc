@@ -593,7 +593,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
         r.partition_events[p] += in.get<uint64_t>();
         r.partition_cpu_s[p] += in.get<double>();
       }
-      const auto rank_of_host = [&](uint32_t h) { return cluster.partition_of(h) / (nparts / ranks->size()); };
+      const auto rank_of_host = [&](uint32_t h) { return engine.rank_of(cluster.partition_of(h)); };
       for (FlowRecord& f : r.flows) {
         const bool done = in.get<uint8_t>() != 0;
         const auto status = in.get<core::WcStatus>();
