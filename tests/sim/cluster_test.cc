@@ -3,6 +3,7 @@
 // or in which order the workload made it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -160,6 +161,102 @@ TEST(SimCluster, ARankBuildsOnlyItsOwnHostsQpsAndTheyMatchAWholeModel) {
     // 1-2 and 10-11 are both ends on one rank.
     EXPECT_EQ(placeholders, 6u) << "as rank " << rank;
   }
+}
+
+/// The fabric of clos(2, 16, 4) over `partitions` partitions, built as
+/// `rank` of 2 (the first half of the partitions is rank 0's) or in one
+/// process (-1): the entity id the model takes next, which message targets
+/// are built here, and what was built.
+struct FabricAs {
+  uint32_t next_entity = 0;
+  std::vector<bool> targets;
+  Fabric::Elements built;
+};
+FabricAs fabric_as(int rank, uint32_t partitions) {
+  const TopologyConfig topo = clos(2, 16, 4);
+  Simulator global(9);
+  std::vector<std::unique_ptr<Simulator>> parts;
+  std::vector<Simulator*> ptrs;
+  for (uint32_t p = 0; p < partitions; ++p) {
+    parts.push_back(std::make_unique<Simulator>(9));
+    parts.back()->share_entities(&global);
+    ptrs.push_back(parts.back().get());
+  }
+  auto plan = plan_partitions(topo, partitions);
+  EXPECT_TRUE(plan.ok());
+  ParallelEngine engine(ptrs, Duration::ns(500), &global);
+  BuildOnlyRanks ranks(rank < 0 ? 0 : static_cast<uint32_t>(rank));
+  std::vector<uint32_t> rank_of(partitions);
+  for (uint32_t p = 0; p < partitions; ++p) rank_of[p] = p / (partitions / 2);
+  if (rank >= 0) engine.set_ranks(&ranks, rank_of);
+  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
+  Fabric fabric(global, topo, fp);
+  FabricAs out;
+  out.next_entity = global.new_entity();
+  fabric.for_each_message_target([&](Node* n) { out.targets.push_back(n != nullptr); });
+  out.built = fabric.elements_built();
+  return out;
+}
+
+// Across processes a rank builds the switches and ports of its own
+// partitions and the pipes that start or end there; every element of the
+// others still takes its entity id and its message-target index, so keys and
+// messages are those of one process. 2 partitions cut along planes (host
+// links cross); 4 cut the planes' T0s too (T0-T1 links cross).
+TEST(SimCluster, ARankBuildsOnlyItsOwnPartitionsFabricWithTheWholeModelsIdsAndTargets) {
+  for (uint32_t partitions : {2u, 4u}) {
+    const FabricAs whole = fabric_as(-1, partitions);
+    // 2 planes x (4 T0s of 8 ports + 4 T1s of 4); an uplink per host and plane.
+    EXPECT_EQ(whole.built.switches, 16u);
+    EXPECT_EQ(whole.built.ports, 96u);
+    EXPECT_EQ(whole.built.lone_pipes, 32u);
+    std::vector<bool> somewhere(whole.targets.size(), false);
+    uint64_t ports = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      const FabricAs part = fabric_as(rank, partitions);
+      EXPECT_EQ(part.next_entity, whole.next_entity) << partitions << " partitions, rank " << rank;
+      ASSERT_EQ(part.targets.size(), whole.targets.size()) << partitions << " partitions, rank " << rank;
+      EXPECT_EQ(part.built.switches, 8u);
+      ports += part.built.ports;
+      // The fabric's own node is every rank's; about half of the rest.
+      EXPECT_TRUE(part.targets[0]);
+      const auto here = static_cast<size_t>(std::count(part.targets.begin(), part.targets.end(), true));
+      EXPECT_LT(here, whole.targets.size() * 3 / 4) << partitions << " partitions, rank " << rank;
+      for (size_t i = 0; i < somewhere.size(); ++i) somewhere[i] = somewhere[i] || part.targets[i];
+    }
+    // Every switch port is built by exactly one rank, every target by one at least.
+    EXPECT_EQ(ports, whole.built.ports);
+    EXPECT_EQ(std::count(somewhere.begin(), somewhere.end(), false), 0) << partitions << " partitions";
+  }
+}
+
+/// Builds clos(2, 16, 4) as rank 0 of 2 (a plane each) and reads a host
+/// link whose ends are both rank 1's.
+void read_another_ranks_link() {
+  const TopologyConfig topo = clos(2, 16, 4);
+  Simulator global(9);
+  std::vector<std::unique_ptr<Simulator>> parts;
+  std::vector<Simulator*> ptrs;
+  for (int p = 0; p < 2; ++p) {
+    parts.push_back(std::make_unique<Simulator>(9));
+    parts.back()->share_entities(&global);
+    ptrs.push_back(parts.back().get());
+  }
+  auto plan = plan_partitions(topo, 2);
+  ParallelEngine engine(ptrs, Duration::ns(500), &global);
+  BuildOnlyRanks ranks(0);
+  engine.set_ranks(&ranks, {0, 1});
+  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
+  Fabric fabric(global, topo, fp);
+  // Plane 1 is partition 1's, and host 12 too.
+  (void)fabric.link_counters(LinkRef{LinkRef::Tier::host_t0, 1, 12, 0, 0}, true);
+}
+
+// Reading an element of another rank's partition is a bug: it aborts with a
+// message naming the element, never an answer made up here.
+TEST(SimClusterDeathTest, ReadingAnotherRanksLinkAborts) {
+  EXPECT_DEATH(read_another_ranks_link(),
+               "the link h\\[12\\]-p1:t0\\[3\\] upwards is read in a process that does not build it");
 }
 
 }  // namespace

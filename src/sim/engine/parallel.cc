@@ -59,7 +59,7 @@ void ParallelEngine::set_ranks(Ranks* ranks, std::vector<uint32_t> rank_of) {
 }
 
 void ParallelEngine::register_target(Node* n) {
-  target_id_.emplace(n, static_cast<uint32_t>(targets_.size()));
+  if (n) target_id_.emplace(n, static_cast<uint32_t>(targets_.size()));
   targets_.push_back(n);
 }
 
@@ -143,6 +143,13 @@ void ParallelEngine::exchange_remote() {
         std::abort();
       }
       Node* node = targets_[ids[0]];
+      if (!node) {
+        std::fprintf(stderr,
+                     "mrc-sim: internal error: rank %u sent a message to target %u, which this process did not build "
+                     "(it runs partition %u)\n",
+                     r, ids[0], ids[1]);
+        std::abort();
+      }
       const uint64_t tag = node->import_tag(*parts_[ids[1]], p);
       parts_[ids[1]]->schedule(Time::from_ps(t), node, tag, key);
     }

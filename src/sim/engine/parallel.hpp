@@ -82,7 +82,9 @@ class ParallelEngine {
   /// A node that a message from another process may target (set_ranks): a
   /// send() to a partition of another process aborts with a message if
   /// its node was not registered. Register the same nodes in the same
-  /// order on every rank, before run_until().
+  /// order on every rank, before run_until(). A null `n` holds the place
+  /// of a node this process does not build (another process's element):
+  /// a message for it here aborts with a message.
   void register_target(Node* n);
   /// The Ranks of set_ranks(), or null within one process.
   Ranks* ranks() const { return ranks_; }

@@ -114,14 +114,31 @@ Result<uint32_t> Fabric::Impl::resolve(const SwitchRef& r, std::string* why) con
   return switch_id(r.plane, r.tier, r.index);
 }
 
+uint32_t Fabric::Impl::switch_of_port(uint32_t q) const {
+  return static_cast<uint32_t>(std::upper_bound(port_base.begin(), port_base.end(), q) - port_base.begin()) - 1;
+}
+
+EgressPort& Fabric::Impl::port_of(uint32_t id, uint32_t port, const char* what) {
+  if (!switches[id].built())
+    fatal(cat({"internal error: ", what, " reads ", switch_name(switches[id]),
+               ", which another process runs (its elements are not built here)"}));
+  return switches[id].port(port);
+}
+
+void Fabric::Impl::not_built(uint32_t link, bool upward) const {
+  const LinkRec& r = links[link];
+  const std::string lower = r.lower ? switch_name(*r.lower) : cat({"h[", str(r.lower_port), "]"});
+  fatal(cat({"internal error: the link ", lower, "-", switch_name(*r.upper), upward ? " upwards" : " downwards",
+             " is read in a process that does not build it (another process runs both of its ends)"}));
+}
+
 std::string Fabric::Impl::switch_name(const Switch& sw) const {
   const SwitchRef& r = sw.ref();
   return cat({"p", str(r.plane), ":", tier_name(r.tier), "[", str(r.index), "]"});
 }
 
 std::string Fabric::Impl::port_name(uint32_t global_port) const {
-  const uint32_t id =
-      static_cast<uint32_t>(std::upper_bound(port_base.begin(), port_base.end(), global_port) - port_base.begin()) - 1;
+  const uint32_t id = switch_of_port(global_port);
   const Switch& sw = switches[id];
   const LinkRec& r = links[port_link[global_port]];
   std::string peer;
@@ -138,25 +155,23 @@ std::string Fabric::Impl::port_name(uint32_t global_port) const {
 }
 
 void Fabric::Impl::refresh_link(uint32_t link) {
+  // Across processes, only the directions and ports built here: the
+  // process that built the others does the same to them.
   const LinkRec& r = links[link];
   const bool alive = r.up && (!r.lower || r.lower->up()) && r.upper->up();
-  Pipe& up = up_pipe(link);
-  Pipe& down = down_pipe(link);
-  if (alive) {
-    up.set_alive(true);
-    down.set_alive(true);
-    return;
-  }
+  for (Pipe* p : {r.to_upper, r.to_lower})
+    if (p && alive) p->set_alive(true);
+  if (alive) return;
   // A dead link loses what is on the wire and what waits to go onto it.
-  if (up.alive()) {
-    up.set_alive(false);
-    up.flush();
-    if (r.lower) r.lower->port(r.lower_port).flush();
+  if (Pipe* up = r.to_upper; up && up->alive()) {
+    up->set_alive(false);
+    up->flush();
+    if (r.lower && r.lower->built()) r.lower->port(r.lower_port).flush();
   }
-  if (down.alive()) {
-    down.set_alive(false);
-    down.flush();
-    r.upper->port(r.upper_port).flush();
+  if (Pipe* down = r.to_lower; down && down->alive()) {
+    down->set_alive(false);
+    down->flush();
+    if (r.upper->built()) r.upper->port(r.upper_port).flush();
   }
 }
 
@@ -178,6 +193,15 @@ void Fabric::Impl::on_event(Simulator& s, uint64_t tag) {
     } else if (n > 0 && --n == 0 && nics[host]) {
       nics[host]->on_event(s, kUnpauseTag | plane);
     }
+    return;
+  }
+  if ((tag >> 60) == (kPfcPortTagKind >> 60)) {
+    // A PFC frame from another process's switch to a port of this one's.
+    const uint32_t q = static_cast<uint32_t>(tag & 0xFFFFFFFFull);
+    if (q >= nports()) return;
+    const uint32_t id = switch_of_port(q);
+    port_of(id, q - port_base[id], "a PFC frame")
+        .on_event(s, (tag >> 48) & 1 ? EgressPort::kTagPause : EgressPort::kTagResume);
     return;
   }
   if (tag == kReconvergeTag && !pending_routes.empty()) {
@@ -226,12 +250,18 @@ void Fabric::attach(uint32_t host, Node* nic) {
   Impl& m = *impl_;
   if (host >= m.shape.hosts) fatal("attach: host " + str(host) + " does not exist");
   m.nics[host] = nic;
-  for (uint32_t p = 0; p < m.shape.planes; ++p) m.down_pipe(m.host_link(p, host)).attach_nic(nic);
+  // Across processes, a host whose NIC side and T0 are both another
+  // process's has no pipe here (its NIC is never run here).
+  for (uint32_t p = 0; p < m.shape.planes; ++p)
+    if (Pipe* down = m.links[m.host_link(p, host)].to_lower) down->attach_nic(nic);
 }
 
 uint64_t Fabric::host_port_bps(uint32_t host, uint32_t plane) const {
   const Impl& m = *impl_;
   if (host >= m.shape.hosts || plane >= m.shape.planes) return 0;
+  // A host this process does not build (across processes): the link's
+  // configured rate, which only sizes the ports of an endpoint never run here.
+  if (!m.host_built(host)) return m.shape.host_bps;
   return m.up_pipe(m.host_link(plane, host)).rate_bps();
 }
 
@@ -249,7 +279,7 @@ bool Fabric::host_port_paused(uint32_t host, uint32_t plane) const {
 
 const Pipe* Fabric::host_uplink(uint32_t host, uint32_t plane) const {
   const Impl& m = *impl_;
-  if (host >= m.shape.hosts || plane >= m.shape.planes) return nullptr;
+  if (host >= m.shape.hosts || plane >= m.shape.planes || !m.host_built(host)) return nullptr;
   return &m.up_pipe(m.host_link(plane, host));
 }
 
@@ -327,16 +357,17 @@ void Fabric::set_link_loss(const LinkRef& l, double p) {
   Impl& m = *impl_;
   const uint32_t id = must_resolve(m, l);
   const double q = p < 0 ? 0 : (p > 1 ? 1 : p);
-  m.up_pipe(id).set_loss(q);
-  m.down_pipe(id).set_loss(q);
+  // Across processes, the directions built here (the other process's own).
+  for (Pipe* pipe : {m.links[id].to_upper, m.links[id].to_lower})
+    if (pipe) pipe->set_loss(q);
 }
 
 void Fabric::set_link_rate(const LinkRef& l, uint64_t bps) {
   Impl& m = *impl_;
   const uint32_t id = must_resolve(m, l);
   if (bps == 0) fatal("set_link_rate: rate must be > 0 (take the link down instead)");
-  m.up_pipe(id).set_rate(bps);
-  m.down_pipe(id).set_rate(bps);
+  for (Pipe* pipe : {m.links[id].to_upper, m.links[id].to_lower})
+    if (pipe) pipe->set_rate(bps);
 }
 
 void Fabric::set_switch_up(const SwitchRef& s, bool up) {
@@ -379,12 +410,26 @@ FabricStats Fabric::partition_stats(uint32_t p) const {
 }
 
 void Fabric::for_each_message_target(const std::function<void(Node*)>& f) {
+  // The same sequence on every process: an element not built here is a
+  // null, which keeps its index.
   Impl& m = *impl_;
   f(&m);
-  for (uint32_t i = 0; i < m.nports(); ++i) f(&m.ports[i].port);
+  for (uint32_t id = 0; id < m.nswitches; ++id) {
+    Switch& sw = m.switches[id];
+    for (uint32_t i = 0; i < m.port_base[id + 1] - m.port_base[id]; ++i) f(sw.built() ? &sw.port(i) : nullptr);
+  }
   for (const LinkRec& l : m.links)
-    for (Pipe* p : {l.to_upper, l.to_lower})
-      if (p && p->cut()) f(p);
+    if (m.cut(l))
+      for (Pipe* p : {l.to_upper, l.to_lower}) f(p);
+}
+
+Fabric::Elements Fabric::elements_built() const {
+  const Impl& m = *impl_;
+  Elements e;
+  for (uint32_t id = 0; id < m.nswitches; ++id) e.switches += m.switches[id].built();
+  e.ports = m.nslots;
+  e.lone_pipes = m.nlone;
+  return e;
 }
 
 void Fabric::Impl::catch_up_ports() {
@@ -393,24 +438,28 @@ void Fabric::Impl::catch_up_ports() {
   // this process runs move (the others' ports never hold a packet here):
   // each port goes to its own partition's clock.
   for (uint32_t s = 0; s < nswitches; ++s) {
+    Switch& sw = switches[s];
+    if (!sw.built()) continue;  // another process's: it catches up its own
     const Time now = ctx_of(s)->sim->now();
-    for (uint32_t i = port_base[s]; i < port_base[s + 1]; ++i) ports[i].port.catch_up(now);
+    for (uint32_t i = 0; i < sw.nports(); ++i) sw.port(i).catch_up(now);
   }
 }
 
 uint64_t Fabric::max_queue_bytes(std::string* where) {
   impl_->catch_up_ports();
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
+  if (!m.part_built.empty())
+    fatal("internal error: max_queue_bytes reads every switch; across processes a process builds its own alone");
   uint64_t best = 0;
   uint32_t at = 0;
-  const uint32_t n = m.nports();
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t b = m.ports[i].port.queued_bytes(Class::data);
-    if (b > best) {
-      best = b;
-      at = i;
+  for (uint32_t id = 0; id < m.nswitches; ++id)
+    for (uint32_t i = 0; i < m.switches[id].nports(); ++i) {
+      const uint64_t b = m.switches[id].port(i).queued_bytes(Class::data);
+      if (b > best) {
+        best = b;
+        at = m.port_base[id] + i;
+      }
     }
-  }
   if (where) *where = best ? m.port_name(at) : std::string();
   return best;
 }
@@ -424,12 +473,13 @@ uint64_t Fabric::total_queued_bytes() {
 
 LinkCounters Fabric::link_counters(const LinkRef& l, bool upward) {
   impl_->catch_up_ports();
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
   const uint32_t id = must_resolve(m, l);
   const LinkRec& r = m.links[id];
   const Pipe& p = upward ? m.up_pipe(id) : m.down_pipe(id);
   LinkCounters c{p.packets(), p.bytes(), 0, false};
-  const EgressPort* feeder = upward ? (r.lower ? &r.lower->port(r.lower_port) : nullptr) : &r.upper->port(r.upper_port);
+  const EgressPort* feeder = upward ? (r.lower ? &m.port_of(m.id_of(r.lower), r.lower_port, "link_counters") : nullptr)
+                                    : &m.port_of(m.id_of(r.upper), r.upper_port, "link_counters");
   if (feeder) {
     c.queued_bytes = feeder->queued_bytes();
     c.paused = feeder->paused();

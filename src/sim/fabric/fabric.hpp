@@ -94,6 +94,17 @@ class Fabric {
   /// (ParallelEngine's global Simulator), and numbers the elements' entities
   /// (Simulator::share_entities); each NIC attaches in its host's. Aborts
   /// with a message on a plan that does not fit the topology.
+  ///
+  /// Across processes (parts.engine with ParallelEngine::set_ranks called
+  /// before): only the elements of this process's partitions are built:
+  /// their switches with their ports, and the pipes whose sender or
+  /// receiver is here (a cut link has its pipe at both ends). Another
+  /// process's switch is a placeholder (its name and up state); every
+  /// element takes its entity id and message-target index all the same, and
+  /// every link's up state is kept, so ids, keys, targets and ECMP routes are
+  /// those of one process. Failures act on what is built here (the owner
+  /// does the rest); reading an element not built here aborts with a
+  /// message naming it.
   Fabric(Simulator& sim, const TopologyConfig& cfg, const FabricPartitions& parts);
   /// Tag of the constructor below.
   struct LayoutOnly {};
@@ -172,7 +183,8 @@ class Fabric {
   std::string name(const SwitchRef& s) const;
 
   // ---- observation
-  /// Counters over the whole fabric (every partition's, added up).
+  /// Counters over the whole fabric (every partition's, added up; across
+  /// processes, those of the partitions built here count).
   FabricStats stats() const;
   /// Counters of partition `p` alone (p < the partitions it was built with).
   FabricStats partition_stats(uint32_t p) const;
@@ -180,13 +192,29 @@ class Fabric {
   /// may target (every switch egress port, for PFC frames; every pipe that
   /// crosses partitions; the fabric itself, for PFC frames towards NICs),
   /// in an order that depends only on the configuration: the targets of a
-  /// run across processes (ParallelEngine::register_target).
+  /// run across processes (ParallelEngine::register_target). Across
+  /// processes, an element this process did not build is a null in its place.
   void for_each_message_target(const std::function<void(Node*)>& f);
-  /// Bytes queued in the data class of the busiest switch egress port, and its name.
+  /// What this process built (see "Across processes" above): switches,
+  /// switch ports (each an egress port and the pipe it feeds) and pipes
+  /// outside them (hosts' uplinks, and the receiving side of a cut link
+  /// whose sender is another process's). In one process: every switch and
+  /// port, and an uplink per host and plane.
+  struct Elements {
+    uint32_t switches = 0;
+    uint64_t ports = 0;
+    uint64_t lone_pipes = 0;
+  };
+  Elements elements_built() const;
+  /// Bytes queued in the data class of the busiest switch egress port, and
+  /// its name. Reads every switch: across processes it aborts with a message.
   uint64_t max_queue_bytes(std::string* where = nullptr);
-  /// Sum of bytes queued at every switch egress port.
+  /// Sum of bytes queued at every switch egress port (across processes, at
+  /// those built here: the sum over the processes is the fabric's).
   uint64_t total_queued_bytes();
-  /// Link `l` upwards (towards T1/T2) or downwards.
+  /// Link `l` upwards (towards T1/T2) or downwards. Across processes the
+  /// direction and the port feeding it must be built here (else aborts with
+  /// a message naming them).
   LinkCounters link_counters(const LinkRef& l, bool upward);
 
   struct Impl;  // sim/fabric/fabric_impl.hpp

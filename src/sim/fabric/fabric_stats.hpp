@@ -49,7 +49,9 @@ struct FabricContext {
   /// Bytes queued right now over every class of every switch egress port.
   uint64_t queued_bytes = 0;
   /// PFC towards NICs: PAUSE/RESUME for host h, plane p is delivered as the
-  /// event `pfc_host_tag(h, p, pause)` on this node after `pfc_delay`.
+  /// event `pfc_host_tag(h, p, pause)` on this node after `pfc_delay`; so is
+  /// one towards a switch port the sending process did not build
+  /// (`pfc_port_tag`).
   Node* pfc_host_sink = nullptr;
   Duration pfc_delay;
   /// Set while the fabric is torn down: no more PFC frames are scheduled.
@@ -65,6 +67,14 @@ struct FabricContext {
 inline constexpr uint64_t kPfcHostTagKind = uint64_t{1} << 60;
 constexpr uint64_t pfc_host_tag(uint32_t host, uint32_t plane, bool pause) {
   return kPfcHostTagKind | (uint64_t{pause} << 48) | (uint64_t{host} << 8) | (plane & 0xFFu);
+}
+/// Event tag of a PFC frame towards switch egress port `global_port` (in
+/// the fabric's numbering) that the sending process did not build (across
+/// processes): delivered to the same node as above, which resolves the
+/// port in the process that built it.
+inline constexpr uint64_t kPfcPortTagKind = uint64_t{3} << 60;
+constexpr uint64_t pfc_port_tag(uint32_t global_port, bool pause) {
+  return kPfcPortTagKind | (uint64_t{pause} << 48) | global_port;
 }
 
 }  // namespace mrc::sim

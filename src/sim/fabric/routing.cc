@@ -147,6 +147,12 @@ void Fabric::Impl::reconverge(const NetState& st) {
     }
   };
   std::vector<uint16_t> cand;
+  // Every process computes every switch's routes from the same state (the
+  // links' and switches' up flags, kept for every element), and installs
+  // those of the switches it built.
+  auto set_overrides = [this](uint32_t id, Overrides& ov) {
+    if (switches[id].built()) switches[id].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
+  };
 
   for (uint32_t plane = 0; plane < s.planes; ++plane) {
     // T1 x down to T0 d of its pod: live lanes.
@@ -214,7 +220,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
         if (cand.size() != s.t0_up) ov.add(nd, d, std::move(cand));
         cand = {};
       }
-      switches[switch_id(plane, T::t0, t)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
+      set_overrides(switch_id(plane, T::t0, t), ov);
     }
     for (uint32_t x = 0; x < s.t1_count; ++x) {
       Overrides ov;
@@ -229,7 +235,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
         if (cand.size() != (local ? s.lanes0 : s.t1_up)) ov.add(nd, d, std::move(cand));
         cand = {};
       }
-      switches[switch_id(plane, T::t1, x)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
+      set_overrides(switch_id(plane, T::t1, x), ov);
     }
     for (uint32_t z = 0; z < s.t2_count; ++z) {
       Overrides ov;
@@ -239,7 +245,7 @@ void Fabric::Impl::reconverge(const NetState& st) {
         if (cand.size() != s.lanes1) ov.add(nd, d, std::move(cand));
         cand = {};
       }
-      switches[switch_id(plane, T::t2, z)].set_ecmp_overrides(std::move(ov.index), std::move(ov.sets));
+      set_overrides(switch_id(plane, T::t2, z), ov);
     }
   }
 }

@@ -118,6 +118,8 @@ void Switch::pfc_signal(uint32_t in_port, bool pause) {
   const Time at = ctx_->sim->now() + ctx_->pfc_delay;
   if (u.port)
     ctx_->post(u.part, at, u.port, pause ? EgressPort::kTagPause : EgressPort::kTagResume, pfc_keys_.next());
+  else if (u.remote_port != Upstream::kNone)
+    ctx_->post(u.part, at, ctx_->pfc_host_sink, pfc_port_tag(u.remote_port, pause), pfc_keys_.next());
   else if (ctx_->pfc_host_sink)
     ctx_->post(u.part, at, ctx_->pfc_host_sink, pfc_host_tag(u.host, u.plane, pause), pfc_keys_.next());
 }

@@ -46,12 +46,15 @@ struct FibEntry {
 class alignas(64) Switch final : public PfcPeer {
  public:
   /// The sender behind an ingress port, for PFC: a neighbour's egress port,
-  /// or (port == nullptr) NIC port `plane` of `host`.
+  /// or (port == nullptr) egress port `remote_port` (global numbering) of a
+  /// neighbour this process did not build, or else NIC port `plane` of `host`.
   struct Upstream {
     EgressPort* port = nullptr;
     uint32_t host = 0;
     uint32_t plane = 0;
     uint32_t part = 0;  ///< partition of the sender (FabricContext::part)
+    uint32_t remote_port = kNone;
+    static constexpr uint32_t kNone = 0xFFFFFFFFu;
   };
 
   Switch() = default;
@@ -70,6 +73,11 @@ class alignas(64) Switch final : public PfcPeer {
   /// `index` removes every override.
   void set_ecmp_overrides(std::vector<int32_t> index, std::vector<std::vector<uint16_t>> sets);
   void set_upstream(uint32_t port, Upstream u) { upstream_.at(port) = u; }
+  /// Another process's switch (across processes): its identity and up
+  /// state alone, which names and routes read; it has no ports here.
+  void init_placeholder(SwitchRef ref) { ref_ = ref; }
+  /// init() was called: this process built the switch and its ports.
+  bool built() const { return ctx_ != nullptr; }
 
   bool up() const { return up_; }
   void set_up(bool up) { up_ = up; }
