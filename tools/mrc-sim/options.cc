@@ -258,18 +258,26 @@ namespace {
 // 1024.)
 constexpr double kFixedBytes = 5.4e6;           // the process, libraries, buffers
 constexpr double kPerHostBytes = 12064;         // NIC, endpoint, CQs, the workload's state
-constexpr double kPerHostPlaneBytes = 1000;     // NIC port, host link
+constexpr double kPerHostPlaneBytes = 1000;     // NIC port, host link (uplink pipe and link record)
 constexpr double kPerPacketBytes = 250;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
-// Across R processes (MPI ranks), each rank builds the whole fabric and
-// every host's NIC and endpoint, but the QPs (and their EVs) of its own
-// hosts alone; an end of a connection at another rank's host is a
-// placeholder QP (core::Qp in RESET, no EVs: 1.6 KB, heaptrack's
-// Endpoint::create_qp at 1,024 hosts), and the packets in flight are the
-// rank's planes' (docs/simulator.md, "Across processes").
+// Across R processes (MPI ranks), each rank builds every host's NIC and
+// endpoint, but the QPs (and their EVs) of its own hosts alone; an end of a
+// connection at another rank's host is a placeholder QP (core::Qp in
+// RESET, no EVs: 1.6 KB, heaptrack's Endpoint::create_qp at 1,024 hosts),
+// and the packets in flight are the rank's planes'. Of the fabric, a rank
+// builds the switches of its partitions (a switch port's egress queues and
+// pipe: all of kPerSwitchPortBytes but its share of the link records and
+// port tables, kept on every rank) and the host links' pipes with an end in
+// its partitions: with plane partitions a host link's uplink where its host
+// or its T0 is the rank's, (2R - 1) / R^2 of them, and its downlink outside
+// a T0 slot where its host is the rank's and its T0 is not, (R - 1) / R^2
+// (docs/simulator.md, "Across processes").
 constexpr double kPlaceholderQpBytes = 1640;
+constexpr double kKeptPerSwitchPortBytes = 40;  // every rank: link records, port tables, switch placeholders
+constexpr double kHostPipeBytes = 320;          // a host link's pipe (sizeof(Pipe))
 
 // The planes of the topology `o` names: `planes`, or where it is 0 the
 // topology's own default (8 on clos2, 1 on fattree3); fattree2 has one.
@@ -364,18 +372,23 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
                            (links - 1) * o.switch_latency_ns * 1e-9;
   const double rtt_packets = 2 * one_way_s * link_bps / 8 / o.mtu;
   const double in_flight = std::min(flow_packets, 2 * rtt_packets);
-  // What every process builds, and what R ranks divide.
-  const double every = kFixedBytes + kPerHostBytes * hosts + (kPerHostPlaneBytes + ports * kPerSwitchPortBytes) * hosts * e.planes;
-  const double divided = in_flight * kPerPacketBytes * hosts * e.planes + conns * kPerConnectionBytes +
-                         conns * evs * kPerConnectionEvBytes;
+  // What every process builds, what R ranks divide, and the host links'
+  // pipes, which a rank builds where one of their ends is its own.
+  const double host_planes = hosts * e.planes;
+  const double every = kFixedBytes + kPerHostBytes * hosts +
+                       (kPerHostPlaneBytes - kHostPipeBytes + ports * kKeptPerSwitchPortBytes) * host_planes;
+  const double divided = in_flight * kPerPacketBytes * host_planes + conns * kPerConnectionBytes +
+                         conns * evs * kPerConnectionEvBytes +
+                         ports * (kPerSwitchPortBytes - kKeptPerSwitchPortBytes) * host_planes;
   e.ranks = std::max<uint32_t>(1, o.ranks);
   const double r = e.ranks;
-  const double per_rank = every + divided / r + 2 * conns * (r - 1) / r * kPlaceholderQpBytes;
+  const double host_pipes = kHostPipeBytes * host_planes * (3 * r - 2) / (r * r);
+  const double per_rank = every + divided / r + host_pipes + 2 * conns * (r - 1) / r * kPlaceholderQpBytes;
   auto to_bytes = [](double b) {
     return b >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(b);
   };
   e.bytes = to_bytes(per_rank);
-  e.total_bytes = to_bytes(every + divided);
+  e.total_bytes = to_bytes(every + divided + kHostPipeBytes * host_planes);
   return e;
 }
 
