@@ -69,6 +69,35 @@ class BuildOnlyRanks final : public Ranks {
   uint32_t rank_;
 };
 
+/// clos(2, 16, 4) over `partitions` partitions and its fabric, built as
+/// `rank` of 2 (the first half of the partitions is rank 0's) or in one
+/// process (-1).
+struct RankModel {
+  RankModel(int rank, uint32_t partitions) : ranks(rank < 0 ? 0 : static_cast<uint32_t>(rank)) {
+    for (uint32_t p = 0; p < partitions; ++p) {
+      parts.push_back(std::make_unique<Simulator>(9));
+      parts.back()->share_entities(&global);
+      ptrs.push_back(parts.back().get());
+    }
+    auto planned = plan_partitions(topo, partitions);
+    EXPECT_TRUE(planned.ok());
+    plan = *planned;
+    engine = std::make_unique<ParallelEngine>(ptrs, Duration::ns(500), &global);
+    std::vector<uint32_t> rank_of(partitions);
+    for (uint32_t p = 0; p < partitions; ++p) rank_of[p] = p / (partitions / 2);
+    if (rank >= 0) engine->set_ranks(&ranks, rank_of);
+    fabric = std::make_unique<Fabric>(global, topo, FabricPartitions{ptrs, engine.get(), plan.sw, plan.host});
+  }
+  const TopologyConfig topo = clos(2, 16, 4);
+  Simulator global{9};
+  std::vector<std::unique_ptr<Simulator>> parts;
+  std::vector<Simulator*> ptrs;
+  PartitionPlan plan;
+  BuildOnlyRanks ranks;
+  std::unique_ptr<ParallelEngine> engine;
+  std::unique_ptr<Fabric> fabric;
+};
+
 /// One end of a connection as a query of its endpoint sees it.
 struct End {
   uint32_t qpn = 0;
@@ -85,24 +114,9 @@ struct Built {
   bool rank_builds_all = true;
 };
 Built build_as(int rank, const Built* whole) {
-  const TopologyConfig topo = clos(2, 16, 4);
-  Simulator global(9);
-  std::vector<std::unique_ptr<Simulator>> parts;
-  std::vector<Simulator*> ptrs;
-  for (int p = 0; p < 2; ++p) {
-    parts.push_back(std::make_unique<Simulator>(9));
-    parts.back()->share_entities(&global);
-    ptrs.push_back(parts.back().get());
-  }
-  auto plan = plan_partitions(topo, 2);
-  EXPECT_TRUE(plan.ok());
-  ParallelEngine engine(ptrs, Duration::ns(500), &global);
-  BuildOnlyRanks ranks(rank < 0 ? 0 : static_cast<uint32_t>(rank));
-  if (rank >= 0) engine.set_ranks(&ranks, {0, 1});
-  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
-  Fabric fabric(global, topo, fp);
-  HostPlacement place{ptrs, plan->host, &engine, engine.lookahead()};
-  Cluster c(global, place, fabric, core::EndpointConfig{}, transport("mrc"));
+  RankModel m(rank, 2);
+  HostPlacement place{m.ptrs, m.plan.host, m.engine.get(), m.engine->lookahead()};
+  Cluster c(m.global, place, *m.fabric, core::EndpointConfig{}, transport("mrc"));
   const std::vector<std::pair<uint32_t, uint32_t>> pairs{{0, 9}, {9, 0}, {1, 2}, {10, 11}, {3, 12}, {12, 3}};
   for (const auto& [src, dst] : pairs) c.connect(src, dst);
   Built out;
@@ -163,38 +177,19 @@ TEST(SimCluster, ARankBuildsOnlyItsOwnHostsQpsAndTheyMatchAWholeModel) {
   }
 }
 
-/// The fabric of clos(2, 16, 4) over `partitions` partitions, built as
-/// `rank` of 2 (the first half of the partitions is rank 0's) or in one
-/// process (-1): the entity id the model takes next, which message targets
-/// are built here, and what was built.
+/// RankModel's fabric: the entity id the model takes next, which message
+/// targets are built here, and what was built.
 struct FabricAs {
   uint32_t next_entity = 0;
   std::vector<bool> targets;
   Fabric::Elements built;
 };
 FabricAs fabric_as(int rank, uint32_t partitions) {
-  const TopologyConfig topo = clos(2, 16, 4);
-  Simulator global(9);
-  std::vector<std::unique_ptr<Simulator>> parts;
-  std::vector<Simulator*> ptrs;
-  for (uint32_t p = 0; p < partitions; ++p) {
-    parts.push_back(std::make_unique<Simulator>(9));
-    parts.back()->share_entities(&global);
-    ptrs.push_back(parts.back().get());
-  }
-  auto plan = plan_partitions(topo, partitions);
-  EXPECT_TRUE(plan.ok());
-  ParallelEngine engine(ptrs, Duration::ns(500), &global);
-  BuildOnlyRanks ranks(rank < 0 ? 0 : static_cast<uint32_t>(rank));
-  std::vector<uint32_t> rank_of(partitions);
-  for (uint32_t p = 0; p < partitions; ++p) rank_of[p] = p / (partitions / 2);
-  if (rank >= 0) engine.set_ranks(&ranks, rank_of);
-  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
-  Fabric fabric(global, topo, fp);
+  RankModel m(rank, partitions);
   FabricAs out;
-  out.next_entity = global.new_entity();
-  fabric.for_each_message_target([&](Node* n) { out.targets.push_back(n != nullptr); });
-  out.built = fabric.elements_built();
+  out.next_entity = m.global.new_entity();
+  m.fabric->for_each_message_target([&](Node* n) { out.targets.push_back(n != nullptr); });
+  out.built = m.fabric->elements_built();
   return out;
 }
 
@@ -233,23 +228,9 @@ TEST(SimCluster, ARankBuildsOnlyItsOwnPartitionsFabricWithTheWholeModelsIdsAndTa
 /// Builds clos(2, 16, 4) as rank 0 of 2 (a plane each) and reads a host
 /// link whose ends are both rank 1's.
 void read_another_ranks_link() {
-  const TopologyConfig topo = clos(2, 16, 4);
-  Simulator global(9);
-  std::vector<std::unique_ptr<Simulator>> parts;
-  std::vector<Simulator*> ptrs;
-  for (int p = 0; p < 2; ++p) {
-    parts.push_back(std::make_unique<Simulator>(9));
-    parts.back()->share_entities(&global);
-    ptrs.push_back(parts.back().get());
-  }
-  auto plan = plan_partitions(topo, 2);
-  ParallelEngine engine(ptrs, Duration::ns(500), &global);
-  BuildOnlyRanks ranks(0);
-  engine.set_ranks(&ranks, {0, 1});
-  FabricPartitions fp{ptrs, &engine, plan->sw, plan->host};
-  Fabric fabric(global, topo, fp);
+  RankModel m(0, 2);
   // Plane 1 is partition 1's, and host 12 too.
-  (void)fabric.link_counters(LinkRef{LinkRef::Tier::host_t0, 1, 12, 0, 0}, true);
+  (void)m.fabric->link_counters(LinkRef{LinkRef::Tier::host_t0, 1, 12, 0, 0}, true);
 }
 
 // Reading an element of another rank's partition is a bug: it aborts with a
