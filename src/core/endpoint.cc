@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/qp.hpp"
 #include "wire/psn.hpp"
@@ -15,8 +17,52 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(const EndpointConfig& cfg, st
   return std::unique_ptr<Endpoint>(new Endpoint(cfg));
 }
 
+// ----------------------------------------------------------------- draws
+
+uint32_t EndpointDraw::psn(const EntropySource& entropy, Prng& seeded) {
+  // Without an injected source the seeded stream keeps runs reproducible.
+  const uint64_t r = entropy ? entropy() : seeded.next_u32();
+  return static_cast<uint32_t>(r) & wire::kPsnMask;
+}
+
+uint32_t EndpointDraw::qpn(uint32_t shard_bits, uint32_t shard, const EntropySource& secret,
+                          const QpnTable& taken) {
+  // 24 bits, the low shard_bits the shard's, every other bit random (from
+  // the entropy source: unguessable on a device), so a spoofer must guess
+  // 24 - shard_bits bits. 0..0xFF are reserved; a value in use is drawn
+  // again (config.cc keeps the table at most half the space).
+  const uint32_t shard_mask = (1u << shard_bits) - 1;
+  uint32_t qpn;
+  do qpn = (static_cast<uint32_t>(secret()) & wire::kPsnMask & ~shard_mask) | shard;
+  while (qpn < Endpoint::kFirstQpn || taken.find(qpn) != QpnTable::kNone);
+  return qpn;
+}
+
+EndpointIds::EndpointIds(const EndpointConfig& cfg)
+    : shard_bits_(cfg.qpn_shard_bits),
+      shard_(cfg.qpn_shard),
+      rng_(EndpointDraw::seeded(cfg.seed)),
+      secrets_(EndpointDraw::secrets(rng_)),
+      mrs_(EntropySource([this] { return secrets_.next_u64(); })) {
+  if (cfg.entropy) {
+    std::fprintf(stderr, "mrc: internal error: EndpointIds cannot replay an EndpointConfig::entropy source\n");
+    std::abort();
+  }
+}
+
+uint32_t EndpointIds::create_qp() {
+  const uint32_t qpn = EndpointDraw::qpn(shard_bits_, shard_, [this] { return secrets_.next_u64(); }, qpns_);
+  qpns_.insert(qpn, static_cast<uint32_t>(qpns_.size()));
+  return qpn;
+}
+
+// ----------------------------------------------------------------- endpoint
+
 Endpoint::Endpoint(const EndpointConfig& cfg)
-    : cfg_(cfg), rng_(cfg.seed), secret_rng_(rng_.derive(0x6d72)), mrs_(EntropySource([this] { return secret(); })) {
+    : cfg_(cfg),
+      rng_(EndpointDraw::seeded(cfg.seed)),
+      secret_rng_(EndpointDraw::secrets(rng_)),
+      mrs_(EntropySource([this] { return secret(); })) {
   reply_tokens_ = cfg.protocol.ep_reply_burst;
   ev_profiles_.emplace(0, EvProfile{});
   cc_profiles_.emplace(0, CcProfile{});
@@ -56,7 +102,7 @@ Status Endpoint::set_cc_profile(uint64_t id, const CcProfile& p, std::string* wh
 
 // ----------------------------------------------------------------- memory
 
-uint64_t Endpoint::secret() { return cfg_.entropy ? cfg_.entropy() : secret_rng_.next_u64(); }
+uint64_t Endpoint::secret() { return EndpointDraw::secret(cfg_.entropy, secret_rng_); }
 
 Result<uint32_t> Endpoint::alloc_pd() {
   if (pds_.size() >= kMaxPds) return Errc::no_memory;
@@ -169,15 +215,8 @@ Result<uint32_t> Endpoint::create_qp(const QpInit& init) {
     idx = static_cast<uint32_t>(qps_.size());
     qps_.emplace_back();
   }
-  // QPN: 24 bits, the low qpn_shard_bits the shard's, every other bit
-  // random (from the entropy source: unguessable on a device), so a
-  // spoofer must guess 24 - qpn_shard_bits bits; the slot is found through
-  // qpn_slots_, never from the number. 0..0xFF are reserved; a value in use
-  // is drawn again (config.cc keeps the table at most half the space).
-  const uint32_t shard_mask = (1u << cfg_.qpn_shard_bits) - 1;
-  uint32_t qpn;
-  do qpn = (static_cast<uint32_t>(secret()) & wire::kPsnMask & ~shard_mask) | cfg_.qpn_shard;
-  while (qpn < kFirstQpn || qpn_slots_.find(qpn) != QpnTable::kNone);
+  // The slot is found through qpn_slots_, never from the number.
+  const uint32_t qpn = EndpointDraw::qpn(cfg_.qpn_shard_bits, cfg_.qpn_shard, [this] { return secret(); }, qpn_slots_);
   qpn_slots_.insert(qpn, idx);
   // The QP's PRNG stream is keyed by its slot, not its (random) number, so a
   // seeded run chooses the same paths whatever the entropy source returns.
@@ -260,11 +299,7 @@ Status Endpoint::modify_qp(Time now, uint32_t qpn, const QpAttr& attr, uint32_t 
   return s;
 }
 
-uint32_t Endpoint::random_psn() {
-  // Without an injected source the seeded stream keeps runs reproducible.
-  const uint64_t r = cfg_.entropy ? cfg_.entropy() : rng_.next_u32();
-  return static_cast<uint32_t>(r) & wire::kPsnMask;
-}
+uint32_t Endpoint::random_psn() { return EndpointDraw::psn(cfg_.entropy, rng_); }
 
 Status Endpoint::post_send(Time now, uint32_t qpn, const SendWr& wr) {
   Qp* q = find_qp(qpn);

@@ -147,6 +147,62 @@ struct EndpointStats {
   uint64_t tx_seal_failures = 0;
 };
 
+/// The numbers an endpoint draws for what its peers are told, one
+/// implementation: its QPNs, initial PSNs and memory keys come from two
+/// streams of its seed (EndpointConfig::seed), or from EndpointConfig::entropy
+/// where that is set. Endpoint draws through these; EndpointIds below draws
+/// the same without an endpoint.
+struct EndpointDraw {
+  /// The endpoint's seeded stream (initial PSNs; its QPs' streams derive from it).
+  static Prng seeded(uint64_t seed) { return Prng(seed); }
+  /// The stream of its secrets (QPN bits, memory keys), from the seeded one.
+  static Prng secrets(const Prng& seeded) { return seeded.derive(0x6d72); }
+  /// Random bits for a secret: `entropy` if set, else the next of `secrets`.
+  static uint64_t secret(const EntropySource& entropy, Prng& secrets) {
+    return entropy ? entropy() : secrets.next_u64();
+  }
+  /// An initial PSN: `entropy` if set, else the next of `seeded`.
+  static uint32_t psn(const EntropySource& entropy, Prng& seeded);
+  /// The QPN of a new QP: 24 bits, the low `shard_bits` are `shard`, every
+  /// other bit from `secret()`; drawn again while it is reserved (below
+  /// Endpoint::kFirstQpn) or `taken` has it.
+  static uint32_t qpn(uint32_t shard_bits, uint32_t shard, const EntropySource& secret, const QpnTable& taken);
+};
+
+/// Stands in for an endpoint that is not built, for a process that needs
+/// the numbers it gives its peers: the simulator across processes, where a
+/// host another process runs has no endpoint here but the local end of each
+/// of its connections must be given its QPN and PSN, and writers its
+/// memory keys. Made from the configuration the endpoint is made from, and
+/// called in the order the endpoint is (reg_mr, create_qp, random_psn), it
+/// returns what the endpoint returns (EndpointDraw). A few hundred bytes.
+/// Not copyable or movable (hold it by pointer).
+class EndpointIds {
+ public:
+  /// `cfg.entropy` must be empty (an entropy source cannot be replayed):
+  /// aborts with a message otherwise.
+  explicit EndpointIds(const EndpointConfig& cfg);
+  EndpointIds(const EndpointIds&) = delete;
+  EndpointIds& operator=(const EndpointIds&) = delete;
+  /// The region Endpoint::reg_mr gives in PD 0 (its keys); errors as there.
+  Result<MemoryRegion> reg_mr(uint64_t addr, uint64_t length, uint32_t access, bool backed = true) {
+    return mrs_.reg(addr, length, access, backed);
+  }
+  /// The QPN Endpoint::create_qp gives (no QP is made; QPNs drawn here
+  /// count as taken).
+  uint32_t create_qp();
+  /// What Endpoint::random_psn gives.
+  uint32_t random_psn() { return EndpointDraw::psn({}, rng_); }
+
+ private:
+  uint32_t shard_bits_;
+  uint32_t shard_;
+  Prng rng_;
+  Prng secrets_;
+  MrTable mrs_;
+  QpnTable qpns_;
+};
+
 class Endpoint {
  public:
   /// Validates `cfg`; on error returns the message in `why` and an endpoint

@@ -520,5 +520,36 @@ TEST(Sharding, QpnsCarryTheShardAndRegionsKeepTheirKeysAcrossEndpoints) {
   EXPECT_NE(why.find("qpn_shard"), std::string::npos);
 }
 
+// core::EndpointIds gives what an endpoint made from the same configuration
+// gives its peers, called in the same order, without the endpoint: memory
+// keys, QPNs (shard bits included) and initial PSNs, interleaved as a
+// driver interleaves them.
+TEST(Sharding, EndpointIdsDrawWhatTheEndpointDraws) {
+  core::EndpointConfig cfg;
+  cfg.seed = 0x5eed;
+  cfg.qpn_shard_bits = 2;
+  cfg.qpn_shard = 1;
+  auto ep = std::move(core::Endpoint::create(cfg).value());
+  ASSERT_TRUE(ep->create_cq(16).ok());
+  core::EndpointIds ids(cfg);
+  const core::MemoryRegion mr = *ep->reg_mr(0x10000, 4096, core::access::kRemoteWrite, false);
+  const core::MemoryRegion drawn = *ids.reg_mr(0x10000, 4096, core::access::kRemoteWrite, false);
+  EXPECT_EQ(drawn.lkey, mr.lkey);
+  EXPECT_EQ(drawn.rkey, mr.rkey);
+  for (int i = 0; i < 40; ++i) {
+    const uint32_t qpn = *ep->create_qp(core::QpInit{});
+    EXPECT_EQ(ids.create_qp(), qpn) << "QP " << i;
+    EXPECT_EQ(qpn & 3u, 1u);
+    if (i % 3 == 0) {
+      EXPECT_EQ(ids.random_psn(), ep->random_psn()) << "QP " << i;
+    }
+  }
+  // Another seed draws other numbers.
+  cfg.seed = 0x5eee;
+  core::EndpointIds other(cfg);
+  (void)other.reg_mr(0x10000, 4096, core::access::kRemoteWrite, false);
+  EXPECT_NE(other.create_qp(), *ep->create_qp(core::QpInit{}));
+}
+
 }  // namespace
 }  // namespace mrc

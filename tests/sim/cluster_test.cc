@@ -98,56 +98,62 @@ struct RankModel {
   std::unique_ptr<Fabric> fabric;
 };
 
-/// One end of a connection as a query of its endpoint sees it.
+/// One end of a connection: its QPN, and where its host is built, the QP as
+/// a query of its endpoint sees it (`built` false: the rest is zero).
 struct End {
   uint32_t qpn = 0;
+  bool built = false;
   core::QpState state = core::QpState::reset;
   uint32_t dest_qpn = 0, sq_psn = 0, rq_psn = 0, evs = 0;
   bool operator==(const End&) const = default;
 };
 
 /// 16 hosts on 2 planes in 2 partitions (hosts 0-7 and 8-15), connections
-/// within and across them, built as `rank` of 2 (or in one process: -1,
-/// `whole` null). Both ends of every connection, in connection order.
+/// within and across them, built as `rank` of 2 (or in one process: -1).
+/// Both ends of every connection, in connection order, and the entity id
+/// the model takes next.
 struct Built {
   std::vector<End> src, dst;
   bool rank_builds_all = true;
+  uint32_t next_entity = 0;
 };
-Built build_as(int rank, const Built* whole) {
+Built build_as(int rank) {
   RankModel m(rank, 2);
   HostPlacement place{m.ptrs, m.plan.host, m.engine.get(), m.engine->lookahead()};
   Cluster c(m.global, place, *m.fabric, core::EndpointConfig{}, transport("mrc"));
   const std::vector<std::pair<uint32_t, uint32_t>> pairs{{0, 9}, {9, 0}, {1, 2}, {10, 11}, {3, 12}, {12, 3}};
   for (const auto& [src, dst] : pairs) c.connect(src, dst);
   Built out;
+  out.next_entity = m.global.new_entity();
   auto end = [&](uint32_t h, uint32_t qpn) {
+    if (!c.built(h)) return End{qpn};
     const auto q = c.nic(h).ep().query_qp(qpn);
     if (!q) {
       ADD_FAILURE() << "no QP " << qpn << " at host " << h;
       return End{};
     }
-    return End{qpn, q->state, q->attr.dest_qpn, q->attr.sq_psn, q->attr.rq_psn, q->evs};
+    return End{qpn, true, q->state, q->attr.dest_qpn, q->attr.sq_psn, q->attr.rq_psn, q->evs};
   };
-  c.for_each_qp([&](uint32_t src, uint32_t dst, uint32_t, const core::Endpoint&, uint32_t qpn) {
-    out.src.push_back(end(src, qpn));
+  for (const auto& [src, dst] : pairs) {
+    const auto qpns = c.qpns(src, dst);
+    if (!qpns) {
+      ADD_FAILURE() << "connection " << src << "-" << dst << " not opened";
+      continue;
+    }
+    out.src.push_back(end(src, qpns->first));
+    out.dst.push_back(end(dst, qpns->second));
     out.rank_builds_all = out.rank_builds_all && c.built(src) && c.built(dst);
-  });
-  // The receiving QP: the one the whole model's sender was given.
-  size_t i = 0;
-  c.for_each_qp([&](uint32_t, uint32_t dst, uint32_t, const core::Endpoint&, uint32_t) {
-    const uint32_t remote = whole ? whole->src[i].dest_qpn : out.src[i].dest_qpn;
-    ++i;
-    out.dst.push_back(end(dst, remote));
-  });
+  }
   return out;
 }
 
-// Across processes a rank builds the QPs of its own hosts alone; the other
-// end of a connection is a placeholder (RESET, no EVs) that drew the same
-// QPN and PSN as its own rank, so the ends a rank builds are those of a
-// whole model.
+// Across processes a rank builds the NICs, endpoints and QPs of its own
+// hosts alone; another rank's host has no NIC, and the QPN and PSN of its
+// end of a connection are drawn as its endpoint draws them
+// (core::EndpointIds), so the ends a rank builds are those of a whole
+// model, and so are the entity ids.
 TEST(SimCluster, ARankBuildsOnlyItsOwnHostsQpsAndTheyMatchAWholeModel) {
-  const Built whole = build_as(-1, nullptr);
+  const Built whole = build_as(-1);
   ASSERT_TRUE(whole.rank_builds_all);
   ASSERT_EQ(whole.src.size(), 6u);
   for (const End& e : whole.src) {
@@ -155,25 +161,24 @@ TEST(SimCluster, ARankBuildsOnlyItsOwnHostsQpsAndTheyMatchAWholeModel) {
     EXPECT_GT(e.evs, 0u);
   }
   for (int rank = 0; rank < 2; ++rank) {
-    const Built part = build_as(rank, &whole);
+    const Built part = build_as(rank);
     ASSERT_FALSE(part.rank_builds_all);
+    EXPECT_EQ(part.next_entity, whole.next_entity) << "as rank " << rank;
     ASSERT_EQ(part.src.size(), whole.src.size());
     ASSERT_EQ(part.dst.size(), whole.dst.size());
-    size_t placeholders = 0;
+    size_t elsewhere = 0;
     for (size_t i = 0; i < whole.src.size(); ++i) {
       for (const auto& [p, w] : {std::pair{part.src[i], whole.src[i]}, std::pair{part.dst[i], whole.dst[i]}}) {
         EXPECT_EQ(p.qpn, w.qpn) << "connection " << i << " as rank " << rank;
-        if (p.state == core::QpState::reset) {
-          ++placeholders;
-          EXPECT_EQ(p.evs, 0u);
-        } else {
+        if (!p.built)
+          ++elsewhere;
+        else
           EXPECT_EQ(p, w) << "connection " << i << " as rank " << rank;
-        }
       }
     }
     // 0-9, 9-0, 3-12 and 12-3 cross: one end each is the other rank's;
     // 1-2 and 10-11 are both ends on one rank.
-    EXPECT_EQ(placeholders, 6u) << "as rank " << rank;
+    EXPECT_EQ(elsewhere, 6u) << "as rank " << rank;
   }
 }
 

@@ -62,9 +62,25 @@ void Cluster::must_be_built(uint32_t h, const char* what) const {
 
 void Cluster::init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointConfig& ep_cfg) {
   posters_ = std::make_unique<RecvPoster[]>(fabric.hosts());
+  ids_.resize(remote_.empty() ? 0 : fabric.hosts());
   for (uint32_t h = 0; h < fabric.hosts(); ++h) {
     core::EndpointConfig cfg = ep_cfg;
     cfg.seed = sim.rng_for(0x1000 + h).next_u64();
+    posters_[h].c = this;
+    posters_[h].host = h;
+    if (!built(h)) {
+      // Another rank's host: no NIC. Its entity id is taken as the NIC's
+      // constructor takes it, and what its endpoint would give its peers
+      // (memory keys, then a QPN and a PSN per QP) is drawn from the same
+      // configuration (core::EndpointIds).
+      (void)sim_of(h).new_entity();
+      nics_.push_back(nullptr);
+      ids_[h] = std::make_unique<core::EndpointIds>(cfg);
+      auto mr = ids_[h]->reg_mr(kMemBase, kMemSize, core::access::kLocalWrite | core::access::kRemoteWrite, false);
+      if (!mr) fatal("reg_mr", mr.error());
+      mrs_.push_back(*mr);
+      continue;
+    }
     nics_.push_back(std::make_unique<Nic>(sim_of(h), fabric, h, cfg));
     Nic& n = *nics_.back();
     n.on_event_sink = [this](Nic& nic, const core::Event& e) { on_nic_event(nic, e); };
@@ -73,8 +89,6 @@ void Cluster::init_hosts(Simulator& sim, Fabric& fabric, const core::EndpointCon
     if (!mr) fatal("reg_mr", mr.error());
     mrs_.push_back(*mr);
     if (Status s = n.ep().set_cc_profile(1, spec_.cc); !s) fatal("set_cc_profile", s.error());
-    posters_[h].c = this;
-    posters_[h].host = h;
   }
   send_cb_.resize(fabric.hosts());
   next_wr_.assign(fabric.hosts(), 1);
@@ -105,8 +119,6 @@ const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) 
   // Both directions of a connection: src's QP sends data, dst's QP answers
   // (and uses its own EV set, towards src, for control packets).
   using namespace core::qp_attr;
-  core::Endpoint& a = nics_[src]->ep();
-  core::Endpoint& b = nics_[dst]->ep();
   auto make_profile = [&](core::Endpoint& e, uint32_t from, uint32_t to) {
     const core::EvProfile p = ev_profile_for(from, to, lane);
     const uint64_t id = next_profile_++;  // one EV profile per QP: its EV set is its own
@@ -117,19 +129,22 @@ const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) 
     }
     return id;
   };
-  // Another rank's end (built()) is a placeholder: its profile id is taken
-  // (so the ids match that rank's), and its QP is created and its PSN drawn
-  // (so the QPN and PSN the local end is given are that rank's), and
-  // nothing else: no EV set, no attributes.
+  // Another rank's end (built()) is not made: its profile id is taken (so
+  // the ids match that rank's), and its QPN and PSN are drawn as its
+  // endpoint draws them (core::EndpointIds), for the local end.
   const bool full_a = built(src), full_b = built(dst);
-  const uint64_t pa = full_a ? make_profile(a, src, dst) : next_profile_++;
-  const uint64_t pb = full_b ? make_profile(b, dst, src) : next_profile_++;
-  core::QpInit init;
-  init.transport = spec_.transport;
-  init.send_cq = init.recv_cq = nics_[src]->cq();
-  const uint32_t qa = a.create_qp(init).value();
-  init.send_cq = init.recv_cq = nics_[dst]->cq();
-  const uint32_t qb = b.create_qp(init).value();
+  const uint64_t pa = full_a ? make_profile(nics_[src]->ep(), src, dst) : next_profile_++;
+  const uint64_t pb = full_b ? make_profile(nics_[dst]->ep(), dst, src) : next_profile_++;
+  auto create = [&](uint32_t h) {
+    if (!built(h)) return ids_[h]->create_qp();
+    core::QpInit init;
+    init.transport = spec_.transport;
+    init.send_cq = init.recv_cq = nics_[h]->cq();
+    return nics_[h]->ep().create_qp(init).value();
+  };
+  auto psn = [&](uint32_t h) { return built(h) ? nics_[h]->ep().random_psn() : ids_[h]->random_psn(); };
+  const uint32_t qa = create(src);
+  const uint32_t qb = create(dst);
   auto bring_up = [&](core::Endpoint& e, uint32_t qpn, uint64_t prof, uint32_t peer, uint32_t peer_qpn,
                       uint32_t my_psn, uint32_t peer_psn) {
     core::QpAttr at;
@@ -165,9 +180,9 @@ const Cluster::QpInfo& Cluster::open(uint32_t src, uint32_t dst, uint32_t lane) 
     if (Status s = e.modify_qp(sim_of(src).now(), qpn, at, kState | kSqPsn | kMaxWimm | kMpr | kRetryCnt | kTimeout); !s)
       fatal("modify_qp(RTS)", s.error());
   };
-  const uint32_t psn_a = a.random_psn(), psn_b = b.random_psn();
-  if (full_a) bring_up(a, qa, pa, dst, qb, psn_a, psn_b);
-  if (full_b) bring_up(b, qb, pb, src, qa, psn_b, psn_a);
+  const uint32_t psn_a = psn(src), psn_b = psn(dst);
+  if (full_a) bring_up(nics_[src]->ep(), qa, pa, dst, qb, psn_a, psn_b);
+  if (full_b) bring_up(nics_[dst]->ep(), qb, pb, src, qa, psn_b, psn_a);
   return qps_.emplace(key, QpInfo{qa, qb}).first->second;
 }
 
@@ -213,7 +228,9 @@ Status Cluster::use_controller(const ControllerPlan& plan, std::string* why) {
   ctl_.clear();
   ctl_.resize(nics_.size());
   for (uint32_t h = 0; h < nics_.size(); ++h) {
-    if (!plan.applies_to(h)) continue;
+    // Another rank's host has no endpoint here, and its QPs' profiles are
+    // that rank's to make: its controller is too.
+    if (!plan.applies_to(h) || !built(h)) continue;
     HostCtl& hc = ctl_[h];
     hc.ctl = std::make_unique<core::ctl::Controller>(controller_limits(fabric_.planes()), sim_.rng_for(0x2000 + h));
     if (Status s = apply_controller_plan(*hc.ctl, plan, why); !s) return s;

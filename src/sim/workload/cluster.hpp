@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -107,8 +109,17 @@ class Cluster {
   }
 
   uint32_t hosts() const { return static_cast<uint32_t>(nics_.size()); }
-  Nic& nic(uint32_t h) { return *nics_[h]; }
-  const Nic& nic(uint32_t h) const { return *nics_[h]; }
+  /// Host h's NIC: one built here (built(); else aborts with a message).
+  Nic& nic(uint32_t h) {
+    must_be_built(h, "the NIC");
+    return *nics_[h];
+  }
+  const Nic& nic(uint32_t h) const {
+    must_be_built(h, "the NIC");
+    return *nics_[h];
+  }
+  /// The fabric the hosts attach to.
+  const Fabric& fabric() const { return fabric_; }
   const TransportSpec& transport() const { return spec_; }
 
   /// The Simulator host `h` runs in (its partition's).
@@ -153,18 +164,19 @@ class Cluster {
   /// the QP hints of QPs created from now on (TransportSpec::qp_hints).
   void set_recv_peers(std::vector<uint32_t> n) { recv_peers_ = std::move(n); }
 
-  /// True if host `h`'s QPs are built in this process: always, but in a
-  /// run across processes (HostPlacement::engine with ranks) only for the
-  /// hosts of this rank's partitions. Another rank's host keeps its NIC and
-  /// endpoint here (their entity ids, keys and message targets are the
-  /// same on every rank), and each of its QPs is a placeholder: created in
-  /// RESET, with no EV set and no attributes, so that the QPN and the PSN
-  /// drawn for it (which the local end of the connection needs) are the
-  /// ones its own rank draws. Nothing reads or runs a host not built here:
-  /// write(), the receive poster and sum_pair_qp_stats() abort on one;
-  /// qp_failures(), evs_retired(), evs_resurrected(), sum_qp_stats() and
-  /// sum_path_stats() count the hosts built here alone (the run's totals
-  /// are their sums over the ranks).
+  /// True if host `h`'s NIC, endpoint and QPs are built in this process:
+  /// always, but in a run across processes (HostPlacement::engine with
+  /// ranks) only for the hosts of this rank's partitions. Another rank's
+  /// host has no NIC here: its entity id is taken all the same, its receive
+  /// poster (a message target) is kept, and what its endpoint gives its
+  /// peers (memory keys, each QP's QPN and PSN, which the local end of a
+  /// connection needs) is drawn as that rank's endpoint draws it
+  /// (core::EndpointIds), so ids, keys and targets are those of one
+  /// process. Nothing reads or runs a host not built here: nic(), write(),
+  /// the receive poster and sum_pair_qp_stats() abort on one; for_each_qp()
+  /// skips connections whose sender is one; qp_failures(), evs_retired(),
+  /// evs_resurrected(), sum_qp_stats() and sum_path_stats() count the hosts
+  /// built here alone (the run's totals are their sums over the ranks).
   bool built(uint32_t h) const { return remote_.empty() || !remote_[h]; }
 
   /// Every QP that failed (entered ERROR), for the summary.
@@ -181,10 +193,19 @@ class Cluster {
   std::function<void(uint32_t host, const core::PortEvent&)> on_port_event;
 
   /// Calls f(src, dst, lane, endpoint, qpn) for the sending QP of every
-  /// connection the workload opened (query it with endpoint.query_qp).
+  /// connection the workload opened whose sender is built here (built();
+  /// query it with endpoint.query_qp).
   template <class F>
   void for_each_qp(F&& f) const {
-    for (const auto& [key, qp] : qps_) f(key.src, key.dst, key.lane, nics_[key.src]->ep(), qp.local);
+    for (const auto& [key, qp] : qps_)
+      if (built(key.src)) f(key.src, key.dst, key.lane, nics_[key.src]->ep(), qp.local);
+  }
+  /// The QPNs of QP `lane` of (src, dst) at src and at dst, once opened
+  /// (connect()), whether or not each end is built here; nullopt before.
+  std::optional<std::pair<uint32_t, uint32_t>> qpns(uint32_t src, uint32_t dst, uint32_t lane = 0) const {
+    const auto it = qps_.find(Key{src, dst, lane});
+    if (it == qps_.end()) return std::nullopt;
+    return std::pair{it->second.local, it->second.remote};
   }
 
   /// Sums a QpStats field over the sending QP of every connection
@@ -286,7 +307,9 @@ class Cluster {
   Duration post_delay_;
   Fabric& fabric_;
   TransportSpec spec_;
-  std::vector<std::unique_ptr<Nic>> nics_;
+  std::vector<std::unique_ptr<Nic>> nics_;  ///< per host; null: another rank's (built())
+  /// Per host, another rank's: what its endpoint draws (empty in one process).
+  std::vector<std::unique_ptr<core::EndpointIds>> ids_;
   std::unique_ptr<RecvPoster[]> posters_;  ///< per host
   std::vector<core::MemoryRegion> mrs_;
   std::map<Key, QpInfo> qps_;

@@ -303,9 +303,9 @@ Duration RingTraining::ideal_collective() const {
   const uint64_t chunk = bytes_ / n;
   const uint64_t mtu = cluster_.transport().mtu;
   const uint64_t pkts = (chunk + mtu - 1) / mtu;
-  uint64_t bps = 0;
-  for (uint32_t p = 0; p < cluster_.nic(ring_[0]).ep().num_ports(); ++p)
-    bps += cluster_.nic(ring_[0]).ep().config().ports[p].rate_bps;
+  // A host's ports, as its NIC gives them to its endpoint before any
+  // failure (the host may be another rank's, with no NIC here).
+  const uint64_t bps = uint64_t{cluster_.fabric().shape().host_bps} * cluster_.fabric().planes();
   return (Duration::serialization(chunk + pkts * (kWireOverhead + 80), bps) + step_latency_) * (2 * (n - 1));
 }
 
