@@ -263,11 +263,15 @@ constexpr double kPerPacketBytes = 250;         // a packet in flight or queued
 constexpr double kPerSwitchPortBytes = 890;     // egress queues and pipe, links
 constexpr double kPerConnectionBytes = 5000;    // the QPs at both ends, without their EVs
 constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, indexes, EvHealth pointer)
-// Across R processes (MPI ranks), each rank builds every host's NIC and
-// endpoint, but the QPs (and their EVs) of its own hosts alone; an end of a
-// connection at another rank's host is a placeholder QP (core::Qp in
-// RESET, no EVs: 1.6 KB, heaptrack's Endpoint::create_qp at 1,024 hosts),
-// and the packets in flight are the rank's planes'. Of the fabric, a rank
+// Across R processes (MPI ranks), each rank builds the NICs, endpoints and
+// QPs (and their EVs) of its own hosts alone; another rank's host is a
+// stand-in of about 1 KB (what its endpoint draws, core::EndpointIds, its
+// memory keys and receive poster). The NIC and endpoint a rank does not
+// build (kPerNicBytes of kPerHostBytes, and kPerNicPortBytes of each
+// host-plane's kPerHostPlaneBytes) are fitted to the drop in peak RSS when
+// ranks stopped building them: about 8 KB per other rank's host at 8 planes
+// (7 KB net of the placeholder QPs they had), at 1,024 and 4,096 hosts on 2
+// and 4 ranks. The packets in flight are the rank's planes'. Of the fabric, a rank
 // builds the switches of its partitions (a switch port's egress queues and
 // pipe: all of kPerSwitchPortBytes but its share of the link records and
 // port tables, kept on every rank) and the host links' pipes with an end in
@@ -275,7 +279,9 @@ constexpr double kPerConnectionEvBytes = 95;    // an EV at both ends (EvSlot, i
 // or its T0 is the rank's, (2R - 1) / R^2 of them, and its downlink outside
 // a T0 slot where its host is the rank's and its T0 is not, (R - 1) / R^2
 // (docs/simulator.md, "Across processes").
-constexpr double kPlaceholderQpBytes = 1640;
+constexpr double kPerNicBytes = 5500;           // of kPerHostBytes: NIC, endpoint, CQs
+constexpr double kPerNicPortBytes = 300;        // of kPerHostPlaneBytes: the NIC's and endpoint's port
+constexpr double kStandInBytes = 1000;          // another rank's host
 constexpr double kKeptPerSwitchPortBytes = 40;  // every rank: link records, port tables, switch placeholders
 constexpr double kHostPipeBytes = 320;          // a host link's pipe (sizeof(Pipe))
 
@@ -375,15 +381,16 @@ MemoryEstimate estimate_memory(const SimOptions& given, size_t matrix_flows) {
   // What every process builds, what R ranks divide, and the host links'
   // pipes, which a rank builds where one of their ends is its own.
   const double host_planes = hosts * e.planes;
-  const double every = kFixedBytes + kPerHostBytes * hosts +
-                       (kPerHostPlaneBytes - kHostPipeBytes + ports * kKeptPerSwitchPortBytes) * host_planes;
+  const double every =
+      kFixedBytes + (kPerHostBytes - kPerNicBytes) * hosts +
+      (kPerHostPlaneBytes - kHostPipeBytes - kPerNicPortBytes + ports * kKeptPerSwitchPortBytes) * host_planes;
   const double divided = in_flight * kPerPacketBytes * host_planes + conns * kPerConnectionBytes +
-                         conns * evs * kPerConnectionEvBytes +
-                         ports * (kPerSwitchPortBytes - kKeptPerSwitchPortBytes) * host_planes;
+                         conns * evs * kPerConnectionEvBytes + kPerNicBytes * hosts +
+                         (kPerNicPortBytes + ports * (kPerSwitchPortBytes - kKeptPerSwitchPortBytes)) * host_planes;
   e.ranks = std::max<uint32_t>(1, o.ranks);
   const double r = e.ranks;
   const double host_pipes = kHostPipeBytes * host_planes * (3 * r - 2) / (r * r);
-  const double per_rank = every + divided / r + host_pipes + 2 * conns * (r - 1) / r * kPlaceholderQpBytes;
+  const double per_rank = every + divided / r + host_pipes + kStandInBytes * hosts * (r - 1) / r;
   auto to_bytes = [](double b) {
     return b >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(b);
   };

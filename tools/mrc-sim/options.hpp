@@ -178,9 +178,9 @@ Result<ResolvedRun> resolve(const SimOptions& o, std::string* why);
 /// /usr/bin/time -v (docs/mrc-sim.md, "Memory"). Transports run one after
 /// the other, so the one with the most QPs per host pair counts. Under R
 /// MPI ranks (SimOptions::ranks) `bytes` is one rank's share: each rank
-/// builds the fabric and every host's NIC, but the QPs and EVs of its own
-/// hosts alone (other ranks' ends are light placeholders), and holds the
-/// packets of its own partitions.
+/// builds the switches of its own partitions and the NICs, QPs and EVs of
+/// its own hosts (other ranks' hosts are stand-ins of about 1 KB, and every
+/// link's record is kept), and holds the packets of its own partitions.
 struct MemoryEstimate {
   uint64_t bytes = 0;         ///< per process: one rank's with ranks > 1
   uint64_t total_bytes = 0;   ///< the same run in one process
