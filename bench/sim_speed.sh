@@ -4,8 +4,8 @@
 # for one or more mrc-sim binaries run in interleaved rounds: every round runs
 # each shape once with each binary (the order rotating from round to round),
 # so a drift of the machine's speed hits all of them alike. Prints a
-# markdown table of the median user CPU time per shape and binary and the
-# median of the per-round ratios of each binary to the first.
+# markdown table of the median CPU time (user + system) per shape and
+# binary and the median of the per-round ratios of each binary to the first.
 #
 #   bench/sim_speed.sh [--rounds N] [--shapes LIST] BINARY [BINARY...]
 #
@@ -14,8 +14,10 @@
 #                perm1024, perm1024-single, incast (default: all)
 # BINARY         an mrc-sim; a label may be given as LABEL=PATH
 #
-# User CPU time comes from the kernel's rusage of each child (what
-# /usr/bin/time -f %U prints, to the microsecond). Each run is under
+# CPU time is user + system time from the kernel's rusage of each child
+# (what /usr/bin/time -f %U and %S print, to the microsecond): a system
+# call the simulator makes per window counts as much as its own code. Each
+# run is under
 # `nice -n 19`. Needs bash and python3 (standard library only). Not part of
 # the test suite: the 1024-host shapes take 2-3 s of CPU each per run.
 set -euo pipefail
@@ -68,7 +70,7 @@ def cpu(path, args):
     _, status, ru = os.wait4(p.pid, 0)
     if status != 0:
         sys.exit(f"sim_speed.sh: {path} {' '.join(args)} failed ({status})")
-    return ru.ru_utime
+    return ru.ru_utime + ru.ru_stime
 
 t = {(s, i): [] for s in want for i in range(len(bins))}
 for r in range(rounds):

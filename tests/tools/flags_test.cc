@@ -78,6 +78,8 @@ const BadFlag kBadFlags[] = {
     {"--seed", "18446744073709551616", "an integer from 0 to 18446744073709551615"},
     {"--partitions", "0", "an integer from 1 to 4096"},
     {"--partitions", "2.5", "an integer from 1 to 4096"},
+    {"--threads", "-1", "an integer from 0 to 4096"},
+    {"--threads", "4097", "an integer from 0 to 4096"},
     {"--memory-limit-gb", "-1", "a number from 0 to 1000000000"},
     {"--memory-limit-gb", "1e12", "a number from 0 to 1000000000"},
     {"--time-limit-ms", "-1", "a number > 0 and <= 10000000"},

@@ -41,8 +41,9 @@ struct Runs {
   double busiest = 0;  ///< the busiest partition's share of the events (the last transport's run)
 };
 
-Runs run(SimOptions o, uint32_t partitions) {
+Runs run(SimOptions o, uint32_t partitions, uint32_t threads = 0) {
   o.partitions = partitions;
+  o.threads = threads;
   std::string why;
   auto resolved = resolve(o, &why);
   EXPECT_TRUE(resolved) << why;
@@ -92,6 +93,25 @@ TEST(Partitions, TrainingWithAT1RebootAndALinkFlapIsTheSameOn1To4) {
   o.failures = {"switch-down:tier=t1,plane=0,index=1,at=100us,for=150us",
                 "link-flap:tier=host,plane=3,a=5,at=120us,until=300us,period=60us,duty=0.5"};
   expect_same_on_2_and_4(o);
+}
+
+TEST(Partitions, FewerThreadsThanPartitionsGiveTheSameRun) {
+  // 4 partitions on 1 thread (one after another in each window) and on 3
+  // (thread 0 runs partitions 0 and 3): the results of 1 partition, with
+  // global events (a switch down and back) between windows.
+  SimOptions o = small();
+  o.workload = "train";
+  o.bytes = 1 << 20;
+  o.steps = 1;
+  o.transports = {"mrc"};
+  o.failures = {"switch-down:tier=t1,plane=0,index=1,at=100us,for=150us"};
+  const Runs one = run(o, 1);
+  ASSERT_FALSE(one.json.empty());
+  for (uint32_t threads : {1u, 3u}) {
+    const Runs par = run(o, 4, threads);
+    EXPECT_EQ(par.json, one.json) << "4 partitions on " << threads << " threads";
+    EXPECT_GT(par.messages, 1000u) << threads << " threads";
+  }
 }
 
 TEST(Partitions, PermutationWithADeadLinkAndLossIsTheSameOn1To4) {

@@ -7,6 +7,7 @@
 // switch reboots and a NIC-T0 link flaps, once per transport under test, and
 // prints the results side by side. docs/mrc-sim.md is the user guide.
 #include <fmt/core.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -53,6 +54,15 @@ uint64_t available_memory_bytes() {
   return 0;
 }
 
+// CPUs this process may run on (its affinity mask: mpirun binds each rank to
+// its share of the cores), or 0 where it cannot be read.
+uint32_t available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return static_cast<uint32_t>(CPU_COUNT(&set));
+}
+
 int run_main(int argc, char** argv) {
   // Under mpirun (several ranks): every rank runs its share of the
   // partitions; rank 0 alone prints and writes the results.
@@ -69,6 +79,7 @@ int run_main(int argc, char** argv) {
   SimOptions o;
   if (const int rc = parse_command_line(argc, argv, &o); rc >= 0) return rc;
   o.memory_available_bytes = available_memory_bytes();  // resolve() refuses what would not fit
+  o.cpus_available = available_cpus();                  // --threads 0: at most one per CPU
   if (ranks) o.ranks = ranks->size();
   auto resolved = resolve(o, &why);
   if (!resolved) {

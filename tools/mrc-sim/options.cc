@@ -420,6 +420,12 @@ std::string memory_refusal(const SimOptions& given, size_t matrix_flows) {
       std::max<uint32_t>(2, o.evs_per_plane / 2), e.ranks > 1 ? ", run on more ranks (mpirun -np)" : "");
 }
 
+uint32_t run_threads(const SimOptions& o) {
+  const uint32_t mine = std::max<uint32_t>(1, o.partitions / std::max<uint32_t>(1, o.ranks));
+  if (o.threads) return std::min(o.threads, mine);
+  return o.cpus_available ? std::min(mine, o.cpus_available) : mine;
+}
+
 Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   const SimOptions o = with_routing_defaults(given);
   auto fail = [&](Errc e, const std::string& msg) {
@@ -604,6 +610,7 @@ Result<ResolvedRun> resolve(const SimOptions& given, std::string* why) {
   sc.victim = o.victim;
   sc.seed = o.seed;
   sc.partitions = o.partitions;
+  sc.threads = run_threads(o);
   sc.time_limit = from_units(o.time_limit_ms, 1e9);
   sc.sample_every = from_units(o.sample_us, 1e6);
   auto wants = [&](const char* s) { return std::find(o.series.begin(), o.series.end(), s) != o.series.end(); };
@@ -695,11 +702,13 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
   }
   append(out, "  seed        {}\n", o.seed);
+  const uint32_t threads = run_threads(o);
   if (o.partitions > 1 && o.ranks > 1)
-    append(out, "  partitions  {} ({} MPI ranks x {} threads; the results do not depend on it)\n", o.partitions,
-           o.ranks, o.partitions / o.ranks);
+    append(out, "  partitions  {} ({} MPI ranks x {} thread{}; the results do not depend on it)\n", o.partitions,
+           o.ranks, threads, threads == 1 ? "" : "s");
   else if (o.partitions > 1)
-    append(out, "  partitions  {} (threads; the results do not depend on it)\n", o.partitions);
+    append(out, "  partitions  {} ({} thread{}; the results do not depend on it)\n", o.partitions, threads,
+           threads == 1 ? "" : "s");
   if (!o.pcap.empty()) {
     std::string files;
     for (const auto& t : run.transports) files += (files.empty() ? "" : ", ") + pcap_file_for(o, t.name);

@@ -63,7 +63,13 @@ struct SimOptions {
   bool default_failures = true;  ///< default_failures: the default scenario's failures when none is given
   std::vector<std::string> transports = {"mrc", "roce"};  ///< transports
   uint64_t seed = 1;                                      ///< seed
-  uint32_t partitions = 1;  ///< partitions: threads of the parallel engine (Scenario::partitions)
+  uint32_t partitions = 1;  ///< partitions: of the parallel engine (Scenario::partitions)
+  /// threads: threads running this process's partitions; 0 = one per
+  /// partition, at most cpus_available (run_threads)
+  uint32_t threads = 0;
+  /// CPUs this process may run on (main reads its affinity; not a setting).
+  /// 0 = unknown: --threads 0 then means one thread per partition.
+  uint32_t cpus_available = 0;
   double memory_limit_gb = 0;  ///< memory_limit_gb: refuse runs estimated above it; 0 = available memory
   /// What the machine has available (main reads it; not a setting). 0 =
   /// unknown: without memory_limit_gb no run is refused for its size.
@@ -198,6 +204,11 @@ MemoryEstimate estimate_memory(const SimOptions& o, size_t matrix_flows = 0);
 /// not, as resolve() reports it: the estimate, the limit, and which flags
 /// make the run smaller or raise the limit.
 std::string memory_refusal(const SimOptions& o, size_t matrix_flows = 0);
+
+/// The threads that run this process's partitions (Scenario::threads): the
+/// threads setting (at most one per partition of this rank), or where it is
+/// 0 one per partition, at most cpus_available when that is known.
+uint32_t run_threads(const SimOptions& o);
 
 /// The resolved configuration as mrc-sim prints it before running
 /// ("mrc-sim configuration" and one indented line per aspect).

@@ -129,9 +129,12 @@ std::vector<Setting> settings(SimOptions& o) {
       {"run", "seed", "--seed", "seed; same configuration + seed = byte-identical output", &o.seed,
        integer(0, u64max)},
       {"run", "partitions", "--partitions",
-       "split the fabric into this many partitions, each run on a thread of its own (the switches by planes, "
+       "split the fabric into this many partitions, run on --threads threads (the switches by planes, "
        "then pods or T0 ranges, each host with its T0); the output is the same for every count",
        &o.partitions, integer(1, 4096, "1 = one thread")},
+      {"run", "threads", "--threads",
+       "threads running the partitions (of each MPI rank); the output is the same for every count",
+       &o.threads, integer(0, 4096, "0 = one per partition, at most one per CPU this process may use")},
       {"run", "memory_limit_gb", "--memory-limit-gb",
        "refuse to build a run whose estimated memory exceeds this many GB (default: the memory the machine "
        "has available); under mpirun, per rank",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // ParallelEngine: conservative synchronous windows over several Simulators,
-// one thread each.
+// run on one thread each or on fewer threads (set_threads).
 //
 // Each partition is a Simulator of its own (queue, packet pool, clock) whose
 // nodes touch nothing of the other partitions. An event a partition's node
@@ -105,10 +105,23 @@ class ParallelEngine {
   /// event acting on its elements here) is dropped: that process sends it.
   void send(uint32_t src, uint32_t dst, Time at, Node* node, uint64_t tag, uint64_t key);
 
+  /// Runs this process's partitions on `n` threads (at most one per
+  /// partition; 0, the default: one per partition): the k-th of them on
+  /// thread k % n, the calling thread being thread 0. A thread with several
+  /// runs their shares of a window one after another, which is one order
+  /// the threads' would allow, so the results do not depend on `n`; what `n`
+  /// changes is the wall time: more threads than free cores wait for each
+  /// other at every barrier (each window needs every thread to have run).
+  /// Call before run_until().
+  void set_threads(uint32_t n) { threads_ = n; }
+  /// The threads run_until() uses: set_threads()'s count, at most one per
+  /// partition this process runs.
+  uint32_t threads() const;
+
   /// Runs every partition's events (and the global ones) up to and
-  /// including `end`, window by window, partition 0 on the calling thread
-  /// and each other one on a thread of its own (one partition without a
-  /// global Simulator: the Simulator's own run_until). Every partition's
+  /// including `end`, window by window, on the threads of set_threads()
+  /// (partition local_partitions()[0] on the calling thread; one partition
+  /// without a global Simulator: the Simulator's own run_until). Every partition's
   /// clock is left at `end` (unless `end` is never), or, when an event
   /// called stop(), at the end of that window (then stopped() is true).
   /// Returns false if every queue emptied.
@@ -144,8 +157,9 @@ class ParallelEngine {
   /// counted once per window (and once per global-event merge): at most
   /// partitions^2 per window, partitions - 1 into each partition.
   uint64_t batches() const { return batches_; }
-  /// CPU time (s) of each partition's thread in run_until() calls with
-  /// more than one partition, its waits at the barrier included (the
+  /// CPU time (s) of each partition in run_until() calls with more than
+  /// one partition: its shares of the windows, and for the first partition
+  /// of each thread (set_threads) that thread's waits at the barrier (the
   /// barrier's own step, global events included, counts where it ran): how
   /// the work was balanced. Zeros with one partition.
   const std::vector<double>& thread_cpu_s() const { return cpu_s_; }
@@ -210,6 +224,7 @@ class ParallelEngine {
   uint64_t batches_ = 0;
   std::vector<double> cpu_s_;
   std::vector<double> busy_s_;  ///< per partition: CPU time running the window just run
+  uint32_t threads_ = 0;        ///< set_threads(); 0 = one per local partition
   double span_s_ = 0;
   double window_busy_s_ = 0;  ///< the longest share of the window just run (every process's, after the barrier)
   double in_ranks_s_ = 0;     ///< CPU time in the collectives (Ranks) of the engine's barriers

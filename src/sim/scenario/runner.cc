@@ -342,6 +342,7 @@ RunResult run_scenario(const Scenario& sc, const TransportSpec& spec) {
     std::abort();
   }
   ParallelEngine engine(part_ptrs, scenario_lookahead(topo), &global);
+  engine.set_threads(sc.threads);
   fp.engine = &engine;
   Ranks* const ranks = sc.ranks;
   if (ranks) {

@@ -46,11 +46,14 @@ struct Scenario {
   /// empty: the transport's own EV sets and congestion control.
   ControllerPlan controller;
   uint64_t seed = 1;
-  /// Partitions of a parallel run (ParallelEngine, one thread each): the
-  /// switches and the hosts split as plan_partitions() says.
+  /// Partitions of a parallel run (ParallelEngine): the switches and the
+  /// hosts split as plan_partitions() says.
   /// Results are the same for every count; plan_partitions() must accept
   /// it for `topology` (run_scenario aborts with its message otherwise).
   uint32_t partitions = 1;
+  /// Threads that run this process's partitions (ParallelEngine::
+  /// set_threads); 0: one per partition. Results do not depend on it.
+  uint32_t threads = 0;
   /// A run across processes (MPI ranks, not owned; null: one process):
   /// every rank calls run_scenario() with the same scenario and runs
   /// partitions / ranks->size() of the partitions (rank r the r-th block),
