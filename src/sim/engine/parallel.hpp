@@ -18,10 +18,13 @@
 // executes every partition's events in the order the sequential engine
 // would, and gives its results bit for bit.
 //
-// Across processes (set_ranks): every process builds the same model and
-// runs only its own partitions. A message to another process's partition
-// names its target by its index among the registered targets (the same
-// nodes in the same order on every process) and carries its tag as bytes
+// Across processes (set_ranks): every process numbers the same model (the
+// same entity ids, the same message targets), builds what its own
+// partitions need of it (the fabric and the cluster build no element of
+// another process's partition), and runs only its own partitions. A
+// message to another process's partition names its target by its index
+// among the registered targets (the same places in the same order on every
+// process, a null where a process did not build the node) and carries its tag as bytes
 // (Node::export_tag: a packet travels as its fields and header bytes); the
 // barrier sends each process's messages in one Ranks::exchange() per window
 // and takes its decisions (the next window's first event, a stop) from
@@ -71,13 +74,14 @@ class ParallelEngine {
   /// Runs across processes: this process runs only the partitions p with
   /// rank_of[p] == ranks->rank() (threads when it has several), and the
   /// messages for the others go through `ranks` (not owned; it must
-  /// outlive the engine). Every rank must build the same model, register
-  /// the same targets in the same order, and call run_until() with the
-  /// same ends. `rank_of` has partitions() entries below ranks->size(),
+  /// outlive the engine). Every rank must number the same model, register
+  /// the same targets in the same order (nulls for nodes it does not
+  /// build), and call run_until() with the same ends. `rank_of` has partitions() entries below ranks->size(),
   /// each rank with at least one partition (else aborts with a message).
-  /// Call before run_until(). The other ranks' partitions' Simulators stay
-  /// as they were built: what the global events do to their elements here
-  /// is discarded (their messages are dropped; the owner sends its own).
+  /// Call before run_until() (and before building a model that builds only
+  /// this rank's elements: Fabric, Cluster). The other ranks' partitions'
+  /// Simulators stay as they were built; a message a global event sends
+  /// here from one of them is dropped (the owner sends its own).
   void set_ranks(Ranks* ranks, std::vector<uint32_t> rank_of);
   /// A node that a message from another process may target (set_ranks): a
   /// send() to a partition of another process aborts with a message if

@@ -4,8 +4,9 @@
 // not depend on MPI. mrc-sim implements it over MPI (tools/mrc-sim/mpi_ranks.cc)
 // when built with MRC_WITH_MPI.
 //
-// Every process builds the same model (the same entity ids, the same
-// message targets) and runs the partitions assigned to it. Every call here
+// Every process numbers the same model (the same entity ids, the same
+// message targets), builds the elements of the partitions assigned to it
+// (sim/fabric/fabric.hpp, sim/workload/cluster.hpp) and runs them. Every call here
 // is collective: every rank makes the same calls in the same order (the
 // engine's barrier decides only from reduced values and from the global
 // events, which every rank runs alike).
