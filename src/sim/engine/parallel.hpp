@@ -72,7 +72,7 @@ class ParallelEngine {
   uint32_t partitions() const { return static_cast<uint32_t>(parts_.size()); }
 
   /// Runs across processes: this process runs only the partitions p with
-  /// rank_of[p] == ranks->rank() (threads when it has several), and the
+  /// rank_of[p] == ranks->rank() (on set_threads() threads), and the
   /// messages for the others go through `ranks` (not owned; it must
   /// outlive the engine). Every rank must number the same model, register
   /// the same targets in the same order (nulls for nodes it does not
@@ -205,8 +205,8 @@ class ParallelEngine {
   /// each at its time or, if it fell inside a window already run, right
   /// after it; returns the next partition event after them.
   Time run_globals(Time end, Time first);
-  /// Runs the window loop over this process's partitions (threads when
-  /// there are several); `more` is the first window's next_window().
+  /// Runs the window loop over this process's partitions (on threads() threads);
+  /// `more` is the first window's next_window().
   void run_windows(Time end, bool more);
   /// next_window() after a window whose longest share took window_busy_s_,
   /// adding the window to the critical path (span_s_).

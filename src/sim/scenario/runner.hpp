@@ -57,7 +57,7 @@ struct Scenario {
   /// A run across processes (MPI ranks, not owned; null: one process):
   /// every rank calls run_scenario() with the same scenario and runs
   /// partitions / ranks->size() of the partitions (rank r the r-th block),
-  /// on threads when it has several. partitions must be a multiple of the
+  /// on `threads` threads. partitions must be a multiple of the
   /// ranks, above 1, and the run without failures (run_scenario aborts with
   /// a message otherwise; mrc-sim refuses these beforehand). Rank 0's
   /// result is the whole run's, the same as on one process; the other
