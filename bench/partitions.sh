@@ -4,8 +4,11 @@
 # partitions, in interleaved rounds (the median of each, and of the
 # per-round ratio, since a shared machine's speed drifts within minutes).
 #
-#   bench/partitions.sh [--bin PATH] [--rounds R] [--partitions N] [--mpi] HOSTS...
+#   bench/partitions.sh [--bin PATH] [--rounds R] [--partitions N] [--threads T] [--mpi] HOSTS...
 #
+# --threads T: the N partitions run on T threads (mrc-sim --threads; by
+# default mrc-sim's: one per partition, at most one per CPU, so N above the
+# CPUs runs on fewer threads than partitions).
 # --mpi: the N partitions run as N processes under mpirun (--oversubscribe;
 # as root, with Open MPI's OMPI_ALLOW_RUN_AS_ROOT consent), one partition
 # each, and the CPU time is over every rank (mpirun's children). Two more
@@ -16,17 +19,19 @@
 # Each run: clos2 (8 planes at 400 Gb/s), a 4 MiB permutation, MRC only, no
 # failures. Prints one line per host count: wall and CPU (user + sys) medians
 # for 1 and N partitions, the speedup (wall ratio), the parallel efficiency
-# (speedup / N), the CPU ratio (N partitions over 1), the engine's windows,
-# messages and batches per window, the busiest partition's share of the
-# events, the critical path's CPU time with N partitions (per window, the
-# partition that took longest, plus the barrier's steps) and the speedup it
-# bounds (CPU time on 1 over it: what N free cores would give). On a shared
+# (speedup over the threads or ranks the N partitions ran on), the CPU ratio
+# (N partitions over 1), the engine's windows, messages and batches per
+# window, the busiest partition's share of the events, the critical path's
+# CPU time with N partitions (per window, the partition that took longest,
+# plus the barrier's steps) and the speedup it bounds (CPU time on 1 over
+# it: what N free cores would give). On a shared
 # machine the CPU times say more than the wall times.
 set -euo pipefail
 bin=build/release/tools/mrc-sim/mrc-sim
 rounds=3
 parts=2
 mpi=0
+threads=
 hosts=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,7 +39,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --partitions) parts=$2; shift 2 ;;
     --mpi) mpi=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --threads) threads=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) hosts+=("$1"); shift ;;
   esac
 done
@@ -43,6 +49,11 @@ done
 if [ "$mpi" = 1 ]; then
   command -v mpirun >/dev/null || { echo "partitions.sh: --mpi needs mpirun (openmpi-bin: scripts/deps.sh)" >&2; exit 1; }
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# What the N partitions run on: ranks (one partition each), or threads.
+if [ "$mpi" = 1 ]; then used=$parts
+elif [ -n "$threads" ]; then used=$(( threads < parts ? threads : parts ))
+else cpus=$(nproc); used=$(( cpus < parts ? cpus : parts ))
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,9 +69,11 @@ for h in "${hosts[@]}"; do
     for p in 1 "$parts"; do
       launch=()
       [ "$mpi" = 1 ] && [ "$p" != 1 ] && launch=(mpirun --oversubscribe -np "$p")
+      tflag=()
+      [ -n "$threads" ] && [ "$p" != 1 ] && tflag=(--threads "$threads")
       /usr/bin/time -f "%e %U %S" -o "$tmp/t" "${launch[@]}" "$bin" --quiet --topology clos2 --hosts "$h" --rate-gbps 400 \
         --workload permutation --bytes 4194304 --transports mrc --no-default-failures --partitions "$p" \
-        >"$tmp/out"
+        "${tflag[@]}" >"$tmp/out"
       read -r wall user sys <"$tmp/t"
       cpu=$(printf "%.2f" "$(echo "$user + $sys" | bc -l)")
       if [ "$p" = 1 ]; then echo "$wall" >>"$tmp/w1"; echo "$cpu" >>"$tmp/c1"; w1=$wall; c1=$cpu
@@ -81,6 +94,6 @@ for h in "${hosts[@]}"; do
   extra=()
   [ "$mpi" = 1 ] && extra=("$(median <"$tmp/kb")" "$(median <"$tmp/mpimsg")")
   printf "%6s %8s %8s %8s %8s %8.2f %10.2f %9.2f %8s %9s %9s %8s %8s %8.2f %9s %9s\n" "$h" "$(median <"$tmp/w1")" \
-    "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $parts" | bc -l)" \
+    "$(median <"$tmp/c1")" "$(median <"$tmp/wn")" "$(median <"$tmp/cn")" "$s" "$(echo "$s / $used" | bc -l)" \
     "$(median <"$tmp/cratio")" $win "$busiest" "$(median <"$tmp/span")" "$(median <"$tmp/bound")" "${extra[@]}"
 done
