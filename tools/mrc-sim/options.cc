@@ -702,13 +702,11 @@ std::string describe(const SimOptions& o, const ResolvedRun& run) {
     append(out, "  controller  mrc QPs of {}: {}, {}\n", hosts, ev, cc);
   }
   append(out, "  seed        {}\n", o.seed);
-  const uint32_t threads = run_threads(o);
-  if (o.partitions > 1 && o.ranks > 1)
-    append(out, "  partitions  {} ({} MPI ranks x {} thread{}; the results do not depend on it)\n", o.partitions,
-           o.ranks, threads, threads == 1 ? "" : "s");
-  else if (o.partitions > 1)
-    append(out, "  partitions  {} ({} thread{}; the results do not depend on it)\n", o.partitions, threads,
-           threads == 1 ? "" : "s");
+  if (o.partitions > 1) {
+    const uint32_t threads = run.scenario.threads;
+    append(out, "  partitions  {} ({}{} thread{}; the results do not depend on it)\n", o.partitions,
+           o.ranks > 1 ? fmt::format("{} MPI ranks x ", o.ranks) : "", threads, threads == 1 ? "" : "s");
+  }
   if (!o.pcap.empty()) {
     std::string files;
     for (const auto& t : run.transports) files += (files.empty() ? "" : ", ") + pcap_file_for(o, t.name);

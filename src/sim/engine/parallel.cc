@@ -302,18 +302,6 @@ uint32_t ParallelEngine::threads() const {
 }
 
 void ParallelEngine::run_windows(Time end, bool more) {
-  if (local_.size() == 1) {
-    const uint32_t p = local_[0];
-    const double cpu0 = cpu_now();
-    while (more) {
-      const double w0 = cpu_now();
-      run_window(p);
-      window_busy_s_ = cpu_now() - w0;
-      more = barrier_step(end);
-    }
-    cpu_s_[p] += cpu_now() - cpu0;
-    return;
-  }
   // Thread t runs local_[t], local_[t + T], ...: each window's shares one
   // after another, each timed on its own (busy_s_, the critical path's
   // figure for as many cores as partitions).
@@ -333,44 +321,37 @@ void ParallelEngine::run_windows(Time end, bool more) {
     }
     return w0 - start;
   };
-  auto longest_share = [this] {
+  // The completion step runs on one thread while the others wait: it alone
+  // touches the outboxes of every pair, the global events and the window.
+  auto step = [this, end, &more] {
     window_busy_s_ = 0;
     for (double& b : busy_s_) {
       window_busy_s_ = std::max(window_busy_s_, b);
       b = 0;
     }
-  };
-  if (T == 1) {
-    const double cpu0 = cpu_now();
-    double busy = 0;
-    while (more) {
-      busy += run_shares(0);
-      longest_share();
-      more = barrier_step(end);
-    }
-    cpu_s_[local_[0]] += cpu_now() - cpu0 - busy;
-    return;
-  }
-  // The completion step runs on one thread while the others wait: it alone
-  // touches the outboxes of every pair, the global events and the window.
-  auto on_barrier = [this, end, &more, &longest_share]() noexcept {
-    longest_share();
     more = barrier_step(end);
   };
-  std::barrier sync(static_cast<std::ptrdiff_t>(T), on_barrier);
-  auto work = [this, &more, &sync, &run_shares](uint32_t t) {
+  // Thread t's loop; `arrive` ends its window (the step, or the barrier
+  // that runs it).
+  auto work = [this, &more, &run_shares](uint32_t t, auto&& arrive) {
     const double cpu0 = cpu_now();
     double busy = 0;
     while (more) {
       busy += run_shares(t);
-      sync.arrive_and_wait();
+      arrive();
     }
     // The thread's time outside its shares: its waits and barrier steps.
     cpu_s_[local_[t]] += cpu_now() - cpu0 - busy;
   };
+  if (T == 1) {
+    work(0, step);
+    return;
+  }
+  std::barrier sync(static_cast<std::ptrdiff_t>(T), [&step]() noexcept { step(); });
+  auto worker = [&work, &sync](uint32_t t) { work(t, [&sync] { sync.arrive_and_wait(); }); };
   std::vector<std::thread> threads;
-  for (uint32_t t = 1; t < T; ++t) threads.emplace_back(work, t);
-  work(0);
+  for (uint32_t t = 1; t < T; ++t) threads.emplace_back(worker, t);
+  worker(0);
   for (auto& th : threads) th.join();
 }
 
